@@ -1,0 +1,5 @@
+import sys
+
+from fusedsim.cli.main import main
+
+sys.exit(main())

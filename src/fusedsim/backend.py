@@ -1,0 +1,95 @@
+"""Backend dispatch: Triton kernels for GPU tensors, PyTorch twins elsewhere.
+
+``FUSEDSIM_BACKEND=auto|reference|triton`` (or the :func:`use_backend` context manager, which wins over the
+environment) picks the implementation. ``auto`` runs the Triton kernels on CUDA/ROCm tensors when Triton is
+importable and the PyTorch twin otherwise. Forcing ``triton`` where it cannot run is an error, never a silent
+fallback: on CPU tensors it needs Triton's interpreter (``TRITON_INTERPRET=1`` set before import).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import os
+from collections.abc import Iterator
+
+import torch
+
+BACKENDS = ("auto", "reference", "triton")
+_ENV_VAR = "FUSEDSIM_BACKEND"
+_forced: contextvars.ContextVar[str | None] = contextvars.ContextVar("fusedsim_backend", default=None)
+
+
+class BackendUnavailableError(RuntimeError):
+    """A forced backend cannot run on the given tensors."""
+
+
+def _check_name(name: str, source: str) -> str:
+    if name not in BACKENDS:
+        raise ValueError(f"{source} must be one of {', '.join(BACKENDS)}; got {name!r}")
+    return name
+
+
+def requested_backend() -> str:
+    """The backend asked for: the innermost :func:`use_backend`, else ``$FUSEDSIM_BACKEND``, else ``auto``."""
+    forced = _forced.get()
+    if forced is not None:
+        return forced
+    return _check_name(os.environ.get(_ENV_VAR, "auto").strip().lower() or "auto", _ENV_VAR)
+
+
+@contextlib.contextmanager
+def use_backend(name: str) -> Iterator[None]:
+    """Force ``auto``, ``reference`` or ``triton`` inside a ``with`` block."""
+    token = _forced.set(_check_name(name, "backend"))
+    try:
+        yield
+    finally:
+        _forced.reset(token)
+
+
+@functools.lru_cache(maxsize=1)
+def triton_available() -> bool:
+    try:
+        import triton  # noqa: F401
+        import triton.language  # noqa: F401
+    except Exception:  # pragma: no cover - depends on the install
+        return False
+    return True
+
+
+def triton_interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
+def triton_can_run(device: torch.device) -> bool:
+    """Triton runs on CUDA/ROCm tensors, and on CPU tensors only through its interpreter."""
+    if not triton_available():
+        return False
+    if device.type == "cuda":
+        return True
+    return device.type == "cpu" and triton_interpreting()
+
+
+def choose_backend(*tensors: torch.Tensor, op: str = "this operation", triton_supported: bool = True) -> str:
+    """Return ``"triton"`` or ``"reference"`` for an op on ``tensors``.
+
+    ``triton_supported=False`` says the op (or the option set asked for) has no kernel: ``auto`` then uses the
+    twin, and a forced ``triton`` raises instead of substituting.
+    """
+    device = tensors[0].device
+    wanted = requested_backend()
+    if wanted == "reference":
+        return "reference"
+    if wanted == "triton":
+        if not triton_supported:
+            raise BackendUnavailableError(f"backend 'triton' was forced, but {op} has no Triton kernel")
+        if not triton_can_run(device):
+            why = "Triton is not installed" if not triton_available() else (
+                f"tensors are on {device.type}; Triton needs CUDA/ROCm tensors, or TRITON_INTERPRET=1 for CPU")
+            raise BackendUnavailableError(f"backend 'triton' was forced for {op}, but {why}")
+        return "triton"
+    if triton_supported and device.type == "cuda" and triton_available():
+        return "triton"
+    return "reference"

@@ -1,0 +1,41 @@
+"""Entry point of ``fusedsim``: one sub-command per module in this package.
+
+Each command module exposes ``add_parser(subparsers)`` and ``run(args) -> int``; they are imported lazily so
+that ``fusedsim --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+# command name -> module under fusedsim.cli
+COMMANDS = {"score": "score", "vmaf": "vmaf"}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from fusedsim import __version__
+
+    parser = argparse.ArgumentParser(prog="fusedsim", description="Fused GPU image and video similarity metrics.")
+    parser.add_argument("--version", action="version", version=f"fusedsim {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for module_name in COMMANDS.values():
+        importlib.import_module(f"fusedsim.cli.{module_name}").add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.run(args) or 0)
+    except (ValueError, TypeError, FileNotFoundError, RuntimeError) as exc:
+        print(f"fusedsim {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

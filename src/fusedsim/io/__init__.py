@@ -1,0 +1,1 @@
+"""Input/output: image files (Pillow) and video (Y4M, raw YUV)."""

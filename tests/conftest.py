@@ -1,0 +1,34 @@
+"""Test set-up shared by every test module.
+
+Kernel tests run the Triton kernels: on a GPU machine on CUDA tensors, elsewhere on CPU tensors through Triton's
+interpreter. The interpreter must be switched on before Triton is first imported, so this happens here.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+import pytest  # noqa: E402
+
+REFDATA = Path(__file__).resolve().parents[2] / "shared" / "refdata"
+if not REFDATA.is_dir():  # CI clones main beside a copy of shared/
+    REFDATA = Path(os.environ.get("FUSEDSIM_REFDATA", REFDATA))
+
+
+@pytest.fixture(scope="session")
+def refdata() -> Path:
+    if not REFDATA.is_dir():
+        pytest.skip(f"reference data folder not found at {REFDATA} (set FUSEDSIM_REFDATA)")
+    return REFDATA
+
+
+@pytest.fixture(scope="session")
+def kernel_device() -> torch.device:
+    """Where Triton kernels run in this session: the GPU when there is one, else the CPU via the interpreter."""
+    return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")

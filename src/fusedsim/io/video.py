@@ -343,8 +343,7 @@ class VideoReader:
             while pos < size:
                 f.seek(pos)
                 line = f.readline(_MAX_FRAME_HEADER_BYTES)
-                if not _is_frame_header(line):
-                    raise self._bad_frame_header(index, pos, line)
+                self._check_frame_header(index, pos, line)
                 pos += len(line)
                 if pos + fb > size:
                     raise self._truncated(index, fb, size - pos)
@@ -352,8 +351,14 @@ class VideoReader:
                 index += 1
         return index
 
-    def _bad_frame_header(self, index: int, offset: int, line: bytes) -> ValueError:
-        return ValueError(
+    def _check_frame_header(self, index: int, offset: int, line: bytes) -> None:
+        """Raise unless ``line`` (read at byte ``offset``) is a complete ``FRAME`` line."""
+        if _is_frame_header(line):
+            return
+        at_eof = not line.endswith(b"\n") and len(line) < _MAX_FRAME_HEADER_BYTES
+        if at_eof and (b"FRAME".startswith(line) or line.startswith(b"FRAME")):
+            raise self._truncated(index, self.fmt.frame_bytes, 0)
+        raise ValueError(
             f"{self.path}: frame {index}: expected a 'FRAME' header at byte offset {offset}, found {line[:40]!r}"
         )
 
@@ -432,11 +437,7 @@ class VideoReader:
                 if not line:
                     got_frames = i
                     break
-                if not _is_frame_header(line):
-                    at_eof = not line.endswith(b"\n") and len(line) < _MAX_FRAME_HEADER_BYTES
-                    if at_eof and (b"FRAME".startswith(line) or line.startswith(b"FRAME")):
-                        raise self._truncated(index, fmt.frame_bytes, 0)
-                    raise self._bad_frame_header(index, offset, line)
+                self._check_frame_header(index, offset, line)
             got = 0
             for plane in (y[i], u[i], v[i]):
                 buf = memoryview(plane.reshape(-1).view(np.uint8))

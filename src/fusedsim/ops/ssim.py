@@ -1,0 +1,133 @@
+"""Fused SSIM kernels (Triton): forward partial sums / map, and the backward for both inputs.
+
+Public entry points are PyTorch custom ops (``torch.ops.fusedsim.*``), so ``torch.compile`` treats each as one
+opaque node, and autograd goes through ``register_autograd``:
+
+- ``ssim_sums(x, y, win, c1, c2, valid) -> (ssim_sum, cs_sum)``: per-plane sums of the SSIM and cs maps, shape
+  (N*C,), in the accumulation dtype (float32, or float64 for float64 inputs).
+- ``ssim_map(x, y, win, c1, c2, valid) -> map``: the SSIM map in the accumulation dtype.
+
+x, y: (N, C, H, W) or (N, C, D, H, W), any strides, float16/bfloat16/float32/float64. win: (C, K) window per
+channel (K odd), in the accumulation dtype. ``valid=False`` is zero padding with the full-size map.
+The backward recomputes the statistics instead of saving them: forward memory is O(1) beyond the inputs.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+import triton
+
+from fusedsim.ops._codegen import jit_from_source
+from fusedsim.ops.ssim_source import render_forward, render_grad_conv, render_grad_maps
+
+_RENDERERS = {"fwd": render_forward, "grad_maps": render_grad_maps, "grad_conv": render_grad_conv}
+
+
+@functools.lru_cache(maxsize=None)
+def _kernel(kind: str, taps: int, three_d: bool):
+    name = f"_ssim_{kind}_{'3d' if three_d else '2d'}_k{taps}_kernel"
+    return jit_from_source(name, _RENDERERS[kind](taps, three_d, name))
+
+
+def _acc_dtype(dtype: torch.dtype) -> torch.dtype:
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def _tl_dtype(dtype: torch.dtype):
+    import triton.language as tl
+
+    return tl.float64 if dtype == torch.float64 else tl.float32
+
+
+def _tile(width: int) -> tuple[int, int, int]:
+    """(columns per program, output rows per program, warps): one column per thread."""
+    block_w = min(128, max(16, triton.next_power_of_2(width)))
+    return block_w, 64, max(1, block_w // 32)
+
+
+def _geometry(x: torch.Tensor, taps: int, valid: bool):
+    """Spatial sizes as (D, H, W), output sizes (DO, HO, WO), 5-D strides and the centre offset."""
+    three_d = x.dim() == 5
+    if three_d:
+        d, h, w = x.shape[2:]
+        strides = x.stride()
+    else:
+        d, (h, w) = 1, x.shape[2:]
+        sn, sc, sh, sw = x.stride()
+        strides = (sn, sc, 0, sh, sw)
+    shrink = taps - 1 if valid else 0
+    out = (d - shrink if three_d else 1, h - shrink, w - shrink)
+    return three_d, (d, h, w), out, strides, taps // 2 if valid else 0
+
+
+def _check_offsets(x: torch.Tensor) -> None:
+    if x.shape[-1] * abs(x.stride(-1)) >= 2**31:
+        raise ValueError("input rows span more than 2**31 elements; make the tensor contiguous first")
+
+
+def ssim_sums_fwd(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2: float, valid: bool,
+                  write_map: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """Launch the forward kernel. Returns per-plane SSIM and cs sums (N*C,) and the map when asked."""
+    taps = win.shape[-1]
+    three_d, (d, h, w), (do, ho, wo), sx, off = _geometry(x, taps, valid)
+    _, _, _, sy, _ = _geometry(y, taps, valid)
+    _check_offsets(x)
+    _check_offsets(y)
+    acc = _acc_dtype(x.dtype)
+    n, c = x.shape[:2]
+    block_w, rows, warps = _tile(wo)
+    grid = (triton.cdiv(wo, block_w), triton.cdiv(ho, rows), n * c * do)
+    partial_s = torch.empty(grid[2] * grid[1] * grid[0], dtype=acc, device=x.device)
+    partial_cs = torch.empty_like(partial_s)
+    out_shape = (n, c, do, ho, wo) if three_d else (n, c, ho, wo)
+    ssim_map = torch.empty(out_shape, dtype=acc, device=x.device) if write_map else partial_s
+    _kernel("fwd", taps, three_d)[grid](
+        x, y, win, partial_s, partial_cs, ssim_map, c, d, h, w, do, ho, wo, *sx, *sy, c1, c2,
+        OFF=off, BW=block_w, RS=rows, ACC=_tl_dtype(x.dtype), WRITE_MAP=write_map, num_warps=warps)
+    sums = partial_s.view(n * c, -1).sum(1), partial_cs.view(n * c, -1).sum(1)
+    return sums[0], sums[1], (ssim_map if write_map else None)
+
+
+def ssim_bwd(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2: float, valid: bool,
+             g_s: torch.Tensor | None, g_cs: torch.Tensor | None, g_map: torch.Tensor | None,
+             need_dx: bool, need_dy: bool) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """Gradients of sum_p(g_s * ssim_sum + g_cs * cs_sum) + <g_map, ssim_map> w.r.t. x and y.
+
+    g_s, g_cs: per-plane scalars (N*C,) or None; g_map: same shape as the map, or None.
+    """
+    taps = win.shape[-1]
+    three_d, (d, h, w), (do, ho, wo), sx, off = _geometry(x, taps, valid)
+    _, _, _, sy, _ = _geometry(y, taps, valid)
+    acc = _acc_dtype(x.dtype)
+    n, c = x.shape[:2]
+    slots = 2
+    ax_slot = ay_slot = -1
+    if need_dx:
+        ax_slot, slots = slots, slots + 1
+    if need_dy:
+        ay_slot, slots = slots, slots + 1
+    ncd = n * c * do
+    maps = torch.empty((slots, ncd, ho, wo), dtype=acc, device=x.device)
+    dummy = maps
+    gs = g_s.to(acc).contiguous() if g_s is not None else dummy
+    gcs = g_cs.to(acc).contiguous() if g_cs is not None else dummy
+    gmap = g_map.contiguous() if g_map is not None else dummy
+    block_w, rows, warps = _tile(wo)
+    grid = (triton.cdiv(wo, block_w), triton.cdiv(ho, rows), ncd)
+    _kernel("grad_maps", taps, three_d)[grid](
+        x, y, win, gs, gcs, gmap, maps, ncd, c, d, h, w, do, ho, wo, *sx, *sy, c1, c2,
+        OFF=off, BW=block_w, RS=rows, ACC=_tl_dtype(x.dtype), HAS_GS=g_s is not None or g_map is not None,
+        HAS_GCS=g_cs is not None, HAS_GMAP=g_map is not None, AX_SLOT=ax_slot, AY_SLOT=ay_slot,
+        num_warps=warps)
+    dx = torch.empty(x.shape, dtype=x.dtype, device=x.device) if need_dx else None
+    dy = torch.empty(y.shape, dtype=y.dtype, device=y.device) if need_dy else None
+    block_w, rows, warps = _tile(w)
+    grid = (triton.cdiv(w, block_w), triton.cdiv(h, rows), n * c * d)
+    _kernel("grad_conv", taps, three_d)[grid](
+        x, y, maps, win.flip(-1).contiguous(), dx if dx is not None else maps, dy if dy is not None else maps,
+        ncd, c, d, h, w, do, ho, wo, *sx, *sy,
+        OFF=off, BW=block_w, RS=rows, ACC=_tl_dtype(x.dtype), AX_SLOT=ax_slot, AY_SLOT=ay_slot,
+        num_warps=warps)
+    return dx, dy

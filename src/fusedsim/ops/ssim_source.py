@@ -1,0 +1,305 @@
+"""Source renderers for the separable-window SSIM kernels (2-D and 3-D), one variant per window size K.
+
+Design (per program: one column strip of BW pixels, one segment of RS output rows, one plane or 3-D slice):
+- the W axis (and, in 3-D, the D axis) is filtered with shifted masked loads, which hit L1/L2;
+- the H axis is filtered while streaming down the rows: K-1 register accumulators per quantity form a shift
+  chain, so each input row is read and filtered once and every output row pops out K-1 rows later;
+- zero padding is the load mask, so ``same`` (zero-padded) and ``valid`` differ only by a centre offset OFF.
+Output coordinates o map to source coordinates o + SHIFT - R + k (k = 0..K-1, R = K // 2): SHIFT = OFF for the
+forward correlation, SHIFT = -OFF for its adjoint in the backward pass (with the flipped window).
+"""
+
+from __future__ import annotations
+
+from fusedsim.ops._codegen import indent
+
+STAT_NAMES = ("x", "y", "xx", "yy", "xy")
+
+
+def _weights(k: int, table: str) -> list[str]:
+    return [f"w{i} = tl.load({table} + c * {k} + {i}).to(ACC)" for i in range(k)]
+
+
+def _chain(q: str, k: int) -> list[str]:
+    """Shift-chain vertical filter: ``v_q`` is the completed output; a_q_j are the pending rows."""
+    if k == 1:
+        return [f"v_{q} = w0 * h_{q}"]
+    lines = [f"v_{q} = a_{q}_0 + w{k - 1} * h_{q}"]
+    for j in range(k - 2):
+        lines.append(f"a_{q}_{j} = a_{q}_{j + 1} + w{k - 2 - j} * h_{q}")
+    lines.append(f"a_{q}_{k - 2} = w0 * h_{q}")
+    return lines
+
+
+def _chain_init(names: tuple[str, ...], k: int) -> list[str]:
+    return [f"a_{q}_{j} = tl.zeros([BW], ACC)" for q in names for j in range(k - 1)]
+
+
+def _column_taps(k: int, shift: str, limit: str, strides: dict[str, str]) -> list[str]:
+    """Per W-tap source columns, in-bounds masks and element offsets (loop invariant)."""
+    lines = []
+    for kw in range(k):
+        lines.append(f"sc{kw} = cols + ({shift} - {k // 2} + {kw})")
+        lines.append(f"cm{kw} = (sc{kw} >= 0) & (sc{kw} < {limit})")
+        for tag, stride in strides.items():
+            lines.append(f"{tag}o{kw} = sc{kw} * {stride}")
+    return lines
+
+
+def _stat_taps(k: int, three_d: bool) -> list[str]:
+    """Horizontal (and depth) filtering of x, y, x², y², xy for the current input row into h_*."""
+    lines = [f"h_{q} = tl.zeros([BW], ACC)" for q in STAT_NAMES]
+    depth_taps = range(k) if three_d else [None]
+    for kd in depth_taps:
+        target = "i" if three_d else "h"
+        if three_d:
+            lines += [f"i_{q} = tl.zeros([BW], ACC)" for q in STAT_NAMES]
+            lines.append(f"xd = xr + dd{kd}.to(tl.int64) * sxd")
+            lines.append(f"yd = yr + dd{kd}.to(tl.int64) * syd")
+            row_mask = f"rok & dok{kd}"
+        else:
+            lines.append("xd = xr")
+            lines.append("yd = yr")
+            row_mask = "rok"
+        for kw in range(k):
+            lines += [
+                f"m = cm{kw} & {row_mask}",
+                f"xv = tl.load(xd + xo{kw}, mask=m, other=0.0).to(ACC)",
+                f"yv = tl.load(yd + yo{kw}, mask=m, other=0.0).to(ACC)",
+                f"wx = w{kw} * xv",
+                f"wy = w{kw} * yv",
+                f"{target}_x += wx",
+                f"{target}_y += wy",
+                f"{target}_xx += wx * xv",
+                f"{target}_yy += wy * yv",
+                f"{target}_xy += wx * yv",
+            ]
+        if three_d:
+            lines += [f"h_{q} += w{kd} * i_{q}" for q in STAT_NAMES]
+    return lines
+
+
+def _depth_taps(k: int, shift: str, limit: str) -> list[str]:
+    lines = []
+    for kd in range(k):
+        lines.append(f"dd{kd} = d_out + ({shift} - {k // 2} + {kd})")
+        # masks are full vectors: Triton's interpreter mis-types a block mask combined with a scalar one
+        lines.append(f"dv{kd} = tl.zeros([BW], tl.int32) + dd{kd}")
+        lines.append(f"dok{kd} = (dv{kd} >= 0) & (dv{kd} < {limit})")
+    return lines
+
+
+_STATS_SIG = (
+    "X, Y, WIN, {outputs}, C, D, H, W, DO, HO, WO, "
+    "sxn, sxc, sxd, sxh, sxw, syn, syc, syd, syh, syw, c1, c2, "
+    "OFF: tl.constexpr, BW: tl.constexpr, RS: tl.constexpr, ACC: tl.constexpr{flags}"
+)
+
+
+def _stats_prologue(k: int, three_d: bool) -> list[str]:
+    lines = [
+        "pid_w = tl.program_id(0)",
+        "pid_h = tl.program_id(1)",
+        "pid_p = tl.program_id(2)",
+        "d_out = pid_p % DO",
+        "nc = pid_p // DO",
+        "n = nc // C",
+        "c = nc % C",
+        "cols = pid_w * BW + tl.arange(0, BW)",
+        "col_ok = cols < WO",
+        "xb = X + n.to(tl.int64) * sxn + c.to(tl.int64) * sxc",
+        "yb = Y + n.to(tl.int64) * syn + c.to(tl.int64) * syc",
+    ]
+    lines += _weights(k, "WIN")
+    lines += _column_taps(k, "OFF", "W", {"x": "sxw", "y": "syw"})
+    if three_d:
+        lines += _depth_taps(k, "OFF", "D")
+    lines += [
+        "o0 = pid_h * RS",
+        f"steps = tl.minimum(RS, HO - o0) + {k - 1}",
+    ]
+    lines += _chain_init(STAT_NAMES, k)
+    return lines
+
+
+def _stats_row(k: int, three_d: bool) -> list[str]:
+    lines = [
+        f"yin = o0 + OFF - {k // 2} + t",
+        "ry = tl.zeros([BW], tl.int32) + yin",
+        "rok = (ry >= 0) & (ry < H)",
+        "xr = xb + yin.to(tl.int64) * sxh",
+        "yr = yb + yin.to(tl.int64) * syh",
+    ]
+    lines += _stat_taps(k, three_d)
+    for q in STAT_NAMES:
+        lines += _chain(q, k)
+    return lines
+
+
+_SSIM_TERMS = [
+    "mx = v_x",
+    "my = v_y",
+    "sxx = v_xx - mx * mx",
+    "syy = v_yy - my * my",
+    "sxy = v_xy - mx * my",
+    "cs = (2.0 * sxy + c2) / (sxx + syy + c2)",
+    "lum = (2.0 * mx * my + c1) / (mx * mx + my * my + c1)",
+]
+
+
+def render_forward(k: int, three_d: bool, name: str) -> str:
+    """Forward: per-program partial sums of the SSIM and cs maps, and optionally the SSIM map itself."""
+    sig = _STATS_SIG.format(outputs="PS, PCS, MAP", flags=", WRITE_MAP: tl.constexpr")
+    body = _stats_prologue(k, three_d)
+    body += ["acc_s = tl.zeros([BW], ACC)", "acc_cs = tl.zeros([BW], ACC)"]
+    emit = [
+        f"o = o0 + t - {k - 1}",
+        *_SSIM_TERMS,
+        "s = lum * cs",
+        "acc_s += tl.where(col_ok, s, 0.0)",
+        "acc_cs += tl.where(col_ok, cs, 0.0)",
+        "if WRITE_MAP:",
+        "    tl.store(MAP + (pid_p.to(tl.int64) * HO + o) * WO + cols, s.to(MAP.dtype.element_ty), mask=col_ok)",
+    ]
+    loop = _stats_row(k, three_d) + [f"if t >= {k - 1}:"] + indent(emit)
+    body += ["for t in range(0, steps):"] + indent(loop)
+    body += [
+        "lin = (pid_p * tl.num_programs(1) + pid_h) * tl.num_programs(0) + pid_w",
+        "tl.store(PS + lin, tl.sum(acc_s, axis=0))",
+        "tl.store(PCS + lin, tl.sum(acc_cs, axis=0))",
+    ]
+    return f"def {name}({sig}):\n" + "\n".join(indent(body)) + "\n"
+
+
+_GRAD_MAPS = [
+    # F = gs * lum * cs + gcs * cs at each output pixel; derivatives w.r.t. mu_x, mu_y, E[x²], E[y²], E[xy].
+    "b1 = mx * mx + my * my + c1",
+    "inv_b2 = 1.0 / (sxx + syy + c2)",
+    "gmul = gcs",
+    "if HAS_GS:",
+    "    gmul = gmul + gp * lum",
+    "bm = -gmul * cs * inv_b2",
+    "cm = 2.0 * gmul * inv_b2",
+    "ax = -2.0 * mx * bm - my * cm",
+    "ay = -2.0 * my * bm - mx * cm",
+    "if HAS_GS:",
+    "    gl = gp * cs / b1",
+    "    ax += gl * (2.0 * my - 2.0 * mx * lum)",
+    "    ay += gl * (2.0 * mx - 2.0 * my * lum)",
+]
+
+
+def render_grad_maps(k: int, three_d: bool, name: str) -> str:
+    """Backward, step 1: recompute the statistics and write the gradient maps (bm, cm, ax, ay) on the output grid.
+
+    Upstream gradients: per-plane scalars GS (for the SSIM sum) and GCS (for the cs sum), or a per-pixel map GMAP.
+    """
+    sig = _STATS_SIG.format(
+        outputs="GS, GCS, GMAP, MAPS, NCD",
+        flags=", HAS_GS: tl.constexpr, HAS_GCS: tl.constexpr, HAS_GMAP: tl.constexpr, "
+        "AX_SLOT: tl.constexpr, AY_SLOT: tl.constexpr",
+    )
+    body = _stats_prologue(k, three_d)
+    body += [
+        "gs = 0.0",
+        "gcs = 0.0",
+        "if HAS_GS:",
+        "    gs = tl.load(GS + nc).to(ACC)",
+        "if HAS_GCS:",
+        "    gcs = tl.load(GCS + nc).to(ACC)",
+        "plane_sz = HO.to(tl.int64) * WO",
+    ]
+    emit = [
+        f"o = o0 + t - {k - 1}",
+        "pix = (pid_p.to(tl.int64) * HO + o) * WO + cols",
+        *_SSIM_TERMS,
+        "gp = gs",
+        "if HAS_GMAP:",
+        "    gp = tl.load(GMAP + pix, mask=col_ok, other=0.0).to(ACC)",
+        *_GRAD_MAPS,
+        "tl.store(MAPS + pix, bm, mask=col_ok)",
+        "tl.store(MAPS + NCD * plane_sz + pix, cm, mask=col_ok)",
+        "if AX_SLOT >= 0:",
+        "    tl.store(MAPS + AX_SLOT * NCD * plane_sz + pix, ax, mask=col_ok)",
+        "if AY_SLOT >= 0:",
+        "    tl.store(MAPS + AY_SLOT * NCD * plane_sz + pix, ay, mask=col_ok)",
+    ]
+    loop = _stats_row(k, three_d) + [f"if t >= {k - 1}:"] + indent(emit)
+    body += ["for t in range(0, steps):"] + indent(loop)
+    return f"def {name}({sig}):\n" + "\n".join(indent(body)) + "\n"
+
+
+def render_grad_conv(k: int, three_d: bool, name: str) -> str:
+    """Backward, step 2: correlate the gradient maps with the flipped window (the adjoint of the forward filter)
+    and combine: dx = W*ax + 2 x (W*bm) + y (W*cm), dy = W*ay + 2 y (W*bm) + x (W*cm)."""
+    sig = (
+        "X, Y, MAPS, WIN, DX, DY, NCD, C, D, H, W, DO, HO, WO, "
+        "sxn, sxc, sxd, sxh, sxw, syn, syc, syd, syh, syw, "
+        "OFF: tl.constexpr, BW: tl.constexpr, RS: tl.constexpr, ACC: tl.constexpr, "
+        "AX_SLOT: tl.constexpr, AY_SLOT: tl.constexpr"
+    )
+    maps = ["bm", "cm", "ax", "ay"]
+    body = [
+        "pid_w = tl.program_id(0)",
+        "pid_h = tl.program_id(1)",
+        "pid_p = tl.program_id(2)",
+        "d_out = pid_p % D",
+        "nc = pid_p // D",
+        "n = nc // C",
+        "c = nc % C",
+        "cols = pid_w * BW + tl.arange(0, BW)",
+        "col_ok = cols < W",
+        "plane_sz = HO.to(tl.int64) * WO",
+        "mb = MAPS + nc.to(tl.int64) * DO * plane_sz",
+        "slot_sz = NCD * plane_sz",
+    ]
+    body += _weights(k, "WIN")
+    body += _column_taps(k, "-OFF", "WO", {"m": "1"})
+    if three_d:
+        body += _depth_taps(k, "-OFF", "DO")
+    body += ["o0 = pid_h * RS", f"steps = tl.minimum(RS, H - o0) + {k - 1}"]
+    body += _chain_init(tuple(maps), k)
+    row = [
+        f"srow = o0 - OFF - {k // 2} + t",
+        "ry = tl.zeros([BW], tl.int32) + srow",
+        "rok = (ry >= 0) & (ry < HO)",
+        "mr = mb + srow.to(tl.int64) * WO",
+    ]
+    row += [f"h_{q} = tl.zeros([BW], ACC)" for q in maps]
+    slots = {"bm": "0", "cm": "1", "ax": "AX_SLOT", "ay": "AY_SLOT"}
+    for kd in range(k) if three_d else [None]:
+        if three_d:
+            row += [f"i_{q} = tl.zeros([BW], ACC)" for q in maps]
+            row += [f"md = mr + dd{kd}.to(tl.int64) * plane_sz"]
+            row_mask = f"rok & dok{kd}"
+            target = "i"
+        else:
+            row += ["md = mr"]
+            row_mask = "rok"
+            target = "h"
+        for kw in range(k):
+            row.append(f"m = cm{kw} & {row_mask}")
+            for q in maps:
+                guard = "" if q in ("bm", "cm") else f"if {slots[q]} >= 0:\n    "
+                load = (f"{target}_{q} += w{kw} * tl.load(md + {slots[q]} * slot_sz + mo{kw}, "
+                        f"mask=m, other=0.0).to(ACC)")
+                row += (guard + load).split("\n")
+        if three_d:
+            row += [f"h_{q} += w{kd} * i_{q}" for q in maps]
+    for q in maps:
+        row += _chain(q, k)
+    emit = [
+        f"p = o0 + t - {k - 1}",
+        "xv = tl.load(X + n.to(tl.int64) * sxn + c.to(tl.int64) * sxc + d_out.to(tl.int64) * sxd"
+        " + p.to(tl.int64) * sxh + cols * sxw, mask=col_ok, other=0.0).to(ACC)",
+        "yv = tl.load(Y + n.to(tl.int64) * syn + c.to(tl.int64) * syc + d_out.to(tl.int64) * syd"
+        " + p.to(tl.int64) * syh + cols * syw, mask=col_ok, other=0.0).to(ACC)",
+        "pix = (pid_p.to(tl.int64) * H + p) * W + cols",
+        "if AX_SLOT >= 0:",
+        "    tl.store(DX + pix, (v_ax + 2.0 * xv * v_bm + yv * v_cm).to(DX.dtype.element_ty), mask=col_ok)",
+        "if AY_SLOT >= 0:",
+        "    tl.store(DY + pix, (v_ay + 2.0 * yv * v_bm + xv * v_cm).to(DY.dtype.element_ty), mask=col_ok)",
+    ]
+    loop = row + [f"if t >= {k - 1}:"] + indent(emit)
+    body += ["for t in range(0, steps):"] + indent(loop)
+    return f"def {name}({sig}):\n" + "\n".join(indent(body)) + "\n"

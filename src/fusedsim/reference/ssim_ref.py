@@ -1,0 +1,103 @@
+"""PyTorch twin of the SSIM kernels: the specification, the CPU/MPS path and the test oracle.
+
+Everything here works on 2-D (N, C, H, W) and 3-D (N, C, D, H, W) tensors with one separable 1-D window per
+channel, ``win`` of shape (C, K). Statistics are computed in float32 for 16-bit inputs and in the input dtype for
+float32/float64, like the kernels (which always accumulate in float32).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+def gaussian_window(size: int, sigma: float, dtype: torch.dtype = torch.float64,
+                    device: torch.device | str | None = None) -> torch.Tensor:
+    """Normalised 1-D Gaussian of ``size`` taps (odd), centred, computed in float64 then cast. Shape (size,)."""
+    coords = torch.arange(size, dtype=torch.float64) - (size // 2)
+    g = torch.exp(-(coords**2) / (2.0 * sigma * sigma))
+    return (g / g.sum()).to(dtype=dtype, device=device)
+
+def compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    """Accumulation dtype: float64 stays float64, everything else runs in float32."""
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+def separable_filter(x: torch.Tensor, win: torch.Tensor, padding: str) -> torch.Tensor:
+    """Correlate every spatial axis of ``x`` (N, C, *S) with the per-channel 1-D window ``win`` (C, K).
+
+    ``padding='valid'`` shrinks each axis by K-1; ``'same'`` zero-pads by K//2 on both sides (no renormalisation).
+    """
+    channels, taps = win.shape
+    spatial = x.dim() - 2
+    conv = F.conv2d if spatial == 2 else F.conv3d
+    pad = taps // 2 if padding == "same" else 0
+    out = x
+    for axis in range(spatial):
+        shape = [channels, 1] + [1] * spatial
+        shape[2 + axis] = taps
+        pads = [0] * spatial
+        pads[axis] = pad
+        out = conv(out, win.reshape(shape).to(out.dtype), padding=tuple(pads), groups=channels)
+    return out
+
+def ssim_maps_ref(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2: float,
+                  padding: str = "valid") -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-pixel SSIM and contrast-structure (cs) maps.
+
+    x, y: (N, C, *S) floating tensors; win: (C, K). Returns two maps of shape (N, C, *S') in the compute dtype,
+    S' = S - K + 1 for ``valid`` and S for ``same``.
+    """
+    dt = compute_dtype(x.dtype)
+    x = x.to(dt)
+    y = y.to(dt)
+    stacked = torch.cat([x, y, x * x, y * y, x * y], dim=1)
+    stats = separable_filter(stacked, win.to(dt).repeat(5, 1), padding)
+    mu_x, mu_y, e_xx, e_yy, e_xy = stats.chunk(5, dim=1)
+    sigma_xx = e_xx - mu_x * mu_x
+    sigma_yy = e_yy - mu_y * mu_y
+    sigma_xy = e_xy - mu_x * mu_y
+    cs_map = (2 * sigma_xy + c2) / (sigma_xx + sigma_yy + c2)
+    ssim_map = ((2 * mu_x * mu_y + c1) / (mu_x * mu_x + mu_y * mu_y + c1)) * cs_map
+    return ssim_map, cs_map
+
+def ssim_plane_means_ref(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2: float,
+                         padding: str = "valid") -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean SSIM and mean cs of every (n, c) plane: two tensors of shape (N, C) in the compute dtype."""
+    ssim_map, cs_map = ssim_maps_ref(x, y, win, c1, c2, padding)
+    return ssim_map.flatten(2).mean(-1), cs_map.flatten(2).mean(-1)
+
+def avg_pool_half_ref(x: torch.Tensor) -> torch.Tensor:
+    """MS-SSIM downsampling: 2x average pooling with zero padding of (size % 2) counted in the mean."""
+    pool = F.avg_pool2d if x.dim() == 4 else F.avg_pool3d
+    return pool(x, kernel_size=2, padding=[s % 2 for s in x.shape[2:]])
+
+def ms_ssim_ref(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2: float,
+                weights: torch.Tensor) -> torch.Tensor:
+    """MS-SSIM per (n, c) plane, shape (N, C): relu(cs) at each level but the last, relu(ssim) at the last,
+    combined as a weighted geometric product."""
+    levels = weights.shape[0]
+    factors = []
+    for level in range(levels):
+        ssim_pc, cs_pc = ssim_plane_means_ref(x, y, win, c1, c2, "valid")
+        if level < levels - 1:
+            factors.append(torch.relu(cs_pc))
+            x = avg_pool_half_ref(x)
+            y = avg_pool_half_ref(y)
+    factors.append(torch.relu(ssim_pc))
+    stacked = torch.stack(factors, dim=0)
+    return torch.prod(stacked ** weights.to(stacked.dtype).view(-1, 1, 1), dim=0)
+
+def ms_ssim_min_size(win_size: int, levels: int) -> int:
+    """Smallest allowed spatial side: every pyramid level must hold at least one full window."""
+    return (win_size - 1) * 2 ** (levels - 1) + 1
+
+__all__ = [
+    "avg_pool_half_ref",
+    "compute_dtype",
+    "gaussian_window",
+    "ms_ssim_min_size",
+    "ms_ssim_ref",
+    "separable_filter",
+    "ssim_maps_ref",
+    "ssim_plane_means_ref",
+]
+

@@ -497,5 +497,5 @@ def test_streaming_memory_stays_flat(tmp_path, y4m):
     rss_growth = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - rss_before
     assert seen == n
     assert n * fmt.frame_bytes > 300e6
-    assert peak < 2.5 * batch_bytes, f"peak traced memory {peak / 1e6:.1f} MB for {batch_bytes / 1e6:.1f} MB batches"
+    assert peak < 1.5 * batch_bytes, f"peak traced memory {peak / 1e6:.1f} MB for {batch_bytes / 1e6:.1f} MB batches"
     assert rss_growth < 100e6, f"peak RSS grew by {rss_growth / 1e6:.0f} MB"

@@ -335,6 +335,7 @@ def compute(ref_reader, dist_reader, features: Sequence[str], extract: Callable,
         done += ref_batch.n
         if progress is not None:
             progress(ref_batch.n)
+        del ref_batch, dist_batch, out  # free this batch before the readers allocate the next one
     if done == 0:
         raise ValueError(f"no frames to compare: {ref_reader.path} is empty")
     return {name: np.concatenate(parts) for name, parts in columns.items()}

@@ -416,8 +416,10 @@ class VideoReader:
                 if batch is None:
                     break
                 index += batch.n
+                short = batch.n < want
                 yield batch
-                if batch.n < want:
+                del batch  # let the consumer free it before the next one is allocated
+                if short:
                     break
         finally:
             if owned:

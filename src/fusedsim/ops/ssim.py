@@ -131,3 +131,80 @@ def ssim_bwd(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2:
         OFF=off, BW=block_w, RS=rows, ACC=_tl_dtype(x.dtype), AX_SLOT=ax_slot, AY_SLOT=ay_slot,
         num_warps=warps)
     return dx, dy
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Custom ops: one opaque node each for torch.compile, autograd through register_autograd.
+
+
+def _empty_grad(t: torch.Tensor) -> torch.Tensor:
+    return t.new_empty(0)
+
+
+@torch.library.custom_op("fusedsim::ssim_backward", mutates_args=())
+def ssim_backward(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2: float, valid: bool,
+                  g_s: torch.Tensor | None, g_cs: torch.Tensor | None, g_map: torch.Tensor | None,
+                  need_dx: bool, need_dy: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    dx, dy = ssim_bwd(x, y, win, c1, c2, valid, g_s, g_cs, g_map, need_dx, need_dy)
+    return (dx if dx is not None else _empty_grad(x)), (dy if dy is not None else _empty_grad(y))
+
+
+@ssim_backward.register_fake
+def _(x, y, win, c1, c2, valid, g_s, g_cs, g_map, need_dx, need_dy):
+    return (torch.empty_like(x) if need_dx else _empty_grad(x)), (torch.empty_like(y) if need_dy else _empty_grad(y))
+
+
+@torch.library.custom_op("fusedsim::ssim_sums", mutates_args=())
+def ssim_sums(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2: float,
+              valid: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    s, cs, _ = ssim_sums_fwd(x, y, win, c1, c2, valid)
+    return s, cs
+
+
+@ssim_sums.register_fake
+def _(x, y, win, c1, c2, valid):
+    planes = x.shape[0] * x.shape[1]
+    acc = _acc_dtype(x.dtype)
+    return x.new_empty(planes, dtype=acc), x.new_empty(planes, dtype=acc)
+
+
+@torch.library.custom_op("fusedsim::ssim_map", mutates_args=())
+def ssim_map(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2: float, valid: bool) -> torch.Tensor:
+    _, _, out = ssim_sums_fwd(x, y, win, c1, c2, valid, write_map=True)
+    return out
+
+
+@ssim_map.register_fake
+def _(x, y, win, c1, c2, valid):
+    shrink = win.shape[-1] - 1 if valid else 0
+    shape = list(x.shape[:2]) + [s - shrink for s in x.shape[2:]]
+    return x.new_empty(shape, dtype=_acc_dtype(x.dtype))
+
+
+def _save(ctx, inputs, output) -> None:
+    x, y, win, c1, c2, valid = inputs
+    ctx.save_for_backward(x, y, win)
+    ctx.consts = (c1, c2, valid)
+
+
+def _grads(ctx, dx: torch.Tensor, dy: torch.Tensor):
+    need_dx, need_dy = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+    return (dx if need_dx else None), (dy if need_dy else None), None, None, None, None
+
+
+def _sums_backward(ctx, g_s, g_cs):
+    x, y, win = ctx.saved_tensors
+    dx, dy = torch.ops.fusedsim.ssim_backward(x, y, win, *ctx.consts, g_s, g_cs, None,
+                                              ctx.needs_input_grad[0], ctx.needs_input_grad[1])
+    return _grads(ctx, dx, dy)
+
+
+def _map_backward(ctx, g_map):
+    x, y, win = ctx.saved_tensors
+    dx, dy = torch.ops.fusedsim.ssim_backward(x, y, win, *ctx.consts, None, None, g_map,
+                                              ctx.needs_input_grad[0], ctx.needs_input_grad[1])
+    return _grads(ctx, dx, dy)
+
+
+ssim_sums.register_autograd(_sums_backward, setup_context=_save)
+ssim_map.register_autograd(_map_backward, setup_context=_save)

@@ -1,0 +1,470 @@
+"""``fusedsim vmaf``: options, libvmaf output layouts, pooling, bad input, and real runs on the fixture clips."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+import subprocess
+import sys
+import tracemalloc
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fusedsim.cli import main as cli_main
+from fusedsim.cli import vmaf as vmaf_cli
+from fusedsim.io.video import VideoFormat, open_video
+
+SUPPORTED = ("ssim", "float_ssim", "float_ms_ssim", "psnr")
+HAVE_FEATURES = importlib.util.find_spec("fusedsim.vmaf.features") is not None
+needs_features = pytest.mark.skipif(not HAVE_FEATURES, reason="fusedsim.vmaf.features is not available")
+
+# fixture clips that ship as .y4m (and .yuv) with per-frame reference values
+Y4M_PAIRS = [("c333x217_8b_ref", "c333x217_8b_mixed", "yuv420p"), ("e333x217_10b_ref", "e333x217_10b_mixed",
+                                                                      "yuv420p10le")]
+
+
+def fusedsim(*argv: str) -> int:
+    """Run the real entry point with only the ``vmaf`` command registered (other commands are not under test)."""
+    return cli_main.main([str(a) for a in argv])
+
+
+@pytest.fixture(autouse=True)
+def only_vmaf_command(monkeypatch):
+    monkeypatch.setattr(cli_main, "COMMANDS", {"vmaf": "vmaf"})
+
+
+class FakeRegistry:
+    """Stands in for ``fusedsim.vmaf.features``: cheap, deterministic per-frame numbers, and a call log."""
+
+    SUPPORTED_FEATURES = SUPPORTED
+
+    def __init__(self):
+        self.calls: list[tuple[str, int, int, str]] = []
+
+    def extract(self, feature, ref, dist, device="auto"):
+        assert ref.fmt == dist.fmt and ref.n == dist.n and ref.first_index == dist.first_index
+        self.calls.append((feature, ref.first_index, ref.n, device))
+        diff = np.abs(ref.y.astype(np.float64) - dist.y.astype(np.float64)).mean(axis=(1, 2))
+        base = 1.0 / (1.0 + diff)
+        if feature == "psnr":
+            return {"psnr_y": 10 + diff, "psnr_cb": 20 + base, "psnr_cr": np.full(ref.n, 60.0)}
+        return {feature: base * {"ssim": 1.0, "float_ssim": 0.5, "float_ms_ssim": 0.25}[feature]}
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    registry = FakeRegistry()
+    monkeypatch.setattr(vmaf_cli, "_load_features", lambda: registry)
+    return registry
+
+
+@pytest.fixture
+def clips(refdata) -> Path:
+    return refdata / "vmaf" / "clips"
+
+
+def write_raw(path, fmt: VideoFormat, n: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    samples = n * fmt.frame_bytes // fmt.bytes_per_sample
+    data = rng.integers(0, (1 << fmt.bit_depth) - 1, size=samples, endpoint=True).astype(fmt.dtype.newbyteorder("<"))
+    data.tofile(path)
+
+
+def write_y4m_from_raw(raw_path, y4m_path, fmt: VideoFormat, tag: str) -> None:
+    data = Path(raw_path).read_bytes()
+    with open(y4m_path, "wb") as f:
+        f.write(f"YUV4MPEG2 W{fmt.width} H{fmt.height} F25:1 Ip A0:0 C{tag}\n".encode())
+        for k in range(0, len(data), fmt.frame_bytes):
+            f.write(b"FRAME\n" + data[k : k + fmt.frame_bytes])
+
+
+def sequential_pool(x: np.ndarray) -> dict[str, float]:
+    """libvmaf's pooling recomputed with numpy (sequential sums via accumulate)."""
+    x = np.asarray(x, dtype=np.float64)
+    return {
+        "min": float(x.min()),
+        "max": float(x.max()),
+        "mean": float(np.add.accumulate(x)[-1] / len(x)),
+        "harmonic_mean": float(len(x) / np.add.accumulate(1.0 / (x + 1.0))[-1] - 1.0),
+    }
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# pooling and writers
+
+
+def test_pooling_matches_libvmaf_pooled_values(refdata):
+    """pool() reproduces every pooled value libvmaf printed (%.17g) for the fixture runs, bit for bit."""
+    files = sorted((refdata / "vmaf" / "raw_cli_json").glob("*.fork.json"))
+    assert files
+    for path in files:
+        doc = json.loads(path.read_text())
+        for name, pooled in doc["pooled_metrics"].items():
+            values = [frame["metrics"][name] for frame in doc["frames"]]
+            assert vmaf_cli.pool(values) == pooled, (path.name, name)
+            assert sequential_pool(values) == pooled
+
+
+def test_format_json_reproduces_libvmaf_document(refdata):
+    path = refdata / "vmaf" / "raw_cli_json" / "a576x324_8b_shift.fork.json"
+    doc = json.loads(path.read_text())
+    names = list(doc["frames"][0]["metrics"])
+    metrics = {n: np.array([f["metrics"][n] for f in doc["frames"]]) for n in names}
+    text = vmaf_cli.format_json(metrics, version=doc["version"], fps=doc["fps"])
+    assert json.loads(text) == doc
+    # libvmaf's layout, line for line, except that numbers are round-trip exact
+    assert text.splitlines()[:8] == ['{', '  "version": "3.0.0",', f'  "fps": {doc["fps"]:.2f},', '  "frames": [',
+                                     '    {', '      "frameNum": 0,', '      "metrics": {', '        "ssim": 1,']
+    assert text.endswith('  "aggregate_metrics": {\n  }\n}\n')
+
+
+def test_pool_edge_cases():
+    assert vmaf_cli.pool([0.0, 0.0]) == {"min": 0.0, "max": 0.0, "mean": 0.0, "harmonic_mean": 0.0}
+    pooled = vmaf_cli.pool([1.0, math.nan, 0.5])  # libvmaf's comparisons skip a NaN after the first frame
+    assert (pooled["min"], pooled["max"]) == (0.5, 1.0) and math.isnan(pooled["mean"])
+    assert vmaf_cli.pool([-1.0, 3.0])["harmonic_mean"] == -1.0  # 1/0 = inf as in C
+    with pytest.raises(ValueError, match="zero frames"):
+        vmaf_cli.pool([])
+
+
+def test_number_formatting_round_trips():
+    for x in (0.1, 1 / 3, 0.95437015486695487, 1e-300, 5e-324, 123456.789, 1e22, -2.5):
+        assert float(vmaf_cli.format_number(x)) == x
+    assert vmaf_cli.format_number(1.0) == "1" and vmaf_cli.format_number(60.0) == "60"
+    assert vmaf_cli.format_number(math.nan) == "null" and vmaf_cli.format_number(math.inf) == "null"
+
+
+def test_format_csv_and_text():
+    metrics = {"ssim": np.array([1.0, 0.5, 1 / 3]), "psnr_y": np.array([60.0, 30.25, math.nan])}
+    lines = vmaf_cli.format_csv(metrics).splitlines()
+    assert lines[0] == "Frame,ssim,psnr_y"
+    assert lines[1] == "0,1,60" and lines[2] == "1,0.5,30.25"
+    assert lines[3].split(",")[0] == "2" and float(lines[3].split(",")[1]) == 1 / 3 and lines[3].endswith(",nan")
+    assert vmaf_cli.format_text({"ssim": np.array([1.0, 0.5])}) == "ssim: 0.75\n"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the command with a stand-in registry
+
+
+def test_json_layout_and_pooled_stats(clips, tmp_path, fake, capsys):
+    out = tmp_path / "out.json"
+    rc = fusedsim("vmaf", clips / "c333x217_8b_ref.y4m", clips / "c333x217_8b_mixed.y4m", "--feature", "ssim",
+                  "--feature", "psnr", "--json", out)
+    assert rc == 0
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == ""  # no text output with --json; no progress bar off a TTY
+    doc = json.loads(out.read_text())
+    assert list(doc) == ["version", "fps", "frames", "pooled_metrics", "aggregate_metrics"]
+    assert doc["version"].startswith("fusedsim-")
+    assert [f["frameNum"] for f in doc["frames"]] == list(range(5))
+    names = ["ssim", "psnr_y", "psnr_cb", "psnr_cr"]
+    assert all(list(f["metrics"]) == names for f in doc["frames"])
+    assert list(doc["pooled_metrics"]) == names
+    with open_video(clips / "c333x217_8b_ref.y4m") as r, open_video(clips / "c333x217_8b_mixed.y4m") as d:
+        expected = fake.extract("ssim", r.read_all(), d.read_all())["ssim"]
+    got = np.array([f["metrics"]["ssim"] for f in doc["frames"]])
+    assert np.array_equal(got, expected)
+    for name in names:
+        values = np.array([f["metrics"][name] for f in doc["frames"]])
+        assert doc["pooled_metrics"][name] == sequential_pool(values)
+    assert not [p for p in tmp_path.iterdir() if p.name != "out.json"]  # no temporary file left behind
+
+
+def test_default_feature_is_ssim_and_text_output(clips, fake, capsys):
+    rc = fusedsim("vmaf", clips / "c333x217_8b_ref.y4m", clips / "c333x217_8b_mixed.y4m")
+    assert rc == 0
+    assert {call[0] for call in fake.calls} == {"ssim"}
+    out = capsys.readouterr().out
+    assert out.startswith("ssim: ") and len(out.splitlines()) == 1
+
+
+def test_features_deduplicated_in_order_and_device_passed(clips, fake, capsys):
+    rc = fusedsim("vmaf", clips / "c333x217_8b_ref.y4m", clips / "c333x217_8b_mixed.y4m", "--feature",
+                  "float_ssim", "--feature", "ssim", "--feature", "float_ssim", "--device", "cpu",
+                  "--batch-frames", "2", "--quiet")
+    assert rc == 0
+    assert fake.calls == [("float_ssim", 0, 2, "cpu"), ("ssim", 0, 2, "cpu"), ("float_ssim", 2, 2, "cpu"),
+                          ("ssim", 2, 2, "cpu"), ("float_ssim", 4, 1, "cpu"), ("ssim", 4, 1, "cpu")]
+    assert [line.split(":")[0] for line in capsys.readouterr().out.splitlines()] == ["float_ssim", "ssim"]
+
+
+def test_y4m_and_raw_give_identical_output(clips, tmp_path, fake):
+    for ref, dist, pix_fmt in Y4M_PAIRS:
+        a, b = tmp_path / f"{dist}.y4m.json", tmp_path / f"{dist}.yuv.json"
+        assert fusedsim("vmaf", clips / f"{ref}.y4m", clips / f"{dist}.y4m", "--feature", "psnr", "--json", a) == 0
+        assert fusedsim("vmaf", clips / f"{ref}.yuv", clips / f"{dist}.yuv", "--width", 333, "--height", 217,
+                        "--pix-fmt", pix_fmt, "--feature", "psnr", "--json", b) == 0
+        doc_a, doc_b = json.loads(a.read_text()), json.loads(b.read_text())
+        assert doc_a["frames"] == doc_b["frames"] and doc_a["pooled_metrics"] == doc_b["pooled_metrics"]
+
+
+def test_mixed_y4m_and_raw_inputs(clips, fake, capsys):
+    rc = fusedsim("vmaf", clips / "e333x217_10b_ref.y4m", clips / "e333x217_10b_mixed.yuv", "--width", 333,
+                  "--height", 217, "--pix-fmt", "yuv420p10le")
+    assert rc == 0 and capsys.readouterr().out.startswith("ssim: ")
+
+
+def test_csv_output(clips, tmp_path, fake):
+    out = tmp_path / "out.csv"
+    js = tmp_path / "out.json"
+    assert fusedsim("vmaf", clips / "c333x217_8b_ref.y4m", clips / "c333x217_8b_mixed.y4m", "--feature", "ssim",
+                    "--feature", "psnr", "--csv", out, "--json", js) == 0
+    lines = out.read_text().splitlines()
+    assert lines[0] == "Frame,ssim,psnr_y,psnr_cb,psnr_cr" and len(lines) == 6
+    frames = json.loads(js.read_text())["frames"]
+    for line, frame in zip(lines[1:], frames):
+        cells = line.split(",")
+        assert int(cells[0]) == frame["frameNum"]
+        assert [float(c) for c in cells[1:]] == list(frame["metrics"].values())
+
+
+def test_json_to_stdout(clips, fake, capsys):
+    assert fusedsim("vmaf", clips / "c333x217_8b_ref.y4m", clips / "c333x217_8b_mixed.y4m", "--json", "-") == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert len(doc["frames"]) == 5
+
+
+def test_frames_option(clips, tmp_path, fake):
+    out = tmp_path / "o.json"
+    # the 8-bit pair has 5 frames; limiting both to 3 works, also with a raw clip of another length
+    assert fusedsim("vmaf", clips / "c333x217_8b_ref.y4m", clips / "c333x217_8b_mixed.y4m", "--frames", 3,
+                    "--json", out) == 0
+    assert [f["frameNum"] for f in json.loads(out.read_text())["frames"]] == [0, 1, 2]
+
+
+def test_progress_bar_when_stderr_is_a_tty(clips, fake, monkeypatch, capsys):
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    assert fusedsim("vmaf", clips / "c333x217_8b_ref.y4m", clips / "c333x217_8b_mixed.y4m") == 0
+    assert "frame" in capsys.readouterr().err
+    assert fusedsim("vmaf", clips / "c333x217_8b_ref.y4m", clips / "c333x217_8b_mixed.y4m", "--quiet") == 0
+    assert capsys.readouterr().err == ""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# bad input
+
+
+def run_error(capsys, *argv) -> str:
+    assert fusedsim("vmaf", *argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("fusedsim vmaf: error: ")
+    return captured.err
+
+
+def test_unknown_feature_lists_supported(clips, fake, capsys):
+    err = run_error(capsys, clips / "c333x217_8b_ref.y4m", clips / "c333x217_8b_mixed.y4m", "--feature", "vmaf")
+    assert "unknown feature 'vmaf'" in err
+    assert "supported features: ssim, float_ssim, float_ms_ssim, psnr" in err
+    err = run_error(capsys, clips / "c333x217_8b_ref.y4m", clips / "c333x217_8b_mixed.y4m", "--feature",
+                    "float_ssim=enable_lcs=true")
+    assert "options" in err and "supported features: ssim" in err
+    assert fake.calls == []
+
+
+def test_help_lists_the_registry_features():
+    assert vmaf_cli.HELP_FEATURES == SUPPORTED
+    if HAVE_FEATURES:
+        from fusedsim.vmaf import features
+
+        assert tuple(features.SUPPORTED_FEATURES) == vmaf_cli.HELP_FEATURES
+
+
+def test_ssim_never_substituted(clips, monkeypatch, capsys):
+    """A backend answering ``ssim`` with another algorithm's metric is an error, not a silent substitute."""
+
+    def extract(feature, ref, dist, device="auto"):
+        return {"float_ssim": np.ones(ref.n)}
+
+    monkeypatch.setattr(vmaf_cli, "_load_features",
+                        lambda: types.SimpleNamespace(SUPPORTED_FEATURES=SUPPORTED, extract=extract))
+    err = run_error(capsys, clips / "c333x217_8b_ref.y4m", clips / "c333x217_8b_mixed.y4m", "--feature", "ssim")
+    assert "feature 'ssim' did not produce ssim (got float_ssim)" in err
+
+
+def test_extractor_errors_propagate_and_leave_no_output(clips, tmp_path, monkeypatch, capsys):
+    def extract(feature, ref, dist, device="auto"):
+        raise RuntimeError("integer ssim cannot run on this device")
+
+    monkeypatch.setattr(vmaf_cli, "_load_features",
+                        lambda: types.SimpleNamespace(SUPPORTED_FEATURES=SUPPORTED, extract=extract))
+    out = tmp_path / "o.json"
+    err = run_error(capsys, clips / "c333x217_8b_ref.y4m", clips / "c333x217_8b_mixed.y4m", "--json", out)
+    assert "integer ssim cannot run on this device" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_wrong_shape_from_extractor(clips, monkeypatch, capsys):
+    monkeypatch.setattr(vmaf_cli, "_load_features", lambda: types.SimpleNamespace(
+        SUPPORTED_FEATURES=SUPPORTED, extract=lambda f, r, d, device="auto": {"ssim": np.ones(r.n + 1)}))
+    err = run_error(capsys, clips / "c333x217_8b_ref.y4m", clips / "c333x217_8b_mixed.y4m")
+    assert "returned ssim with shape" in err
+
+
+def test_frame_count_mismatch(clips, tmp_path, fake, capsys):
+    fmt = VideoFormat(333, 217, 8, "420")
+    short = tmp_path / "short.yuv"
+    short.write_bytes((clips / "c333x217_8b_mixed.yuv").read_bytes()[: 3 * fmt.frame_bytes])
+    raw = ["--width", 333, "--height", 217, "--pix-fmt", "yuv420p"]
+    err = run_error(capsys, clips / "c333x217_8b_ref.yuv", short, *raw)
+    assert "has 5 frames but distorted" in err and "has 3" in err and "--frames" in err
+    err = run_error(capsys, clips / "c333x217_8b_ref.yuv", short, *raw, "--frames", 4)
+    assert "--frames 4: distorted" in err and "has only 3 frames" in err
+    assert fusedsim("vmaf", clips / "c333x217_8b_ref.yuv", short, *raw, "--frames", 3) == 0
+
+
+def test_frame_count_mismatch_on_a_pipe(clips, fake, monkeypatch, capsys):
+    fmt = VideoFormat(333, 217, 8, "420")
+    data = (clips / "c333x217_8b_mixed.yuv").read_bytes()[: 3 * fmt.frame_bytes]
+    monkeypatch.setattr(sys, "stdin", types.SimpleNamespace(buffer=__import__("io").BytesIO(data)))
+    err = run_error(capsys, clips / "c333x217_8b_ref.yuv", "-", "--width", 333, "--height", 217, "--pix-fmt",
+                    "yuv420p", "--batch-frames", 2)
+    assert "distorted - ended after 3 frames" in err
+
+
+def test_format_mismatch(clips, capsys, fake):
+    err = run_error(capsys, clips / "c333x217_8b_ref.y4m", clips / "e333x217_10b_mixed.y4m")
+    assert "is 333x217 yuv420p but distorted" in err and "333x217 yuv420p10le" in err
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["--width", 333, "--height", 217], r"missing: pix_fmt"),
+    (["--width", 333, "--pix-fmt", "yuv420p"], r"missing: height"),
+    (["--width", 333, "--height", 217, "--pix-fmt", "yuv420"], "unsupported pix_fmt 'yuv420'; supported: yuv420p"),
+    (["--width", 332, "--height", 217, "--pix-fmt", "yuv420p"], "frame 5 is truncated, expected 108232 bytes"),
+])
+def test_raw_input_errors(clips, capsys, fake, argv, match):
+    import re
+
+    err = run_error(capsys, clips / "c333x217_8b_ref.yuv", clips / "c333x217_8b_mixed.yuv", *argv)
+    assert re.search(match, err), err
+
+
+def test_truncated_y4m(clips, tmp_path, fake, capsys):
+    cut = tmp_path / "cut.y4m"
+    cut.write_bytes((clips / "c333x217_8b_mixed.y4m").read_bytes()[:-100])
+    err = run_error(capsys, clips / "c333x217_8b_ref.y4m", cut)
+    assert "cut.y4m: frame 4 is truncated: expected 108667 bytes" in err
+
+
+def test_bad_paths_and_options(clips, tmp_path, fake, capsys):
+    ref, dist = clips / "c333x217_8b_ref.y4m", clips / "c333x217_8b_mixed.y4m"
+    assert "video file not found" in run_error(capsys, tmp_path / "none.y4m", dist)
+    assert "does not exist" in run_error(capsys, ref, dist, "--json", tmp_path / "no" / "out.json")
+    assert "is a directory" in run_error(capsys, ref, dist, "--csv", tmp_path)
+    assert "only one of REF and DIST" in run_error(capsys, "-", "-")
+    assert "only one of --json and --csv" in run_error(capsys, ref, dist, "--json", "-", "--csv", "-")
+    assert "no frames to compare" in run_error(capsys, ref, dist, "--frames", 0)
+    for bad in (["--batch-frames", "0"], ["--frames", "-1"], ["--device", "tpu"], ["--width", "x"]):
+        with pytest.raises(SystemExit) as exc:
+            fusedsim("vmaf", ref, dist, *bad)
+        assert exc.value.code == 2
+        capsys.readouterr()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch missing")
+def test_cuda_request_without_cuda(clips, fake, capsys):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    err = run_error(capsys, clips / "c333x217_8b_ref.y4m", clips / "c333x217_8b_mixed.y4m", "--device", "cuda")
+    assert "no CUDA device" in err
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# streaming through the command: memory stays flat on a long clip
+
+
+def test_compute_streams_long_clip_with_flat_memory(tmp_path):
+    fmt = VideoFormat(1280, 720, 10, "420")
+    n = 100  # 2 x 276 MB of video (sparse files)
+    for name in ("ref.yuv", "dist.yuv"):
+        with open(tmp_path / name, "wb") as f:
+            f.truncate(n * fmt.frame_bytes)
+
+    def extract(feature, ref, dist, device="auto"):  # negligible memory of its own
+        return {feature: (ref.y[:, 0, 0] == dist.y[:, 0, 0]).astype(np.float64)}
+
+    kwargs = dict(width=1280, height=720, pix_fmt="yuv420p10le")
+    tracemalloc.start()
+    try:
+        with open_video(tmp_path / "ref.yuv", **kwargs) as r, open_video(tmp_path / "dist.yuv", **kwargs) as d:
+            metrics = vmaf_cli.compute(r, d, ["ssim"], extract, batch_frames=4)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(metrics["ssim"]) == n and np.all(metrics["ssim"] == 1.0)
+    batch_bytes = 4 * fmt.frame_bytes
+    assert peak < 2.5 * batch_bytes, f"peak {peak / 1e6:.1f} MB for two {batch_bytes / 1e6:.1f} MB batches"
+    assert 2 * n * fmt.frame_bytes > 15 * peak
+
+
+def test_auto_batch_frames():
+    assert vmaf_cli._auto_batch_frames(VideoFormat(1920, 1080, 8, "420").frame_bytes) == 32
+    assert vmaf_cli._auto_batch_frames(VideoFormat(3840, 2160, 10, "420").frame_bytes) == 5
+    assert vmaf_cli._auto_batch_frames(10**12) == 1
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# real runs on the fixture clips
+
+
+@needs_features
+@pytest.mark.parametrize("ref, dist, pix_fmt", Y4M_PAIRS, ids=[p[1] for p in Y4M_PAIRS])
+def test_real_run_matches_libvmaf_fixtures(refdata, clips, tmp_path, ref, dist, pix_fmt):
+    out = tmp_path / "out.json"
+    rc = fusedsim("vmaf", clips / f"{ref}.y4m", clips / f"{dist}.y4m", "--feature", "ssim", "--feature",
+                  "float_ssim", "--feature", "float_ms_ssim", "--feature", "psnr", "--device", "cpu", "--json", out)
+    assert rc == 0
+    doc = json.loads(out.read_text())
+    fixture = json.loads((refdata / "vmaf" / f"{dist}.json").read_text())
+    assert len(doc["frames"]) == len(fixture["frames"]) == fixture["frames_count"]
+    columns = {"ssim": "integer_ssim", "float_ssim": "float_ssim", "float_ms_ssim": "float_ms_ssim",
+               "psnr_y": "psnr_y", "psnr_cb": "psnr_cb", "psnr_cr": "psnr_cr"}
+    for ours, frame in zip(doc["frames"], fixture["frames"]):
+        assert list(ours["metrics"]) == list(columns)
+        for name, key in columns.items():
+            # integer ssim, float_ssim, float_ms_ssim and psnr are bit-exact ports: printed round-trip, compared ==
+            assert ours["metrics"][name] == frame[key], (dist, ours["frameNum"], name)
+    # pooled values as libvmaf printed them for the same per-frame values (fork run: ssim and psnr)
+    fork = json.loads((refdata / "vmaf" / "raw_cli_json" / f"{dist}.fork.json").read_text())
+    for name in ("ssim", "psnr_y", "psnr_cb", "psnr_cr"):
+        assert doc["pooled_metrics"][name] == fork["pooled_metrics"][name]
+
+
+@needs_features
+def test_real_run_y4m_equals_raw(clips, tmp_path):
+    ref, dist, pix_fmt = Y4M_PAIRS[1]
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    assert fusedsim("vmaf", clips / f"{ref}.y4m", clips / f"{dist}.y4m", "--feature", "ssim", "--feature", "psnr",
+                    "--device", "cpu", "--json", a) == 0
+    assert fusedsim("vmaf", clips / f"{ref}.yuv", clips / f"{dist}.yuv", "--width", 333, "--height", 217,
+                    "--pix-fmt", pix_fmt, "--feature", "ssim", "--feature", "psnr", "--device", "cpu",
+                    "--json", b) == 0
+    doc_a, doc_b = json.loads(a.read_text()), json.loads(b.read_text())
+    assert doc_a["frames"] == doc_b["frames"] and doc_a["pooled_metrics"] == doc_b["pooled_metrics"]
+
+
+@needs_features
+def test_python_dash_m_fusedsim_vmaf(clips, tmp_path):
+    """The installed entry point, in a fresh interpreter (all commands registered)."""
+    src = Path(cli_main.__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run(
+        [sys.executable, "-m", "fusedsim", "vmaf", str(clips / "c333x217_8b_ref.y4m"),
+         str(clips / "c333x217_8b_mixed.y4m"), "--device", "cpu", "--json", "-"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert [f["metrics"]["ssim"] for f in doc["frames"]][0] == 1
+    bad = subprocess.run([sys.executable, "-m", "fusedsim", "vmaf", "a.y4m", "b.y4m", "--feature", "nope"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert bad.returncode == 2 and "supported features: ssim, float_ssim, float_ms_ssim, psnr" in bad.stderr

@@ -10,7 +10,6 @@ libvmaf's default ``%.6f``.
 from __future__ import annotations
 
 import argparse
-import itertools
 import math
 import os
 import sys
@@ -319,25 +318,41 @@ def compute(ref_reader, dist_reader, features: Sequence[str], extract: Callable,
 
     columns: dict[str, list[np.ndarray]] = {}
     done = 0
-    pairs = itertools.zip_longest(ref_reader.batches(bf, limit=frames), dist_reader.batches(bf, limit=frames))
-    for ref_batch, dist_batch in pairs:
+    ref_batches = ref_reader.batches(bf, limit=frames)
+    dist_batches = dist_reader.batches(bf, limit=frames)
+    while True:
+        # (not zip_longest: its reused result tuple would keep the previous batch alive during the next read)
+        ref_batch = next(ref_batches, None)
+        dist_batch = next(dist_batches, None)
+        if ref_batch is None and dist_batch is None:
+            break
         if ref_batch is None or dist_batch is None or ref_batch.n != dist_batch.n:
             n_r = done + (ref_batch.n if ref_batch is not None else 0)
             n_d = done + (dist_batch.n if dist_batch is not None else 0)
-            short, long_ = ((ref_reader, "reference"), (dist_reader, "distorted"))[:: 1 if n_r < n_d else -1]
+            role, reader = ("reference", ref_reader) if n_r < n_d else ("distorted", dist_reader)
             need = f"the {frames} frames asked for" if frames is not None else "as many frames as the other clip"
-            raise ValueError(f"{short[1]} {short[0].path} ended after {min(n_r, n_d)} frames; it needs {need}")
+            raise ValueError(f"{role} {reader.path} ended after {min(n_r, n_d)} frames; it needs {need}")
+        batch_names: list[str] = []
         for feature in features:
             out = extract(feature, ref_batch, dist_batch, device=device)
             _check_extract_output(feature, out, ref_batch.n)
             for name, values in out.items():
+                if name in batch_names:
+                    raise RuntimeError(f"metric {name!r} is produced by more than one feature")
+                batch_names.append(name)
                 columns.setdefault(name, []).append(np.asarray(values, dtype=np.float64).reshape(-1))
+        if batch_names != list(columns):
+            raise RuntimeError(
+                f"frames {done}..: the features produced {', '.join(batch_names)} after {', '.join(columns)}"
+            )
         done += ref_batch.n
         if progress is not None:
             progress(ref_batch.n)
         del ref_batch, dist_batch, out  # free this batch before the readers allocate the next one
     if done == 0:
         raise ValueError(f"no frames to compare: {ref_reader.path} is empty")
+    if frames is not None and done < frames:
+        raise ValueError(f"--frames {frames}: both clips ended after {done} frames")
     return {name: np.concatenate(parts) for name, parts in columns.items()}
 
 

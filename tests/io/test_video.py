@@ -381,14 +381,27 @@ def test_truncated_y4m_from_pipe(monkeypatch, tmp_path):
             list(clip.batches(1))
 
 
-def test_bad_frame_header(tmp_path):
+def test_bad_frame_header(tmp_path, monkeypatch):
     fmt = VideoFormat(4, 4, 8, "420")
-    write_y4m(tmp_path / "c.y4m", fmt, random_planes(fmt, 2), frame_header=b"FRAMX\n")
+    write_y4m(tmp_path / "c.y4m", fmt, random_planes(fmt, 3))
+    data = bytearray((tmp_path / "c.y4m").read_bytes())
+    second = data.index(b"FRAME", data.index(b"FRAME") + 1)
+    data[second : second + 5] = b"FRAMX"
+    (tmp_path / "c.y4m").write_bytes(bytes(data))
+    expected = rf"frame 1: expected a 'FRAME' header at byte offset {second}, found b'FRAMX\\n"
     with open_video(tmp_path / "c.y4m") as clip:
-        with pytest.raises(ValueError, match=r"frame 0: expected a 'FRAME' header at byte offset \d+"):
+        with pytest.raises(ValueError, match=expected):
             clip.frame_count  # noqa: B018
-        with pytest.raises(ValueError, match="frame 0: expected a 'FRAME' header"):
+    with open_video(tmp_path / "c.y4m") as clip:
+        with pytest.raises(ValueError, match=expected):
             list(clip.batches(1))
+    # a pipe is not scanned ahead: the error comes while reading, after the good frame
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(bytes(data))))
+    with open_video("-") as clip:
+        batches = clip.batches(1)
+        assert next(batches).n == 1
+        with pytest.raises(ValueError, match=expected):
+            next(batches)
 
 
 @pytest.mark.parametrize(

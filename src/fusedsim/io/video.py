@@ -169,10 +169,10 @@ class FrameBatch:
 class _Source:
     """A binary stream with exact reads; ``prefix`` holds bytes already consumed while sniffing the magic."""
 
-    def __init__(self, f, prefix: bytes = b"") -> None:
+    def __init__(self, f, pos: int, prefix: bytes = b"") -> None:
         self.f = f
         self.prefix = prefix
-        self.pos = 0  # bytes consumed so far, for error messages
+        self.pos = pos  # offset in the file of the next byte, for error messages
 
     def readinto_exact(self, buf: memoryview) -> int:
         """Fill ``buf``; fewer bytes than ``len(buf)`` are returned only at the end of the stream."""
@@ -191,19 +191,9 @@ class _Source:
         return filled
 
     def readline(self, limit: int) -> bytes:
-        """A line of at most ``limit`` bytes, including its ``\\n`` when found."""
-        line = b""
-        if self.prefix:
-            cut = self.prefix.find(b"\n")
-            if cut >= 0 and cut < limit:
-                line, self.prefix = self.prefix[: cut + 1], self.prefix[cut + 1 :]
-                self.pos += len(line)
-                return line
-            line, self.prefix = self.prefix[:limit], self.prefix[limit:]
-            if len(line) >= limit:
-                self.pos += len(line)
-                return line
-        line += self.f.readline(limit - len(line))
+        """A line of at most ``limit`` bytes, including its ``\\n`` when found (Y4M only: never has a prefix)."""
+        assert not self.prefix, "a sniffed prefix exists only for raw YUV, which has no lines"
+        line = self.f.readline(limit)
         self.pos += len(line)
         return line
 
@@ -374,13 +364,13 @@ class VideoReader:
         if self.seekable:
             f = open(self.path, "rb")
             f.seek(self._data_offset)
-            return _Source(f), True
+            return _Source(f, self._data_offset), True
         if self._consumed:
             raise ValueError(f"{self.path}: a pipe can be read only once")
         if self._file is None:
             raise ValueError(f"{self.path}: the reader is closed")
         self._consumed = True
-        return _Source(self._file, self._prefix), False
+        return _Source(self._file, self._data_offset, self._prefix), False
 
     def batches(self, n_frames: int = 16, *, limit: int | None = None) -> Iterator[FrameBatch]:
         """Yield the clip as :class:`FrameBatch` es of ``n_frames`` frames (the last one may be shorter).

@@ -36,13 +36,13 @@ def _chain_init(names: tuple[str, ...], k: int) -> list[str]:
 
 
 def _column_taps(k: int, shift: str, limit: str, strides: dict[str, str]) -> list[str]:
-    """Per W-tap source columns, in-bounds masks and element offsets (loop invariant)."""
+    """Per W-tap in-bounds masks and element offsets relative to the row pointer (loop invariant; with a unit
+    stride the offsets are compile-time constants that fold into the load instructions)."""
     lines = []
     for kw in range(k):
-        lines.append(f"sc{kw} = cols + ({shift} - {k // 2} + {kw})")
-        lines.append(f"cm{kw} = (sc{kw} >= 0) & (sc{kw} < {limit})")
+        lines.append(f"cm{kw} = ((cols + ({shift} - {k // 2} + {kw})) >= 0) & ((cols + ({shift} - {k // 2} + {kw})) < {limit})")
         for tag, stride in strides.items():
-            lines.append(f"{tag}o{kw} = sc{kw} * {stride}")
+            lines.append(f"{tag}o{kw} = ({shift} - {k // 2} + {kw}) * {stride}")
     return lines
 
 
@@ -109,6 +109,8 @@ def _stats_prologue(k: int, three_d: bool) -> list[str]:
         "col_ok = cols < WO",
         "xb = X + n.to(tl.int64) * sxn + c.to(tl.int64) * sxc",
         "yb = Y + n.to(tl.int64) * syn + c.to(tl.int64) * syc",
+        "xcol = cols * sxw",
+        "ycol = cols * syw",
     ]
     lines += _weights(k, "WIN")
     lines += _column_taps(k, "OFF", "W", {"x": "sxw", "y": "syw"})
@@ -127,8 +129,8 @@ def _stats_row(k: int, three_d: bool) -> list[str]:
         f"yin = o0 + OFF - {k // 2} + t",
         "ry = tl.zeros([BW], tl.int32) + yin",
         "rok = (ry >= 0) & (ry < H)",
-        "xr = xb + yin.to(tl.int64) * sxh",
-        "yr = yb + yin.to(tl.int64) * syh",
+        "xr = xb + yin.to(tl.int64) * sxh + xcol",
+        "yr = yb + yin.to(tl.int64) * syh + ycol",
     ]
     lines += _stat_taps(k, three_d)
     for q in STAT_NAMES:
@@ -263,7 +265,7 @@ def render_grad_conv(k: int, three_d: bool, name: str) -> str:
         f"srow = o0 - OFF - {k // 2} + t",
         "ry = tl.zeros([BW], tl.int32) + srow",
         "rok = (ry >= 0) & (ry < HO)",
-        "mr = mb + srow.to(tl.int64) * WO",
+        "mr = mb + srow.to(tl.int64) * WO + cols",
     ]
     row += [f"h_{q} = tl.zeros([BW], ACC)" for q in maps]
     slots = {"bm": "0", "cm": "1", "ax": "AX_SLOT", "ay": "AY_SLOT"}

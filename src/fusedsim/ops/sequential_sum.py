@@ -1,0 +1,238 @@
+"""Bit-exact left-to-right float64 sum on the GPU (the order of ``double s = 0; for (...) s += x[i];``).
+
+A parallel reduction rounds differently from a C loop, so it cannot reproduce scores such as libvmaf's, which
+pool millions of per-pixel doubles in one running sum. This kernel gets exactly the running sum's bits, in
+parallel, from one observation about IEEE round-to-nearest:
+
+While the exact value ``s + t`` stays inside one binade ``[2^e, 2^(e+1))`` (by magnitude), the result lies on
+the grid of spacing ``u = 2^(e-52)`` and ``fl(s + t) = s + u * rn(t / u)``, where ``rn`` rounds to the nearest
+integer; ``t / u`` is exact (a power-of-two scale) and ``rn`` does not depend on ``s`` unless ``t / u`` sits
+exactly halfway (a tie, resolved to even by ``s``). So between binade changes and ties, the running sum in units
+of ``u`` is a plain **integer prefix sum** of ``q_i = rn(t_i / u)``, which is associative and can be scanned in
+parallel; whether every step really stays in the binade is itself checkable exactly on integers:
+``2^52 <= S_(i-1) + floor(t_i / u) <= 2^53 - 1`` with ``S`` the running sum in units of ``u``.
+
+* :func:`_advance` takes a block of terms from the current exact sum: it quantises, scans, finds the first term
+  that leaves the binade (or is a tie, NaN, Inf, or the sum is 0 / tiny), takes every term before it in one step,
+  and that term with one ordinary double addition. The number of such events is about the number of binades the
+  sum crosses (~30 for a video frame) plus ties, which are rare.
+* Phase 1 (:func:`_seqsum_summary_kernel`, parallel over chunks of every row) guesses each chunk's binade from a
+  plain (approximate) prefix of chunk sums and records, for that binade, the chunk's integer total and the
+  range of start values for which it is valid.
+* Phase 2 (:func:`_seqsum_scan_kernel`, one program per row) walks the chunks in order: a chunk whose summary is
+  valid for the exact running sum is one integer addition; any other chunk is re-run with :func:`_advance`.
+  Every shortcut is checked exactly, so the guesses only decide speed, never the result.
+
+The result equals :func:`fusedsim.reference.sequential_sum_ref.sequential_sum_ref` bit for bit (tests compare with
+``==`` on adversarial inputs: ties, sign changes, zeros, NaN/Inf, powers of two).
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+__all__ = ["sequential_sum_fwd"]
+
+# Integer bounds used in the kernels (written out there as literals): 2**52, 2**53 - 1, and 2**62 as "no bound".
+
+
+@triton.jit
+def _biased_exponent(x):
+    return (x.to(tl.int64, bitcast=True) >> 52) & 0x7FF
+
+
+@triton.jit
+def _pow2(biased):
+    """2**(biased - 1023) as a double, for 1 <= biased <= 2046."""
+    return (biased.to(tl.int64) << 52).to(tl.float64, bitcast=True)
+
+
+@triton.jit
+def _quantise(t, sg, inv_u):
+    """``t * sg / u`` split as ``(qi, frac, q, special)``: floor, fraction, rounded, and not-usable lanes."""
+    y = t * sg * inv_u
+    finite = tl.abs(y) < 9007199254740992.0  # 2**53; NaN and Inf fail too
+    yc = tl.where(finite, y, 0.0)
+    qf = tl.floor(yc)
+    frac = yc - qf  # exact
+    qi = qf.to(tl.int64)
+    q = qi + (frac > 0.5).to(tl.int64)
+    special = (~finite) | (frac == 0.5)
+    return qi, q, special
+
+
+@triton.jit
+def _advance(row_ptr, pos, end, s, B: tl.constexpr):
+    """Add ``x[pos:]`` to the exact running sum ``s`` up to and including the first event in this block.
+
+    Returns the new sum and position. Equal, bit for bit, to adding the same terms one by one in double.
+    """
+    lane = tl.arange(0, B)
+    offs = pos + lane
+    mask = offs < end
+    t = tl.load(row_ptr + offs, mask=mask, other=0.0)
+    nvalid = tl.minimum(end - pos, B)
+
+    eb = _biased_exponent(s)
+    fast = (eb >= 64) & (eb <= 2000)  # s is a normal number, neither 0 nor tiny nor huge / Inf / NaN
+    ebc = tl.where(fast, eb, 1023)
+    sg = tl.where(s < 0, -1.0, 1.0).to(tl.float64)
+    u = _pow2(ebc - 52)
+    inv_u = _pow2(2098 - ebc)
+    s0 = (s * sg * inv_u).to(tl.int64)  # |s| / u: an integer in [2**52, 2**53)
+
+    qi, q, special = _quantise(t, sg, inv_u)
+    incl = tl.cumsum(q, 0)
+    excl = incl - q
+    pos_units = s0 + excl + qi  # floor of the exact |s_(i-1) + t_i| / u
+    ok = (~special) & (pos_units >= 4503599627370496) & (pos_units <= 9007199254740991)
+    first_bad = tl.min(tl.where(mask & (~ok), lane, B), 0)
+    j = tl.where(fast, first_bad, 0)
+
+    all_ok = j >= nvalid
+    total = s0 + tl.sum(q, 0)
+    s_all = sg * total.to(tl.float64) * u
+    s_before = tl.where(fast, sg * (s0 + tl.sum(tl.where(lane == j, excl, 0), 0)).to(tl.float64) * u, s)
+    t_j = tl.sum(tl.where(lane == j, t, 0.0), 0)
+    s_event = s_before + t_j
+    new_s = tl.where(all_ok, s_all, s_event)
+    new_pos = tl.where(all_ok, pos + nvalid, pos + j + 1)
+    return new_s, new_pos
+
+
+@triton.jit
+def _walk(row_ptr, start, end, s, B: tl.constexpr):
+    """Exact running sum over ``x[start:end]`` from ``s`` by :func:`_advance` steps."""
+    pos = start
+    while pos < end:
+        s, pos = _advance(row_ptr, pos, end, s, B)
+    return s
+
+
+@triton.jit
+def _seqsum_summary_kernel(x_ptr, stride_x, n, approx_ptr, total_ptr, lo_ptr, hi_ptr, code_ptr, CH, NCHUNK,
+                           B: tl.constexpr):
+    """Per chunk: for the binade guessed from ``approx`` (its start), the integer total and valid start range."""
+    c = tl.program_id(0)
+    f = tl.program_id(1).to(tl.int64)
+    row_ptr = x_ptr + f * stride_x
+    a = tl.load(approx_ptr + f * NCHUNK + c)
+    eb = _biased_exponent(a)
+    fast = (eb >= 64) & (eb <= 2000)
+    ebc = tl.where(fast, eb, 1023)
+    neg = a < 0
+    sg = tl.where(neg, -1.0, 1.0).to(tl.float64)
+    inv_u = _pow2(2098 - ebc)
+    start = c.to(tl.int64) * CH
+    end = tl.minimum(start + CH, n)
+    lane = tl.arange(0, B)
+
+    carry = tl.full([], 0, tl.int64)
+    lo = tl.full([], 4611686018427387904, tl.int64)
+    hi = tl.full([], -4611686018427387904, tl.int64)
+    bad = tl.full([], 0, tl.int32)
+    for off in range(0, CH, B):
+        offs = start + off + lane
+        mask = offs < end
+        t = tl.load(row_ptr + offs, mask=mask, other=0.0)
+        qi, q, special = _quantise(t, sg, inv_u)
+        incl = tl.cumsum(q, 0) + carry
+        pos_units = incl - q + qi
+        lo = tl.minimum(lo, tl.min(tl.where(mask, pos_units, 4611686018427387904), 0))
+        hi = tl.maximum(hi, tl.max(tl.where(mask, pos_units, -4611686018427387904), 0))
+        bad = tl.maximum(bad, tl.max((mask & special).to(tl.int32), 0))
+        carry = carry + tl.sum(q, 0)
+    code = tl.where(fast & (bad == 0), tl.where(neg, -ebc, ebc), 0)
+    out = f * NCHUNK + c
+    tl.store(total_ptr + out, carry)
+    tl.store(lo_ptr + out, lo)
+    tl.store(hi_ptr + out, hi)
+    tl.store(code_ptr + out, code)
+
+
+@triton.jit
+def _seqsum_scan_kernel(x_ptr, stride_x, n, out_ptr, total_ptr, lo_ptr, hi_ptr, code_ptr, CH, NCHUNK,
+                        USE_SUMMARY: tl.constexpr, B: tl.constexpr):
+    """One program per row: walk the chunks in order, taking checked shortcuts, else exact block steps."""
+    f = tl.program_id(0).to(tl.int64)
+    row_ptr = x_ptr + f * stride_x
+    s = tl.full([], 0.0, tl.float64)
+    for c in range(0, NCHUNK):
+        start = c * CH
+        end = tl.minimum(start + CH, n)
+        if USE_SUMMARY:
+            idx = f * NCHUNK + c
+            code = tl.load(code_ptr + idx)
+            eb = _biased_exponent(s)
+            s_code = tl.where(s < 0, -eb, eb)
+            ebc = tl.where(code != 0, tl.abs(code), 1023)
+            sg = tl.where(s < 0, -1.0, 1.0).to(tl.float64)
+            inv_u = _pow2(2098 - ebc)
+            u = _pow2(ebc - 52)
+            s0 = (s * sg * inv_u).to(tl.int64)
+            lo = tl.load(lo_ptr + idx)
+            hi = tl.load(hi_ptr + idx)
+            total = tl.load(total_ptr + idx)
+            take = (code != 0) & (code == s_code) & (lo >= 4503599627370496 - s0) & (hi <= 9007199254740991 - s0)
+            if take.to(tl.int32) != 0:
+                s = sg * (s0 + total).to(tl.float64) * u
+            else:
+                s = _walk(row_ptr, start, end, s, B)
+        else:
+            s = _walk(row_ptr, start, end, s, B)
+    tl.store(out_ptr + f, s + 0.0)
+
+
+def _launch_params(length: int) -> tuple[int, int]:
+    """(chunk, block) sizes: chunks of a few thousand terms keep phase 2's walk short and phase 1 parallel."""
+    block = 1024
+    chunk = 8192 if length >= 65536 else block
+    return chunk, block
+
+
+def sequential_sum_fwd(x: torch.Tensor, *, use_summary: bool = True, chunk: int | None = None,
+                       block: int | None = None) -> torch.Tensor:
+    """Left-to-right double sum of each row of ``x`` ``(N, L)`` float64 (CUDA, or CPU under the interpreter).
+
+    Bit-identical to ``s = 0.0; for v in row: s += v``. ``use_summary=False`` runs phase 2 alone (every chunk by
+    exact block steps), which is slower but needs no phase 1; both give the same bits.
+    """
+    if x.dim() != 2:
+        raise ValueError(f"x must be (N, L); got shape {tuple(x.shape)}")
+    if x.dtype != torch.float64:
+        raise TypeError(f"x must be float64; got {x.dtype}")
+    n_rows, length = x.shape
+    out = torch.empty(n_rows, dtype=torch.float64, device=x.device)
+    if n_rows == 0:
+        return out
+    if length == 0:
+        return out.zero_()
+    if x.stride(1) != 1:
+        x = x.contiguous()
+    ch, blk = _launch_params(length)
+    ch = chunk or ch
+    blk = block or blk
+    if ch % blk:
+        raise ValueError(f"chunk ({ch}) must be a multiple of block ({blk})")
+    nchunk = triton.cdiv(length, ch)
+    i64 = dict(dtype=torch.int64, device=x.device)
+    if use_summary and nchunk > 1:
+        pad = nchunk * ch - length
+        xp = torch.nn.functional.pad(x, (0, pad)) if pad else x
+        chunk_sums = xp.reshape(n_rows, nchunk, ch).sum(dim=2)
+        approx = (torch.cumsum(chunk_sums, dim=1) - chunk_sums).contiguous()
+        total = torch.empty(n_rows, nchunk, **i64)
+        lo = torch.empty(n_rows, nchunk, **i64)
+        hi = torch.empty(n_rows, nchunk, **i64)
+        code = torch.empty(n_rows, nchunk, **i64)
+        _seqsum_summary_kernel[(nchunk, n_rows)](x, x.stride(0), length, approx, total, lo, hi, code, ch, nchunk,
+                                                 B=blk, num_warps=4, enable_fp_fusion=False)
+        use = True
+    else:
+        total = lo = hi = code = torch.empty(1, **i64)
+        use = False
+    _seqsum_scan_kernel[(n_rows,)](x, x.stride(0), length, out, total, lo, hi, code, ch, nchunk, USE_SUMMARY=use,
+                                   B=blk, num_warps=4, enable_fp_fusion=False)
+    return out

@@ -23,7 +23,7 @@ def check_image_pair(x: object, y: object, names: tuple[str, str], ndims: Sequen
         raise ValueError(f"{names[0]} and {names[1]} must have the same shape; got {tuple(x.shape)} and "
                          f"{tuple(y.shape)}")
     if x.dim() not in ndims:
-        layouts = " or ".join({4: "(N, C, H, W)", 5: "(N, C, D, H, W)"}[d] for d in ndims)
+        layouts = " or ".join([{4: "(N, C, H, W)", 5: "(N, C, D, H, W)"}.get(d, f"{d}-D") for d in ndims])
         raise ValueError(f"{names[0]} must be {layouts}; got {x.dim()} dimensions {tuple(x.shape)}")
     if x.device != y.device:
         raise ValueError(f"{names[0]} and {names[1]} must be on the same device; got {x.device} and {y.device}")

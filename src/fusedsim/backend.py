@@ -31,6 +31,13 @@ def _check_name(name: str, source: str) -> str:
     return name
 
 
+def _constant_under_compile(fn):
+    """``torch.compile`` evaluates ``fn`` once while tracing (the backend is fixed per compiled graph)."""
+    marker = getattr(torch.compiler, "assume_constant_result", None)
+    return marker(fn) if marker is not None else fn
+
+
+@_constant_under_compile
 def requested_backend() -> str:
     """The backend asked for: the innermost :func:`use_backend`, else ``$FUSEDSIM_BACKEND``, else ``auto``."""
     forced = _forced.get()
@@ -59,6 +66,7 @@ def triton_available() -> bool:
     return True
 
 
+@_constant_under_compile
 def triton_interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") == "1"
 

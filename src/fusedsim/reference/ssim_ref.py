@@ -50,7 +50,9 @@ def ssim_maps_ref(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float
     x = x.to(dt)
     y = y.to(dt)
     stacked = torch.cat([x, y, x * x, y * y, x * y], dim=1)
-    stats = separable_filter(stacked, win.to(dt).repeat(5, 1), padding)
+    # autocast would run the convolutions in 16 bits; the statistics need the accumulation dtype
+    with torch.autocast(x.device.type, enabled=False):
+        stats = separable_filter(stacked, win.to(dt).repeat(5, 1), padding)
     mu_x, mu_y, e_xx, e_yy, e_xy = stats.chunk(5, dim=1)
     sigma_xx = e_xx - mu_x * mu_x
     sigma_yy = e_yy - mu_y * mu_y

@@ -70,7 +70,7 @@ def plane_means(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, 
 
         s_sum, cs_sum = torch.ops.fusedsim.ssim_sums(x, y, win, c1, c2, valid)
         shrink = win.shape[-1] - 1 if valid else 0
-        count = math.prod(s - shrink for s in x.shape[2:])
+        count = math.prod([s - shrink for s in x.shape[2:]])
         return (s_sum / count).view(x.shape[:2]), (cs_sum / count).view(x.shape[:2])
     return ssim_plane_means_ref(x, y, win, c1, c2, "valid" if valid else "same")
 
@@ -103,7 +103,7 @@ def _check_constants(data_range: float, K: Sequence[float]) -> tuple[float, floa
     data_range = check_positive(data_range, "data_range")
     if not isinstance(K, Sequence) or len(K) != 2:
         raise ValueError(f"K must be a pair (K1, K2); got {K!r}")
-    k1, k2 = (check_positive(k, f"K[{i}]") for i, k in enumerate(K))
+    k1, k2 = [check_positive(k, f"K[{i}]") for i, k in enumerate(K)]
     return (k1 * data_range) ** 2, (k2 * data_range) ** 2
 
 

@@ -20,7 +20,7 @@ import torch
 import triton
 
 from fusedsim.ops._codegen import jit_from_source
-from fusedsim.ops.ssim_source import render_forward, render_grad_conv, render_grad_maps
+from fusedsim.ops.ssim_source import render_forward, render_grad_conv, render_grad_fused_2d, render_grad_maps
 
 _RENDERERS = {"fwd": render_forward, "grad_maps": render_grad_maps, "grad_conv": render_grad_conv}
 
@@ -29,6 +29,12 @@ _RENDERERS = {"fwd": render_forward, "grad_maps": render_grad_maps, "grad_conv":
 def _kernel(kind: str, taps: int, three_d: bool):
     name = f"_ssim_{kind}_{'3d' if three_d else '2d'}_k{taps}_kernel"
     return jit_from_source(name, _RENDERERS[kind](taps, three_d, name))
+
+
+@functools.lru_cache(maxsize=None)
+def _fused_backward_kernel(taps: int, maps: tuple[str, ...]):
+    name = f"_ssim_grad_fused_2d_k{taps}_{'_'.join(maps)}_kernel"
+    return jit_from_source(name, render_grad_fused_2d(taps, maps, name))
 
 
 def _acc_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -100,6 +106,8 @@ def ssim_bwd(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2:
     taps = win.shape[-1]
     three_d, (d, h, w), (do, ho, wo), sx, off = _geometry(x, taps, valid)
     _, _, _, sy, _ = _geometry(y, taps, valid)
+    if not three_d:
+        return _ssim_bwd_fused_2d(x, y, win, c1, c2, g_s, g_cs, g_map, need_dx, need_dy, off, sx, sy, (ho, wo))
     acc = _acc_dtype(x.dtype)
     n, c = x.shape[:2]
     slots = 2
@@ -130,6 +138,32 @@ def ssim_bwd(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2:
         ncd, c, d, h, w, do, ho, wo, *sx, *sy,
         OFF=off, BW=block_w, RS=rows, ACC=_tl_dtype(x.dtype), AX_SLOT=ax_slot, AY_SLOT=ay_slot,
         num_warps=warps)
+    return dx, dy
+
+
+def _ssim_bwd_fused_2d(x, y, win, c1, c2, g_s, g_cs, g_map, need_dx, need_dy, off, sx, sy, out_hw):
+    """2-D backward in one kernel (see ``render_grad_fused_2d``); extra memory is a 2-row scratch per program."""
+    taps = win.shape[-1]
+    n, c, h, w = x.shape
+    ho, wo = out_hw
+    acc = _acc_dtype(x.dtype)
+    maps = ("bm", "cm") + (("ax",) if need_dx else ()) + (("ay",) if need_dy else ())
+    block_w = max(min(128, triton.next_power_of_2(w + taps - 1)), triton.next_power_of_2(2 * (taps - 1)), 16)
+    rows = 64
+    grid = (triton.cdiv(w, block_w - (taps - 1)), triton.cdiv(h, rows), n * c)
+    scratch = torch.empty(grid[0] * grid[1] * grid[2] * 2 * len(maps) * block_w, dtype=acc, device=x.device)
+    dx = torch.empty(x.shape, dtype=x.dtype, device=x.device) if need_dx else None
+    dy = torch.empty(y.shape, dtype=y.dtype, device=y.device) if need_dy else None
+    dummy = scratch
+    _fused_backward_kernel(taps, maps)[grid](
+        x, y, win, win.flip(-1).contiguous(),
+        g_s.to(acc).contiguous() if g_s is not None else dummy,
+        g_cs.to(acc).contiguous() if g_cs is not None else dummy,
+        g_map.contiguous() if g_map is not None else dummy,
+        dx if dx is not None else dummy, dy if dy is not None else dummy, scratch,
+        c, h, w, ho, wo, sx[0], sx[1], sx[3], sx[4], sy[0], sy[1], sy[3], sy[4], c1, c2,
+        OFF=off, BW=block_w, RS=rows, ACC=_tl_dtype(x.dtype), HAS_GS=g_s is not None or g_map is not None,
+        HAS_GCS=g_cs is not None, HAS_GMAP=g_map is not None, num_warps=max(1, block_w // 32))
     return dx, dy
 
 

@@ -305,3 +305,97 @@ def render_grad_conv(k: int, three_d: bool, name: str) -> str:
     loop = row + [f"if t >= {k - 1}:"] + indent(emit)
     body += ["for t in range(0, steps):"] + indent(loop)
     return f"def {name}({sig}):\n" + "\n".join(indent(body)) + "\n"
+
+
+def render_grad_fused_2d(k: int, maps: tuple[str, ...], name: str) -> str:
+    """Backward in one pass for 2-D inputs: nothing full-size is written but the gradients.
+
+    Streaming down the rows, three stages run K-1 rows apart: (1) statistics of the map row q (shift chain);
+    (2) gradient maps at q, fed to a second shift chain that filters them vertically (adjoint, flipped window);
+    (3) the vertically filtered row goes to a two-row scratch buffer private to the program, and after a barrier
+    shifted loads filter it horizontally. A program of BW columns yields BW - (K - 1) output columns.
+    ``maps`` lists the gradient maps needed: bm, cm, and ax (for dx) / ay (for dy).
+    """
+    r = k // 2
+    sig = (
+        "X, Y, WIN, WINF, GS, GCS, GMAP, DX, DY, SCR, C, H, W, HO, WO, "
+        "sxn, sxc, sxh, sxw, syn, syc, syh, syw, c1, c2, "
+        "OFF: tl.constexpr, BW: tl.constexpr, RS: tl.constexpr, ACC: tl.constexpr, "
+        "HAS_GS: tl.constexpr, HAS_GCS: tl.constexpr, HAS_GMAP: tl.constexpr"
+    )
+    body = [
+        "pid_w = tl.program_id(0)",
+        "pid_h = tl.program_id(1)",
+        "nc = tl.program_id(2)",
+        "n = nc // C",
+        "c = nc % C",
+        "j = tl.arange(0, BW)",
+        f"cols = pid_w * (BW - {k - 1}) + j",
+        f"out_ok = (j < BW - {k - 1}) & (cols < W)",
+        f"mc = cols - OFF - {r}",
+        "mc_ok = (mc >= 0) & (mc < WO)",
+        "xb = X + n.to(tl.int64) * sxn + c.to(tl.int64) * sxc",
+        "yb = Y + n.to(tl.int64) * syn + c.to(tl.int64) * syc",
+        "xcol = cols * sxw",
+        "ycol = cols * syw",
+    ]
+    body += _weights(k, "WIN")
+    body += [f"f{i} = tl.load(WINF + c * {k} + {i}).to(ACC)" for i in range(k)]
+    body += _column_taps(k, f"-{r}", "W", {"x": "sxw", "y": "syw"})
+    body += [
+        "gs = 0.0",
+        "gcs = 0.0",
+        "if HAS_GS:",
+        "    gs = tl.load(GS + nc).to(ACC)",
+        "if HAS_GCS:",
+        "    gcs = tl.load(GCS + nc).to(ACC)",
+        "p0 = pid_h * RS",
+        f"steps = tl.minimum(RS, H - p0) + {4 * r}",
+        "scr = SCR + ((pid_h * tl.num_programs(0) + pid_w) + nc * tl.num_programs(0) * tl.num_programs(1)).to(tl.int64)"
+        f" * {2 * len(maps)} * BW",
+    ]
+    body += _chain_init(STAT_NAMES, k)
+    body += [f"b_{q}_{jj} = tl.zeros([BW], ACC)" for q in maps for jj in range(k - 1)]
+    row = [
+        f"yin = p0 - {2 * r} + t",
+        "ry = tl.zeros([BW], tl.int32) + yin",
+        "rok = (ry >= 0) & (ry < H)",
+        "xr = xb + yin.to(tl.int64) * sxh + xcol",
+        "yr = yb + yin.to(tl.int64) * syh + ycol",
+    ]
+    row += _stat_taps(k, False)
+    for q in STAT_NAMES:
+        row += _chain(q, k)
+    row += [
+        f"q = p0 - OFF - {3 * r} + t",
+        "qv = tl.zeros([BW], tl.int32) + q",
+        f"mvalid = mc_ok & (qv >= 0) & (qv < HO) & ((tl.zeros([BW], tl.int32) + t) >= {2 * r})",
+        *_SSIM_TERMS,
+        "gp = gs",
+        "if HAS_GMAP:",
+        "    gp = tl.load(GMAP + (nc.to(tl.int64) * HO + q) * WO + mc, mask=mvalid, other=0.0).to(ACC)",
+        *_GRAD_MAPS,
+    ]
+    row += [f"h_{q} = tl.where(mvalid, {q}, 0.0)" for q in maps]
+    for q in maps:
+        row += [line.replace("a_", "b_").replace(" w", " f").replace("= w", "= f") for line in _chain(q, k)]
+    emit = [f"p = p0 + t - {4 * r}", "buf = scr + (t % 2) * " + f"{len(maps)} * BW"]
+    emit += [f"tl.store(buf + {i} * BW + j, v_{q})" for i, q in enumerate(maps)]
+    emit += ["tl.debug_barrier()"]
+    emit += [f"d_{q} = tl.zeros([BW], ACC)" for q in maps]
+    for kw in range(k):
+        emit.append(f"sm = j + {kw} < BW")
+        emit += [f"d_{q} += f{kw} * tl.load(buf + {i} * BW + j + {kw}, mask=sm, other=0.0)"
+                 for i, q in enumerate(maps)]
+    emit += [
+        "xv = tl.load(xb + p.to(tl.int64) * sxh + xcol, mask=out_ok, other=0.0).to(ACC)",
+        "yv = tl.load(yb + p.to(tl.int64) * syh + ycol, mask=out_ok, other=0.0).to(ACC)",
+        "pix = (nc.to(tl.int64) * H + p) * W + cols",
+    ]
+    if "ax" in maps:
+        emit.append("tl.store(DX + pix, (d_ax + 2.0 * xv * d_bm + yv * d_cm).to(DX.dtype.element_ty), mask=out_ok)")
+    if "ay" in maps:
+        emit.append("tl.store(DY + pix, (d_ay + 2.0 * yv * d_bm + xv * d_cm).to(DY.dtype.element_ty), mask=out_ok)")
+    row += [f"if t >= {4 * r}:"] + indent(emit)
+    body += ["for t in range(0, steps):"] + indent(row)
+    return f"def {name}({sig}):\n" + "\n".join(indent(body)) + "\n"

@@ -24,17 +24,24 @@ from fusedsim.ops.ssim_source import render_forward, render_grad_conv, render_gr
 
 _RENDERERS = {"fwd": render_forward, "grad_maps": render_grad_maps, "grad_conv": render_grad_conv}
 
+# Launch configuration. ``prefetch`` software-pipelines the row loads of the 2-D kernels; the tiles are
+# (columns per program, rows per program, warps) or None for the defaults. benchmarks/tune_ssim.py sweeps them.
+CONFIG: dict = {"prefetch": True, "fwd_tile": None, "bwd_tile": None}
+LAST_LAUNCH: dict = {}  # kind -> compiled kernel of the latest launch (register/spill reports for tuning)
+
 
 @functools.lru_cache(maxsize=None)
-def _kernel(kind: str, taps: int, three_d: bool):
-    name = f"_ssim_{kind}_{'3d' if three_d else '2d'}_k{taps}_kernel"
+def _kernel(kind: str, taps: int, three_d: bool, prefetch: bool = False):
+    name = f"_ssim_{kind}_{'3d' if three_d else '2d'}_k{taps}{'_pf' if prefetch else ''}_kernel"
+    if kind == "fwd":
+        return jit_from_source(name, render_forward(taps, three_d, name, prefetch=prefetch))
     return jit_from_source(name, _RENDERERS[kind](taps, three_d, name))
 
 
 @functools.lru_cache(maxsize=None)
-def _fused_backward_kernel(taps: int, maps: tuple[str, ...]):
-    name = f"_ssim_grad_fused_2d_k{taps}_{'_'.join(maps)}_kernel"
-    return jit_from_source(name, render_grad_fused_2d(taps, maps, name))
+def _fused_backward_kernel(taps: int, maps: tuple[str, ...], prefetch: bool):
+    name = f"_ssim_grad_fused_2d_k{taps}_{'_'.join(maps)}{'_pf' if prefetch else ''}_kernel"
+    return jit_from_source(name, render_grad_fused_2d(taps, maps, name, prefetch=prefetch))
 
 
 def _acc_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -83,13 +90,13 @@ def ssim_sums_fwd(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float
     _check_offsets(y)
     acc = _acc_dtype(x.dtype)
     n, c = x.shape[:2]
-    block_w, rows, warps = _tile(wo)
+    block_w, rows, warps = CONFIG["fwd_tile"] or _tile(wo)
     grid = (triton.cdiv(wo, block_w), triton.cdiv(ho, rows), n * c * do)
     partial_s = torch.empty(grid[2] * grid[1] * grid[0], dtype=acc, device=x.device)
     partial_cs = torch.empty_like(partial_s)
     out_shape = (n, c, do, ho, wo) if three_d else (n, c, ho, wo)
     ssim_map = torch.empty(out_shape, dtype=acc, device=x.device) if write_map else partial_s
-    _kernel("fwd", taps, three_d)[grid](
+    LAST_LAUNCH["fwd"] = _kernel("fwd", taps, three_d, CONFIG["prefetch"] and not three_d)[grid](
         x, y, win, partial_s, partial_cs, ssim_map, c, d, h, w, do, ho, wo, *sx, *sy, c1, c2,
         OFF=off, BW=block_w, RS=rows, ACC=_tl_dtype(x.dtype), WRITE_MAP=write_map, num_warps=warps)
     sums = partial_s.view(n * c, -1).sum(1), partial_cs.view(n * c, -1).sum(1)
@@ -149,13 +156,15 @@ def _ssim_bwd_fused_2d(x, y, win, c1, c2, g_s, g_cs, g_map, need_dx, need_dy, of
     acc = _acc_dtype(x.dtype)
     maps = ("bm", "cm") + (("ax",) if need_dx else ()) + (("ay",) if need_dy else ())
     block_w = max(min(128, triton.next_power_of_2(w + taps - 1)), triton.next_power_of_2(2 * (taps - 1)), 16)
-    rows = 64
+    rows, warps = 64, max(1, block_w // 32)
+    if CONFIG["bwd_tile"]:
+        block_w, rows, warps = CONFIG["bwd_tile"]
     grid = (triton.cdiv(w, block_w - (taps - 1)), triton.cdiv(h, rows), n * c)
     scratch = torch.empty(grid[0] * grid[1] * grid[2] * 2 * len(maps) * block_w, dtype=acc, device=x.device)
     dx = torch.empty(x.shape, dtype=x.dtype, device=x.device) if need_dx else None
     dy = torch.empty(y.shape, dtype=y.dtype, device=y.device) if need_dy else None
     dummy = scratch
-    _fused_backward_kernel(taps, maps)[grid](
+    LAST_LAUNCH["bwd"] = _fused_backward_kernel(taps, maps, CONFIG["prefetch"])[grid](
         x, y, win, win.flip(-1).contiguous(),
         g_s.to(acc).contiguous() if g_s is not None else dummy,
         g_cs.to(acc).contiguous() if g_cs is not None else dummy,
@@ -163,7 +172,7 @@ def _ssim_bwd_fused_2d(x, y, win, c1, c2, g_s, g_cs, g_map, need_dx, need_dy, of
         dx if dx is not None else dummy, dy if dy is not None else dummy, scratch,
         c, h, w, ho, wo, sx[0], sx[1], sx[3], sx[4], sy[0], sy[1], sy[3], sy[4], c1, c2,
         OFF=off, BW=block_w, RS=rows, ACC=_tl_dtype(x.dtype), HAS_GS=g_s is not None or g_map is not None,
-        HAS_GCS=g_cs is not None, HAS_GMAP=g_map is not None, num_warps=max(1, block_w // 32))
+        HAS_GCS=g_cs is not None, HAS_GMAP=g_map is not None, num_warps=warps)
     return dx, dy
 
 

@@ -79,6 +79,51 @@ def _stat_taps(k: int, three_d: bool) -> list[str]:
     return lines
 
 
+def _row_loads_2d(k: int, prefix: str, row: str) -> list[str]:
+    """Issue the 2K shifted loads of one input row into registers ``{prefix}x{kw}``, ``{prefix}y{kw}``."""
+    lines = [
+        f"{prefix}yin = {row}",
+        f"{prefix}ry = tl.zeros([BW], tl.int32) + {prefix}yin",
+        f"{prefix}rok = ({prefix}ry >= 0) & ({prefix}ry < H)",
+        f"{prefix}xr = xb + {prefix}yin.to(tl.int64) * sxh + xcol",
+        f"{prefix}yr = yb + {prefix}yin.to(tl.int64) * syh + ycol",
+    ]
+    for kw in range(k):
+        lines += [
+            f"m = cm{kw} & {prefix}rok",
+            f"{prefix}x{kw} = tl.load({prefix}xr + xo{kw}, mask=m, other=0.0)",
+            f"{prefix}y{kw} = tl.load({prefix}yr + yo{kw}, mask=m, other=0.0)",
+        ]
+    return lines
+
+
+def _row_filter_2d(k: int, prefix: str) -> list[str]:
+    """Horizontal filtering of x, y, x², y², xy from registers loaded by ``_row_loads_2d``."""
+    lines = [f"h_{q} = tl.zeros([BW], ACC)" for q in STAT_NAMES]
+    for kw in range(k):
+        lines += [
+            f"xv = {prefix}x{kw}.to(ACC)",
+            f"yv = {prefix}y{kw}.to(ACC)",
+            f"wx = w{kw} * xv",
+            f"wy = w{kw} * yv",
+            "h_x += wx",
+            "h_y += wy",
+            "h_xx += wx * xv",
+            "h_yy += wy * yv",
+            "h_xy += wx * yv",
+        ]
+    return lines
+
+
+def _prefetched_rows(k: int, first_row: str) -> tuple[list[str], list[str], list[str]]:
+    """(prologue, loop head, loop tail) for a software-pipelined row stream: the loads of row t+1 are issued
+    before row t is filtered, so their latency hides behind the arithmetic."""
+    prologue = _row_loads_2d(k, "p", f"{first_row}")
+    head = _row_loads_2d(k, "n", f"{first_row} + t + 1") + _row_filter_2d(k, "p")
+    tail = [f"p{a}{kw} = n{a}{kw}" for kw in range(k) for a in "xy"]
+    return prologue, head, tail
+
+
 def _depth_taps(k: int, shift: str, limit: str) -> list[str]:
     lines = []
     for kd in range(k):
@@ -149,7 +194,7 @@ _SSIM_TERMS = [
 ]
 
 
-def render_forward(k: int, three_d: bool, name: str) -> str:
+def render_forward(k: int, three_d: bool, name: str, prefetch: bool = False) -> str:
     """Forward: per-program partial sums of the SSIM and cs maps, and optionally the SSIM map itself."""
     sig = _STATS_SIG.format(outputs="PS, PCS, MAP", flags=", WRITE_MAP: tl.constexpr")
     body = _stats_prologue(k, three_d)
@@ -163,7 +208,13 @@ def render_forward(k: int, three_d: bool, name: str) -> str:
         "if WRITE_MAP:",
         "    tl.store(MAP + (pid_p.to(tl.int64) * HO + o) * WO + cols, s.to(MAP.dtype.element_ty), mask=col_ok)",
     ]
-    loop = _stats_row(k, three_d) + [f"if t >= {k - 1}:"] + indent(emit)
+    if prefetch and not three_d:
+        prologue, head, tail = _prefetched_rows(k, f"o0 + OFF - {k // 2}")
+        chains = [line for q in STAT_NAMES for line in _chain(q, k)]
+        body += prologue
+        loop = head + chains + [f"if t >= {k - 1}:"] + indent(emit) + tail
+    else:
+        loop = _stats_row(k, three_d) + [f"if t >= {k - 1}:"] + indent(emit)
     body += ["for t in range(0, steps):"] + indent(loop)
     body += [
         "lin = (pid_p * tl.num_programs(1) + pid_h) * tl.num_programs(0) + pid_w",
@@ -307,7 +358,7 @@ def render_grad_conv(k: int, three_d: bool, name: str) -> str:
     return f"def {name}({sig}):\n" + "\n".join(indent(body)) + "\n"
 
 
-def render_grad_fused_2d(k: int, maps: tuple[str, ...], name: str) -> str:
+def render_grad_fused_2d(k: int, maps: tuple[str, ...], name: str, prefetch: bool = False) -> str:
     """Backward in one pass for 2-D inputs: nothing full-size is written but the gradients.
 
     Streaming down the rows, three stages run K-1 rows apart: (1) statistics of the map row q (shift chain);
@@ -356,14 +407,19 @@ def render_grad_fused_2d(k: int, maps: tuple[str, ...], name: str) -> str:
     ]
     body += _chain_init(STAT_NAMES, k)
     body += [f"b_{q}_{jj} = tl.zeros([BW], ACC)" for q in maps for jj in range(k - 1)]
-    row = [
-        f"yin = p0 - {2 * r} + t",
-        "ry = tl.zeros([BW], tl.int32) + yin",
-        "rok = (ry >= 0) & (ry < H)",
-        "xr = xb + yin.to(tl.int64) * sxh + xcol",
-        "yr = yb + yin.to(tl.int64) * syh + ycol",
-    ]
-    row += _stat_taps(k, False)
+    tail: list[str] = []
+    if prefetch:
+        prologue, row, tail = _prefetched_rows(k, f"p0 - {2 * r}")
+        body += prologue
+    else:
+        row = [
+            f"yin = p0 - {2 * r} + t",
+            "ry = tl.zeros([BW], tl.int32) + yin",
+            "rok = (ry >= 0) & (ry < H)",
+            "xr = xb + yin.to(tl.int64) * sxh + xcol",
+            "yr = yb + yin.to(tl.int64) * syh + ycol",
+        ]
+        row += _stat_taps(k, False)
     for q in STAT_NAMES:
         row += _chain(q, k)
     row += [
@@ -396,6 +452,6 @@ def render_grad_fused_2d(k: int, maps: tuple[str, ...], name: str) -> str:
         emit.append("tl.store(DX + pix, (d_ax + 2.0 * xv * d_bm + yv * d_cm).to(DX.dtype.element_ty), mask=out_ok)")
     if "ay" in maps:
         emit.append("tl.store(DY + pix, (d_ay + 2.0 * yv * d_bm + xv * d_cm).to(DY.dtype.element_ty), mask=out_ok)")
-    row += [f"if t >= {4 * r}:"] + indent(emit)
+    row += [f"if t >= {4 * r}:"] + indent(emit) + tail
     body += ["for t in range(0, steps):"] + indent(row)
     return f"def {name}({sig}):\n" + "\n".join(indent(body)) + "\n"

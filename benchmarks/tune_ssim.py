@@ -3,7 +3,6 @@ registers and spills per variant. Run: ``PYTHONPATH=src python benchmarks/tune_s
 
 from __future__ import annotations
 
-import itertools
 import os
 import sys
 from pathlib import Path
@@ -27,25 +26,25 @@ def main() -> None:
     win = gaussian_window(11, 1.5, dtype=torch.float32, device="cuda").expand(SHAPE[1], -1).contiguous()
     g_s = torch.full((SHAPE[0] * SHAPE[1],), 1e-6, device="cuda")
     rows = []
-    for prefetch, tile in itertools.product((False, True), FWD_TILES):
-        ops.CONFIG.update(prefetch=prefetch, fwd_tile=tile)
+    for tile in FWD_TILES:
+        ops.CONFIG.update(fwd_tile=tile)
         fn = lambda: ops.ssim_sums_fwd(x, y, win, 1e-4, 9e-4, False)  # noqa: E731
         fn()
         k = ops.LAST_LAUNCH["fwd"]
-        rows.append({"kernel": "fwd", "prefetch": prefetch, "tile": tile, "ms": median_ms(fn),
+        rows.append({"kernel": "fwd", "tile": tile, "ms": median_ms(fn),
                      "regs": k.n_regs, "spills": k.n_spills})
         print(rows[-1], flush=True)
-    for prefetch, tile in itertools.product((False, True), BWD_TILES):
-        ops.CONFIG.update(prefetch=prefetch, bwd_tile=tile)
+    for tile in BWD_TILES:
+        ops.CONFIG.update(bwd_tile=tile)
         fn = lambda: ops.ssim_bwd(x, y, win, 1e-4, 9e-4, False, g_s, None, None, True, False)  # noqa: E731
         fn()
         k = ops.LAST_LAUNCH["bwd"]
-        rows.append({"kernel": "bwd_dx", "prefetch": prefetch, "tile": tile, "ms": median_ms(fn),
+        rows.append({"kernel": "bwd_dx", "tile": tile, "ms": median_ms(fn),
                      "regs": k.n_regs, "spills": k.n_spills})
         print(rows[-1], flush=True)
     write_json("tune_ssim", {"meta": metadata(), "shape": SHAPE, "rows": rows}, os.environ.get("OUT"))
     for r in sorted(rows, key=lambda r: (r["kernel"], r["ms"])):
-        print(f"{r['kernel']:7} prefetch={r['prefetch']!s:5} tile={r['tile']!s:15} {r['ms']:.3f} ms  "
+        print(f"{r['kernel']:7} tile={r['tile']!s:15} {r['ms']:.3f} ms  "
               f"regs={r['regs']} spills={r['spills']}")
 
 

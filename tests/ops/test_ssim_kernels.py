@@ -69,6 +69,13 @@ def test_several_blocks_and_row_segments(kernel_device):
     _compare(lambda a, b: fusedsim.fused_ssim(a, b, window_size=3, reduction="image"), x, y)
 
 
+@pytest.mark.parametrize("padding", ["same", "valid"])
+def test_interior_and_edge_programs(kernel_device, padding):
+    # 300 columns: the middle column strips read no out-of-image column and take the unmasked load path
+    x, y = _pair((1, 1, 20, 300), kernel_device, seed=10)
+    _compare(lambda a, b: fusedsim.fused_ssim(a, b, padding=padding, reduction="image"), x, y)
+
+
 def test_only_first_input_requires_grad(kernel_device):
     x, y = _pair((2, 1, 12, 15), kernel_device, seed=4)
     _compare(lambda a, b: fusedsim.ssim(a, b, data_range=1.0, win_size=5, size_average=False), x, y, both=False)

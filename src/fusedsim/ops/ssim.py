@@ -24,24 +24,34 @@ from fusedsim.ops.ssim_source import render_forward, render_grad_conv, render_gr
 
 _RENDERERS = {"fwd": render_forward, "grad_maps": render_grad_maps, "grad_conv": render_grad_conv}
 
-# Launch configuration. ``prefetch`` software-pipelines the row loads of the 2-D kernels; the tiles are
-# (columns per program, rows per program, warps) or None for the defaults. benchmarks/tune_ssim.py sweeps them.
-CONFIG: dict = {"prefetch": True, "fwd_tile": None, "bwd_tile": None}
+# Launch configuration: tiles are (columns per program, rows per program, warps) or None for the defaults.
+# benchmarks/tune_ssim.py sweeps them.
+CONFIG: dict = {"fwd_tile": None, "bwd_tile": None}
 LAST_LAUNCH: dict = {}  # kind -> compiled kernel of the latest launch (register/spill reports for tuning)
 
 
 @functools.lru_cache(maxsize=None)
-def _kernel(kind: str, taps: int, three_d: bool, prefetch: bool = False):
-    name = f"_ssim_{kind}_{'3d' if three_d else '2d'}_k{taps}{'_pf' if prefetch else ''}_kernel"
-    if kind == "fwd":
-        return jit_from_source(name, render_forward(taps, three_d, name, prefetch=prefetch))
+def _kernel(kind: str, taps: int, three_d: bool):
+    name = f"_ssim_{kind}_{'3d' if three_d else '2d'}_k{taps}_kernel"
     return jit_from_source(name, _RENDERERS[kind](taps, three_d, name))
 
 
 @functools.lru_cache(maxsize=None)
-def _fused_backward_kernel(taps: int, maps: tuple[str, ...], prefetch: bool):
-    name = f"_ssim_grad_fused_2d_k{taps}_{'_'.join(maps)}{'_pf' if prefetch else ''}_kernel"
-    return jit_from_source(name, render_grad_fused_2d(taps, maps, name, prefetch=prefetch))
+def _fused_backward_kernel(taps: int, maps: tuple[str, ...]):
+    name = f"_ssim_grad_fused_2d_k{taps}_{'_'.join(maps)}_kernel"
+    return jit_from_source(name, render_grad_fused_2d(taps, maps, name))
+
+
+def _flipped(win: torch.Tensor) -> torch.Tensor:
+    """The reversed window (the adjoint of a correlation), cached on the window tensor itself."""
+    cached = getattr(win, "_fusedsim_flipped", None)
+    if cached is None:
+        cached = win.flip(-1).contiguous()
+        try:
+            win._fusedsim_flipped = cached
+        except (AttributeError, RuntimeError):  # tensors that take no attributes (e.g. under tracing)
+            pass
+    return cached
 
 
 def _acc_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -96,7 +106,7 @@ def ssim_sums_fwd(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float
     partial_cs = torch.empty_like(partial_s)
     out_shape = (n, c, do, ho, wo) if three_d else (n, c, ho, wo)
     ssim_map = torch.empty(out_shape, dtype=acc, device=x.device) if write_map else partial_s
-    LAST_LAUNCH["fwd"] = _kernel("fwd", taps, three_d, CONFIG["prefetch"] and not three_d)[grid](
+    LAST_LAUNCH["fwd"] = _kernel("fwd", taps, three_d)[grid](
         x, y, win, partial_s, partial_cs, ssim_map, c, d, h, w, do, ho, wo, *sx, *sy, c1, c2,
         OFF=off, BW=block_w, RS=rows, ACC=_tl_dtype(x.dtype), WRITE_MAP=write_map, num_warps=warps)
     sums = partial_s.view(n * c, -1).sum(1), partial_cs.view(n * c, -1).sum(1)
@@ -141,7 +151,7 @@ def ssim_bwd(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2:
     block_w, rows, warps = _tile(w)
     grid = (triton.cdiv(w, block_w), triton.cdiv(h, rows), n * c * d)
     _kernel("grad_conv", taps, three_d)[grid](
-        x, y, maps, win.flip(-1).contiguous(), dx if dx is not None else maps, dy if dy is not None else maps,
+        x, y, maps, _flipped(win), dx if dx is not None else maps, dy if dy is not None else maps,
         ncd, c, d, h, w, do, ho, wo, *sx, *sy,
         OFF=off, BW=block_w, RS=rows, ACC=_tl_dtype(x.dtype), AX_SLOT=ax_slot, AY_SLOT=ay_slot,
         num_warps=warps)
@@ -164,8 +174,8 @@ def _ssim_bwd_fused_2d(x, y, win, c1, c2, g_s, g_cs, g_map, need_dx, need_dy, of
     dx = torch.empty(x.shape, dtype=x.dtype, device=x.device) if need_dx else None
     dy = torch.empty(y.shape, dtype=y.dtype, device=y.device) if need_dy else None
     dummy = scratch
-    LAST_LAUNCH["bwd"] = _fused_backward_kernel(taps, maps, CONFIG["prefetch"])[grid](
-        x, y, win, win.flip(-1).contiguous(),
+    LAST_LAUNCH["bwd"] = _fused_backward_kernel(taps, maps)[grid](
+        x, y, win, _flipped(win),
         g_s.to(acc).contiguous() if g_s is not None else dummy,
         g_cs.to(acc).contiguous() if g_cs is not None else dummy,
         g_map.contiguous() if g_map is not None else dummy,

@@ -80,19 +80,34 @@ def _stat_taps(k: int, three_d: bool) -> list[str]:
 
 
 def _row_loads_2d(k: int, prefix: str, row: str) -> list[str]:
-    """Issue the 2K shifted loads of one input row into registers ``{prefix}x{kw}``, ``{prefix}y{kw}``."""
+    """Issue the 2K shifted loads of one input row into registers ``{prefix}x{kw}``, ``{prefix}y{kw}``.
+
+    Programs whose columns (with the halo) lie inside the image load without masks from a clamped row and keep
+    a 0/1 row factor ``{prefix}rf`` instead; edge programs use masked loads.
+    """
     lines = [
         f"{prefix}yin = {row}",
-        f"{prefix}ry = tl.zeros([BW], tl.int32) + {prefix}yin",
-        f"{prefix}rok = ({prefix}ry >= 0) & ({prefix}ry < H)",
-        f"{prefix}xr = xb + {prefix}yin.to(tl.int64) * sxh + xcol",
-        f"{prefix}yr = yb + {prefix}yin.to(tl.int64) * syh + ycol",
+        f"{prefix}rf = (({prefix}yin >= 0) & ({prefix}yin < H)).to(ACC)",
+        "if interior:",
+        f"    {prefix}yc = tl.minimum(tl.maximum({prefix}yin, 0), H - 1).to(tl.int64)",
+        f"    {prefix}xr = xb + {prefix}yc * sxh + xcol",
+        f"    {prefix}yr = yb + {prefix}yc * syh + ycol",
+    ]
+    for kw in range(k):
+        lines += [f"    {prefix}x{kw} = tl.load({prefix}xr + xo{kw})",
+                  f"    {prefix}y{kw} = tl.load({prefix}yr + yo{kw})"]
+    lines += [
+        "else:",
+        f"    {prefix}ry = tl.zeros([BW], tl.int32) + {prefix}yin",
+        f"    {prefix}rok = ({prefix}ry >= 0) & ({prefix}ry < H)",
+        f"    {prefix}xr = xb + {prefix}yin.to(tl.int64) * sxh + xcol",
+        f"    {prefix}yr = yb + {prefix}yin.to(tl.int64) * syh + ycol",
     ]
     for kw in range(k):
         lines += [
-            f"m = cm{kw} & {prefix}rok",
-            f"{prefix}x{kw} = tl.load({prefix}xr + xo{kw}, mask=m, other=0.0)",
-            f"{prefix}y{kw} = tl.load({prefix}yr + yo{kw}, mask=m, other=0.0)",
+            f"    m = cm{kw} & {prefix}rok",
+            f"    {prefix}x{kw} = tl.load({prefix}xr + xo{kw}, mask=m, other=0.0)",
+            f"    {prefix}y{kw} = tl.load({prefix}yr + yo{kw}, mask=m, other=0.0)",
         ]
     return lines
 
@@ -112,16 +127,24 @@ def _row_filter_2d(k: int, prefix: str) -> list[str]:
             "h_yy += wy * yv",
             "h_xy += wx * yv",
         ]
+    lines += [f"h_{q} = h_{q} * {prefix}rf" for q in STAT_NAMES]
     return lines
 
 
-def _prefetched_rows(k: int, first_row: str) -> tuple[list[str], list[str], list[str]]:
-    """(prologue, loop head, loop tail) for a software-pipelined row stream: the loads of row t+1 are issued
-    before row t is filtered, so their latency hides behind the arithmetic."""
+def _interior_flag(k: int, first_col: str) -> list[str]:
+    """Scalar: do all columns this program reads (first_col + 0 .. BW - 1 + K - 1) lie inside [0, W)?"""
+    return [f"interior = ({first_col} >= 0) & ({first_col} + BW - 1 + {k - 1} < W)"]
+
+
+def _streamed_rows_2d(k: int, first_row: str, per_row: list[str]) -> tuple[list[str], list[str]]:
+    """Software-pipelined row stream, unrolled by two so the prefetched registers alternate between the ``p``
+    and ``n`` sets without moves: the loads of row t+1 are issued before row t is filtered. ``per_row`` (the
+    vertical chains and the guarded emission) runs after each row's filtering with ``t`` set."""
     prologue = _row_loads_2d(k, "p", f"{first_row}")
-    head = _row_loads_2d(k, "n", f"{first_row} + t + 1") + _row_filter_2d(k, "p")
-    tail = [f"p{a}{kw} = n{a}{kw}" for kw in range(k) for a in "xy"]
-    return prologue, head, tail
+    loop = ["for tt in range(0, steps, 2):"]
+    body = ["t = tt"] + _row_loads_2d(k, "n", f"{first_row} + t + 1") + _row_filter_2d(k, "p") + per_row
+    body += ["t = tt + 1"] + _row_loads_2d(k, "p", f"{first_row} + t + 1") + _row_filter_2d(k, "n") + per_row
+    return prologue, loop + indent(body)
 
 
 def _depth_taps(k: int, shift: str, limit: str) -> list[str]:
@@ -194,7 +217,7 @@ _SSIM_TERMS = [
 ]
 
 
-def render_forward(k: int, three_d: bool, name: str, prefetch: bool = False) -> str:
+def render_forward(k: int, three_d: bool, name: str) -> str:
     """Forward: per-program partial sums of the SSIM and cs maps, and optionally the SSIM map itself."""
     sig = _STATS_SIG.format(outputs="PS, PCS, MAP", flags=", WRITE_MAP: tl.constexpr")
     body = _stats_prologue(k, three_d)
@@ -208,14 +231,15 @@ def render_forward(k: int, three_d: bool, name: str, prefetch: bool = False) -> 
         "if WRITE_MAP:",
         "    tl.store(MAP + (pid_p.to(tl.int64) * HO + o) * WO + cols, s.to(MAP.dtype.element_ty), mask=col_ok)",
     ]
-    if prefetch and not three_d:
-        prologue, head, tail = _prefetched_rows(k, f"o0 + OFF - {k // 2}")
+    if not three_d:
         chains = [line for q in STAT_NAMES for line in _chain(q, k)]
-        body += prologue
-        loop = head + chains + [f"if t >= {k - 1}:"] + indent(emit) + tail
+        per_row = chains + [f"if (t >= {k - 1}) & (t < steps):"] + indent(emit)
+        body += _interior_flag(k, f"pid_w * BW + OFF - {k // 2}")
+        prologue, loop = _streamed_rows_2d(k, f"o0 + OFF - {k // 2}", per_row)
+        body += prologue + loop
     else:
         loop = _stats_row(k, three_d) + [f"if t >= {k - 1}:"] + indent(emit)
-    body += ["for t in range(0, steps):"] + indent(loop)
+        body += ["for t in range(0, steps):"] + indent(loop)
     body += [
         "lin = (pid_p * tl.num_programs(1) + pid_h) * tl.num_programs(0) + pid_w",
         "tl.store(PS + lin, tl.sum(acc_s, axis=0))",
@@ -358,7 +382,7 @@ def render_grad_conv(k: int, three_d: bool, name: str) -> str:
     return f"def {name}({sig}):\n" + "\n".join(indent(body)) + "\n"
 
 
-def render_grad_fused_2d(k: int, maps: tuple[str, ...], name: str, prefetch: bool = False) -> str:
+def render_grad_fused_2d(k: int, maps: tuple[str, ...], name: str) -> str:
     """Backward in one pass for 2-D inputs: nothing full-size is written but the gradients.
 
     Streaming down the rows, three stages run K-1 rows apart: (1) statistics of the map row q (shift chain);
@@ -407,19 +431,7 @@ def render_grad_fused_2d(k: int, maps: tuple[str, ...], name: str, prefetch: boo
     ]
     body += _chain_init(STAT_NAMES, k)
     body += [f"b_{q}_{jj} = tl.zeros([BW], ACC)" for q in maps for jj in range(k - 1)]
-    tail: list[str] = []
-    if prefetch:
-        prologue, row, tail = _prefetched_rows(k, f"p0 - {2 * r}")
-        body += prologue
-    else:
-        row = [
-            f"yin = p0 - {2 * r} + t",
-            "ry = tl.zeros([BW], tl.int32) + yin",
-            "rok = (ry >= 0) & (ry < H)",
-            "xr = xb + yin.to(tl.int64) * sxh + xcol",
-            "yr = yb + yin.to(tl.int64) * syh + ycol",
-        ]
-        row += _stat_taps(k, False)
+    row: list[str] = []
     for q in STAT_NAMES:
         row += _chain(q, k)
     row += [
@@ -452,6 +464,8 @@ def render_grad_fused_2d(k: int, maps: tuple[str, ...], name: str, prefetch: boo
         emit.append("tl.store(DX + pix, (d_ax + 2.0 * xv * d_bm + yv * d_cm).to(DX.dtype.element_ty), mask=out_ok)")
     if "ay" in maps:
         emit.append("tl.store(DY + pix, (d_ay + 2.0 * yv * d_bm + xv * d_cm).to(DY.dtype.element_ty), mask=out_ok)")
-    row += [f"if t >= {4 * r}:"] + indent(emit) + tail
-    body += ["for t in range(0, steps):"] + indent(row)
+    row += [f"if (t >= {4 * r}) & (t < steps):"] + indent(emit)
+    body += _interior_flag(k, f"pid_w * (BW - {k - 1}) - {2 * r}")
+    prologue, loop = _streamed_rows_2d(k, f"p0 - {2 * r}", row)
+    body += prologue + loop
     return f"def {name}({sig}):\n" + "\n".join(indent(body)) + "\n"

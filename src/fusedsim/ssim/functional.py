@@ -7,6 +7,7 @@ kernels on GPU tensors and the PyTorch twin elsewhere (see :mod:`fusedsim.backen
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -35,11 +36,20 @@ REDUCTIONS = ("mean", "image", "channel", "none")
 
 
 # --------------------------------------------------------------------------------------------------- internals
+@functools.lru_cache(maxsize=64)
+def _cached_gaussian_table(win_size: int, win_sigma: float, channels: int, dtype: torch.dtype,
+                           device: torch.device) -> torch.Tensor:
+    # built once per configuration: a per-call host-to-device copy would stall the stream
+    return gaussian_window(win_size, win_sigma, dtype=dtype, device=device).expand(channels, -1).contiguous()
+
+
 def _window_table(win: torch.Tensor | None, win_size: int, win_sigma: float, x: torch.Tensor) -> torch.Tensor:
     """The per-channel window as a (C, K) tensor in the accumulation dtype on x's device."""
     channels, dtype = x.shape[1], compute_dtype(x.dtype)
     if win is None:
-        return gaussian_window(win_size, win_sigma, dtype=dtype, device=x.device).expand(channels, -1).contiguous()
+        if torch.compiler.is_compiling():
+            return gaussian_window(win_size, win_sigma, dtype=dtype, device=x.device).expand(channels, -1)
+        return _cached_gaussian_table(win_size, float(win_sigma), channels, dtype, x.device)
     if not isinstance(win, torch.Tensor) or not win.is_floating_point():
         raise TypeError("win must be a floating torch.Tensor holding a 1-D window per channel")
     taps = win.shape[-1]

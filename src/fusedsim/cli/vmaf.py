@@ -60,7 +60,7 @@ Numbers are printed round-trip exact."""
 def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "vmaf",
-        help="libvmaf SSIM features (ssim, float_ssim, float_ms_ssim, psnr) of two Y4M/YUV clips",
+        help="per-frame libvmaf SSIM and PSNR features of two Y4M or YUV clips",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

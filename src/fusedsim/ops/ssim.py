@@ -93,6 +93,7 @@ def _check_offsets(x: torch.Tensor) -> None:
 def ssim_sums_fwd(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2: float, valid: bool,
                   write_map: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """Launch the forward kernel. Returns per-plane SSIM and cs sums (N*C,) and the map when asked."""
+    win = win.contiguous()  # the kernels index the (C, K) table as dense rows
     taps = win.shape[-1]
     three_d, (d, h, w), (do, ho, wo), sx, off = _geometry(x, taps, valid)
     _, _, _, sy, _ = _geometry(y, taps, valid)
@@ -120,6 +121,7 @@ def ssim_bwd(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2:
 
     g_s, g_cs: per-plane scalars (N*C,) or None; g_map: same shape as the map, or None.
     """
+    win = win.contiguous()
     taps = win.shape[-1]
     three_d, (d, h, w), (do, ho, wo), sx, off = _geometry(x, taps, valid)
     _, _, _, sy, _ = _geometry(y, taps, valid)

@@ -48,7 +48,7 @@ def _window_table(win: torch.Tensor | None, win_size: int, win_sigma: float, x: 
     channels, dtype = x.shape[1], compute_dtype(x.dtype)
     if win is None:
         if torch.compiler.is_compiling():
-            return gaussian_window(win_size, win_sigma, dtype=dtype, device=x.device).expand(channels, -1)
+            return gaussian_window(win_size, win_sigma, dtype=dtype, device=x.device).expand(channels, -1).contiguous()
         return _cached_gaussian_table(win_size, float(win_sigma), channels, dtype, x.device)
     if not isinstance(win, torch.Tensor) or not win.is_floating_point():
         raise TypeError("win must be a floating torch.Tensor holding a 1-D window per channel")

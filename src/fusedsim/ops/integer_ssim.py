@@ -1,0 +1,216 @@
+"""libvmaf integer SSIM (feature ``ssim``) on the GPU, bit-identical to the CPU twin and to libvmaf.
+
+Two steps, both exact:
+
+1. :func:`_integer_ssim_fwd_kernel` computes the per-pixel double term of
+   :mod:`fusedsim.reference.integer_ssim_ref` for a strip of ``BLOCK_W`` columns by ``ROWS`` rows. It walks the
+   input rows once, keeping the horizontal moments of the last 9 rows in registers (a rolling window), so every
+   horizontal sum is computed once. Moments are exact integers: int32 where they cannot overflow (8/10-bit
+   horizontal sums), int64 otherwise (all vertical sums; 12/16-bit everywhere). The term is evaluated in IEEE
+   double in libvmaf's order, compiled with ``enable_fp_fusion=False`` so no multiply-add is contracted into an
+   FMA (that would change the rounding). Terms go to a float64 buffer in row-major order.
+2. :func:`fusedsim.ops.sequential_sum.sequential_sum_fwd` pools the terms per frame with the exact bits of
+   libvmaf's left-to-right double sum; the weight sum is exact (a product of integers), and the score is
+   ``sum / weight_sum`` in double.
+
+Integer SSIM has no gradient (integer input), so there is no backward kernel or autograd Function.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from fusedsim.backend import triton_interpreting
+from fusedsim.ops.sequential_sum import sequential_sum_fwd
+from fusedsim.reference.integer_ssim_ref import integer_ssim_constants, integer_ssim_weight_sum
+
+__all__ = ["integer_ssim_fwd", "integer_ssim_terms_fwd"]
+
+
+@triton.jit
+def _ld(row_ptr, col, W, stride, row_ok, DT: tl.constexpr, MASK16: tl.constexpr):
+    # row_ok is a block (a scalar & block mask has the wrong dtype under the interpreter)
+    m = row_ok & (col >= 0) & (col < W)
+    v = tl.load(row_ptr + col * stride, mask=m, other=0).to(DT)
+    if MASK16:
+        v = v & 0xFFFF
+    return v
+
+
+@triton.jit
+def _sym9(x0, x1, x2, x3, x4, x5, x6, x7, x8):
+    """Integer 9-tap Gaussian [2, 9, 28, 55, 68, 55, 28, 9, 2] on one value per tap (same dtype)."""
+    return 68 * x4 + 55 * (x3 + x5) + 28 * (x2 + x6) + 9 * (x1 + x7) + 2 * (x0 + x8)
+
+
+@triton.jit
+def _sym9_wide(x0, x1, x2, x3, x4, x5, x6, x7, x8):
+    """Same as :func:`_sym9` with the products and sums in int64 (pair sums stay in the input dtype, which the
+    launcher guarantees cannot overflow)."""
+    return (68 * x4.to(tl.int64) + 55 * (x3 + x5).to(tl.int64) + 28 * (x2 + x6).to(tl.int64)
+            + 9 * (x1 + x7).to(tl.int64) + 2 * (x0 + x8).to(tl.int64))
+
+
+@triton.jit
+def _hrow(rp, dp, row_ok, cols, W, s_rw, s_dw, DT: tl.constexpr, MASK16: tl.constexpr):
+    """Horizontal moments (sum g*s, g*d, g*s*s, g*s*d, g*d*d) of one input row at output columns ``cols``."""
+    s0 = _ld(rp, cols - 4, W, s_rw, row_ok, DT, MASK16)
+    s1 = _ld(rp, cols - 3, W, s_rw, row_ok, DT, MASK16)
+    s2 = _ld(rp, cols - 2, W, s_rw, row_ok, DT, MASK16)
+    s3 = _ld(rp, cols - 1, W, s_rw, row_ok, DT, MASK16)
+    s4 = _ld(rp, cols, W, s_rw, row_ok, DT, MASK16)
+    s5 = _ld(rp, cols + 1, W, s_rw, row_ok, DT, MASK16)
+    s6 = _ld(rp, cols + 2, W, s_rw, row_ok, DT, MASK16)
+    s7 = _ld(rp, cols + 3, W, s_rw, row_ok, DT, MASK16)
+    s8 = _ld(rp, cols + 4, W, s_rw, row_ok, DT, MASK16)
+    d0 = _ld(dp, cols - 4, W, s_dw, row_ok, DT, MASK16)
+    d1 = _ld(dp, cols - 3, W, s_dw, row_ok, DT, MASK16)
+    d2 = _ld(dp, cols - 2, W, s_dw, row_ok, DT, MASK16)
+    d3 = _ld(dp, cols - 1, W, s_dw, row_ok, DT, MASK16)
+    d4 = _ld(dp, cols, W, s_dw, row_ok, DT, MASK16)
+    d5 = _ld(dp, cols + 1, W, s_dw, row_ok, DT, MASK16)
+    d6 = _ld(dp, cols + 2, W, s_dw, row_ok, DT, MASK16)
+    d7 = _ld(dp, cols + 3, W, s_dw, row_ok, DT, MASK16)
+    d8 = _ld(dp, cols + 4, W, s_dw, row_ok, DT, MASK16)
+    hx = _sym9(s0, s1, s2, s3, s4, s5, s6, s7, s8)
+    hy = _sym9(d0, d1, d2, d3, d4, d5, d6, d7, d8)
+    hxx = _sym9(s0 * s0, s1 * s1, s2 * s2, s3 * s3, s4 * s4, s5 * s5, s6 * s6, s7 * s7, s8 * s8)
+    hxy = _sym9(s0 * d0, s1 * d1, s2 * d2, s3 * d3, s4 * d4, s5 * d5, s6 * d6, s7 * d7, s8 * d8)
+    hyy = _sym9(d0 * d0, d1 * d1, d2 * d2, d3 * d3, d4 * d4, d5 * d5, d6 * d6, d7 * d7, d8 * d8)
+    return hx, hy, hxx, hxy, hyy
+
+
+@triton.jit
+def _inbounds_weight(pos, n):
+    """Sum of the Gaussian taps that land inside ``[0, n)`` around ``pos`` (int32)."""
+    w = 68 * ((pos >= 0) & (pos < n)).to(tl.int32)
+    w += 55 * ((pos - 1 >= 0) & (pos - 1 < n)).to(tl.int32) + 55 * ((pos + 1 >= 0) & (pos + 1 < n)).to(tl.int32)
+    w += 28 * ((pos - 2 >= 0) & (pos - 2 < n)).to(tl.int32) + 28 * ((pos + 2 >= 0) & (pos + 2 < n)).to(tl.int32)
+    w += 9 * ((pos - 3 >= 0) & (pos - 3 < n)).to(tl.int32) + 9 * ((pos + 3 >= 0) & (pos + 3 < n)).to(tl.int32)
+    w += 2 * ((pos - 4 >= 0) & (pos - 4 < n)).to(tl.int32) + 2 * ((pos + 4 >= 0) & (pos + 4 < n)).to(tl.int32)
+    return w
+
+
+@triton.jit
+def _integer_ssim_fwd_kernel(ref_ptr, dist_ptr, out_ptr, const_ptr, H, W,
+                             s_rn, s_rh, s_rw, s_dn, s_dh, s_dw, s_on,
+                             BLOCK_W: tl.constexpr, ROWS: tl.constexpr,
+                             DT: tl.constexpr, MASK16: tl.constexpr):
+    pid_w = tl.program_id(0)
+    pid_h = tl.program_id(1)
+    f = tl.program_id(2).to(tl.int64)
+    cols = pid_w * BLOCK_W + tl.arange(0, BLOCK_W)
+    col_ok = cols < W
+    wh = _inbounds_weight(cols, W)
+    k1 = tl.load(const_ptr)  # double(L*L) * (0.01*0.01)
+    k2 = tl.load(const_ptr + 1)  # double(L*L) * (0.03*0.03)
+    ref_base = ref_ptr + f * s_rn
+    dist_base = dist_ptr + f * s_dn
+    out_base = out_ptr + f * s_on
+    y0 = pid_h * ROWS
+
+    z = tl.zeros([BLOCK_W], DT)
+    a0 = z; a1 = z; a2 = z; a3 = z; a4 = z; a5 = z; a6 = z; a7 = z; a8 = z  # noqa: E702
+    b0 = z; b1 = z; b2 = z; b3 = z; b4 = z; b5 = z; b6 = z; b7 = z; b8 = z  # noqa: E702
+    p0 = z; p1 = z; p2 = z; p3 = z; p4 = z; p5 = z; p6 = z; p7 = z; p8 = z  # noqa: E702
+    q0 = z; q1 = z; q2 = z; q3 = z; q4 = z; q5 = z; q6 = z; q7 = z; q8 = z  # noqa: E702
+    r0 = z; r1 = z; r2 = z; r3 = z; r4 = z; r5 = z; r6 = z; r7 = z; r8 = z  # noqa: E702
+    for i in range(0, ROWS + 8):
+        r = y0 - 4 + i
+        rvec = cols * 0 + r
+        row_ok = (rvec >= 0) & (rvec < H)
+        rr = tl.where((r >= 0) & (r < H), r, 0).to(tl.int64)
+        na, nb, np_, nq, nr = _hrow(ref_base + rr * s_rh, dist_base + rr * s_dh, row_ok, cols, W, s_rw, s_dw,
+                                    DT, MASK16)
+        a0 = a1; a1 = a2; a2 = a3; a3 = a4; a4 = a5; a5 = a6; a6 = a7; a7 = a8; a8 = na  # noqa: E702
+        b0 = b1; b1 = b2; b2 = b3; b3 = b4; b4 = b5; b5 = b6; b6 = b7; b7 = b8; b8 = nb  # noqa: E702
+        p0 = p1; p1 = p2; p2 = p3; p3 = p4; p4 = p5; p5 = p6; p6 = p7; p7 = p8; p8 = np_  # noqa: E702
+        q0 = q1; q1 = q2; q2 = q3; q3 = q4; q4 = q5; q5 = q6; q6 = q7; q7 = q8; q8 = nq  # noqa: E702
+        r0 = r1; r1 = r2; r2 = r3; r3 = r4; r4 = r5; r5 = r6; r6 = r7; r7 = r8; r8 = nr  # noqa: E702
+        yo = r - 4
+        if (i >= 8) & (yo < H):
+            mux = _sym9_wide(a0, a1, a2, a3, a4, a5, a6, a7, a8).to(tl.float64)
+            muy = _sym9_wide(b0, b1, b2, b3, b4, b5, b6, b7, b8).to(tl.float64)
+            x2 = _sym9_wide(p0, p1, p2, p3, p4, p5, p6, p7, p8).to(tl.float64)
+            xy = _sym9_wide(q0, q1, q2, q3, q4, q5, q6, q7, q8).to(tl.float64)
+            y2 = _sym9_wide(r0, r1, r2, r3, r4, r5, r6, r7, r8).to(tl.float64)
+            wv = _inbounds_weight(yo, H)
+            wd = (wh * wv).to(tl.float64)
+            c1 = k1 * wd * wd
+            c2 = k2 * wd * wd
+            mx2 = mux * mux
+            mxy = mux * muy
+            my2 = muy * muy
+            num = wd * (2.0 * mxy + c1) * (c2 + 2.0 * (xy * wd - mxy))
+            den = (mx2 + my2 + c1) * (x2 * wd - mx2 + y2 * wd - my2 + c2)
+            term = num / den
+            tl.store(out_base + yo.to(tl.int64) * W + cols, term, mask=col_ok)
+
+
+def _kernel_input(x: torch.Tensor) -> tuple[torch.Tensor, bool]:
+    """A view the kernel can load: uint16 is read through int16 and masked back to 16 bits."""
+    if x.dtype == torch.uint16:
+        return x.view(torch.int16), True
+    if x.dtype in (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64):
+        return x, False
+    raise TypeError(f"integer_ssim kernel needs integer samples; got {x.dtype}")
+
+
+def _block_sizes(width: int) -> tuple[int, int, int]:
+    """(BLOCK_W, ROWS, num_warps). The interpreter runs one numpy op per block, so it wants wide blocks."""
+    if triton_interpreting():
+        return min(1024, triton.next_power_of_2(max(width, 16))), 64, 4
+    return 128, 32, 4
+
+
+def integer_ssim_terms_fwd(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, out: torch.Tensor | None = None,
+                           *, block_w: int | None = None, rows: int | None = None,
+                           num_warps: int | None = None) -> torch.Tensor:
+    """Per-pixel double terms ``(N, H*W)`` (row-major per frame) of integer frames ``(N, H, W)``."""
+    n, h, w = ref.shape
+    r, m16 = _kernel_input(ref)
+    d, _ = _kernel_input(dist)
+    if out is None:
+        out = torch.empty(n, h * w, dtype=torch.float64, device=ref.device)
+    k1, k2 = integer_ssim_constants(bit_depth)
+    consts = torch.tensor([k1, k2], dtype=torch.float64, device=ref.device)
+    bw, rows_, warps = _block_sizes(w)
+    bw = block_w or bw
+    rows_ = rows or rows_
+    warps = num_warps or warps
+    # Largest magnitudes (L = 2**bits - 1, taps sum to 256): horizontal g*s*s sums reach 256 L^2, which int32
+    # holds up to 10 bits (2.7e8; pair sums 5.4e8 < 2**31) but not at 12 bits (4.3e9): int64 there. Vertical sums
+    # reach 65536 L^2 (2.8e14 at 16 bits) and are always int64; all of them are also exact as doubles (< 2**53).
+    dt = tl.int32 if bit_depth <= 10 else tl.int64
+    grid = (triton.cdiv(w, bw), triton.cdiv(h, rows_), n)
+    _integer_ssim_fwd_kernel[grid](
+        r, d, out, consts, h, w,
+        r.stride(0), r.stride(1), r.stride(2), d.stride(0), d.stride(1), d.stride(2), out.stride(0),
+        BLOCK_W=bw, ROWS=rows_, DT=dt, MASK16=m16, num_warps=warps, enable_fp_fusion=False,
+    )
+    return out
+
+
+def integer_ssim_fwd(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, *,
+                     max_buffer_bytes: int = 1 << 30) -> torch.Tensor:
+    """libvmaf ``ssim`` per frame of integer frames ``(N, H, W)`` on the tensors' device; ``(N,)`` float64.
+
+    Inputs are assumed checked by the public API (same shape, integer dtype, values within ``bit_depth``).
+    Frames are processed in groups whose float64 term buffer stays under ``max_buffer_bytes``.
+    """
+    n, h, w = ref.shape
+    out = torch.empty(n, dtype=torch.float64, device=ref.device)
+    if n == 0:
+        return out
+    weight_sum = float(integer_ssim_weight_sum(h, w))
+    per_frame = h * w * 8
+    group = max(1, min(n, max_buffer_bytes // per_frame))
+    buf = torch.empty(group, h * w, dtype=torch.float64, device=ref.device)
+    for s in range(0, n, group):
+        e = min(n, s + group)
+        terms = integer_ssim_terms_fwd(ref[s:e], dist[s:e], bit_depth, out=buf[: e - s])
+        out[s:e] = sequential_sum_fwd(terms) / weight_sum
+    return out
+

@@ -94,14 +94,22 @@ def _inbounds_weight(pos, n):
 
 
 @triton.jit
-def _integer_ssim_fwd_kernel(ref_ptr, dist_ptr, out_ptr, const_ptr, H, W,
+def _integer_ssim_fwd_kernel(ref_ptr, dist_ptr, out_ptr, const_ptr, N, H, W, NBANDS,
                              s_rn, s_rh, s_rw, s_dn, s_dh, s_dw, s_on,
-                             BLOCK_W: tl.constexpr, ROWS: tl.constexpr,
+                             BAND: tl.constexpr, BLOCK_W: tl.constexpr, ROWS: tl.constexpr,
                              DT: tl.constexpr, MASK16: tl.constexpr):
+    """Terms for ``BAND`` horizontal bands (each ``ROWS`` rows of one frame) by ``BLOCK_W`` columns.
+
+    Lane ``b`` of the band axis is band ``b % NBANDS`` of frame ``b // NBANDS``; the GPU launch uses one band per
+    program, the interpreter many (one numpy operation then covers many bands).
+    """
     pid_w = tl.program_id(0)
-    pid_h = tl.program_id(1)
-    f = tl.program_id(2).to(tl.int64)
-    cols = pid_w * BLOCK_W + tl.arange(0, BLOCK_W)
+    pid_b = tl.program_id(1)
+    band = pid_b * BAND + tl.arange(0, BAND)[:, None]  # [BAND, 1]
+    band_ok = band < N * NBANDS
+    f = (band // NBANDS).to(tl.int64)
+    y0 = (band % NBANDS) * ROWS
+    cols = pid_w * BLOCK_W + tl.arange(0, BLOCK_W)[None, :]  # [1, BLOCK_W]
     col_ok = cols < W
     wh = _inbounds_weight(cols, W)
     k1 = tl.load(const_ptr)  # double(L*L) * (0.01*0.01)
@@ -109,19 +117,17 @@ def _integer_ssim_fwd_kernel(ref_ptr, dist_ptr, out_ptr, const_ptr, H, W,
     ref_base = ref_ptr + f * s_rn
     dist_base = dist_ptr + f * s_dn
     out_base = out_ptr + f * s_on
-    y0 = pid_h * ROWS
 
-    z = tl.zeros([BLOCK_W], DT)
+    z = tl.zeros([BAND, BLOCK_W], DT)
     a0 = z; a1 = z; a2 = z; a3 = z; a4 = z; a5 = z; a6 = z; a7 = z; a8 = z  # noqa: E702
     b0 = z; b1 = z; b2 = z; b3 = z; b4 = z; b5 = z; b6 = z; b7 = z; b8 = z  # noqa: E702
     p0 = z; p1 = z; p2 = z; p3 = z; p4 = z; p5 = z; p6 = z; p7 = z; p8 = z  # noqa: E702
     q0 = z; q1 = z; q2 = z; q3 = z; q4 = z; q5 = z; q6 = z; q7 = z; q8 = z  # noqa: E702
     r0 = z; r1 = z; r2 = z; r3 = z; r4 = z; r5 = z; r6 = z; r7 = z; r8 = z  # noqa: E702
     for i in range(0, ROWS + 8):
-        r = y0 - 4 + i
-        rvec = cols * 0 + r
-        row_ok = (rvec >= 0) & (rvec < H)
-        rr = tl.where((r >= 0) & (r < H), r, 0).to(tl.int64)
+        r = y0 - 4 + i  # [BAND, 1]
+        row_ok = band_ok & (r >= 0) & (r < H)
+        rr = tl.where(row_ok, r, 0).to(tl.int64)
         na, nb, np_, nq, nr = _hrow(ref_base + rr * s_rh, dist_base + rr * s_dh, row_ok, cols, W, s_rw, s_dw,
                                     DT, MASK16)
         a0 = a1; a1 = a2; a2 = a3; a3 = a4; a4 = a5; a5 = a6; a6 = a7; a7 = a8; a8 = na  # noqa: E702
@@ -129,8 +135,8 @@ def _integer_ssim_fwd_kernel(ref_ptr, dist_ptr, out_ptr, const_ptr, H, W,
         p0 = p1; p1 = p2; p2 = p3; p3 = p4; p4 = p5; p5 = p6; p6 = p7; p7 = p8; p8 = np_  # noqa: E702
         q0 = q1; q1 = q2; q2 = q3; q3 = q4; q4 = q5; q5 = q6; q6 = q7; q7 = q8; q8 = nq  # noqa: E702
         r0 = r1; r1 = r2; r2 = r3; r3 = r4; r4 = r5; r5 = r6; r6 = r7; r7 = r8; r8 = nr  # noqa: E702
-        yo = r - 4
-        if (i >= 8) & (yo < H):
+        if i >= 8:
+            yo = r - 4
             mux = _sym9_wide(a0, a1, a2, a3, a4, a5, a6, a7, a8).to(tl.float64)
             muy = _sym9_wide(b0, b1, b2, b3, b4, b5, b6, b7, b8).to(tl.float64)
             x2 = _sym9_wide(p0, p1, p2, p3, p4, p5, p6, p7, p8).to(tl.float64)
@@ -146,7 +152,8 @@ def _integer_ssim_fwd_kernel(ref_ptr, dist_ptr, out_ptr, const_ptr, H, W,
             num = wd * (2.0 * mxy + c1) * (c2 + 2.0 * (xy * wd - mxy))
             den = (mx2 + my2 + c1) * (x2 * wd - mx2 + y2 * wd - my2 + c2)
             term = num / den
-            tl.store(out_base + yo.to(tl.int64) * W + cols, term, mask=col_ok)
+            keep = band_ok & (yo < H) & (yo < y0 + ROWS) & col_ok
+            tl.store(out_base + tl.where(keep, yo, 0).to(tl.int64) * W + cols, term, mask=keep)
 
 
 def _kernel_input(x: torch.Tensor) -> tuple[torch.Tensor, bool]:
@@ -158,15 +165,21 @@ def _kernel_input(x: torch.Tensor) -> tuple[torch.Tensor, bool]:
     raise TypeError(f"integer_ssim kernel needs integer samples; got {x.dtype}")
 
 
-def _block_sizes(width: int) -> tuple[int, int, int]:
-    """(BLOCK_W, ROWS, num_warps). The interpreter runs one numpy op per block, so it wants wide blocks."""
+def _block_sizes(n: int, height: int, width: int) -> tuple[int, int, int, int]:
+    """(BAND, BLOCK_W, ROWS, num_warps).
+
+    On a GPU one band of 32 rows by 128 columns per program. The interpreter runs one numpy operation per block
+    operation, so there a program covers many short bands of every frame at once (few, large operations).
+    """
     if triton_interpreting():
-        return min(1024, triton.next_power_of_2(max(width, 16))), 64, 4
-    return 128, 32, 4
+        rows = 16
+        bands = n * triton.cdiv(height, rows)
+        return min(256, triton.next_power_of_2(bands)), min(2048, triton.next_power_of_2(max(width, 16))), rows, 4
+    return 1, 128, 32, 4
 
 
 def integer_ssim_terms_fwd(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, out: torch.Tensor | None = None,
-                           *, block_w: int | None = None, rows: int | None = None,
+                           *, bands: int | None = None, block_w: int | None = None, rows: int | None = None,
                            num_warps: int | None = None) -> torch.Tensor:
     """Per-pixel double terms ``(N, H*W)`` (row-major per frame) of integer frames ``(N, H, W)``."""
     n, h, w = ref.shape
@@ -176,19 +189,21 @@ def integer_ssim_terms_fwd(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int
         out = torch.empty(n, h * w, dtype=torch.float64, device=ref.device)
     k1, k2 = integer_ssim_constants(bit_depth)
     consts = torch.tensor([k1, k2], dtype=torch.float64, device=ref.device)
-    bw, rows_, warps = _block_sizes(w)
+    band, bw, rows_, warps = _block_sizes(n, h, w)
+    band = bands or band
     bw = block_w or bw
     rows_ = rows or rows_
     warps = num_warps or warps
+    nbands = triton.cdiv(h, rows_)
     # Largest magnitudes (L = 2**bits - 1, taps sum to 256): horizontal g*s*s sums reach 256 L^2, which int32
     # holds up to 10 bits (2.7e8; pair sums 5.4e8 < 2**31) but not at 12 bits (4.3e9): int64 there. Vertical sums
     # reach 65536 L^2 (2.8e14 at 16 bits) and are always int64; all of them are also exact as doubles (< 2**53).
     dt = tl.int32 if bit_depth <= 10 else tl.int64
-    grid = (triton.cdiv(w, bw), triton.cdiv(h, rows_), n)
+    grid = (triton.cdiv(w, bw), triton.cdiv(n * nbands, band))
     _integer_ssim_fwd_kernel[grid](
-        r, d, out, consts, h, w,
+        r, d, out, consts, n, h, w, nbands,
         r.stride(0), r.stride(1), r.stride(2), d.stride(0), d.stride(1), d.stride(2), out.stride(0),
-        BLOCK_W=bw, ROWS=rows_, DT=dt, MASK16=m16, num_warps=warps, enable_fp_fusion=False,
+        BAND=band, BLOCK_W=bw, ROWS=rows_, DT=dt, MASK16=m16, num_warps=warps, enable_fp_fusion=False,
     )
     return out
 

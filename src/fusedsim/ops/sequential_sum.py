@@ -33,6 +33,8 @@ import torch
 import triton
 import triton.language as tl
 
+from fusedsim.backend import triton_interpreting
+
 __all__ = ["sequential_sum_fwd"]
 
 # Integer bounds used in the kernels (written out there as literals): 2**52, 2**53 - 1, and 2**62 as "no bound".
@@ -76,7 +78,7 @@ def _advance(row_ptr, pos, end, s, B: tl.constexpr):
     nvalid = tl.minimum(end - pos, B)
 
     eb = _biased_exponent(s)
-    fast = (eb >= 64) & (eb <= 2000)  # s is a normal number, neither 0 nor tiny nor huge / Inf / NaN
+    fast = (eb >= 54) & (eb <= 2046)  # s is a normal number, not 0 / tiny, not Inf / NaN
     ebc = tl.where(fast, eb, 1023)
     sg = tl.where(s < 0, -1.0, 1.0).to(tl.float64)
     u = _pow2(ebc - 52)
@@ -99,6 +101,14 @@ def _advance(row_ptr, pos, end, s, B: tl.constexpr):
     s_event = s_before + t_j
     new_s = tl.where(all_ok, s_all, s_event)
     new_pos = tl.where(all_ok, pos + nvalid, pos + j + 1)
+
+    # A NaN sum stays NaN; an infinite one stays as it is unless a NaN or the opposite infinity comes: take the
+    # whole block at once in both cases.
+    nonfinite = eb == 2047
+    kills = mask & ((t != t) | (t == -s))
+    killed = tl.max(kills.to(tl.int32), 0) > 0
+    new_s = tl.where(nonfinite, tl.where(killed, s - s, s), new_s)
+    new_pos = tl.where(nonfinite, pos + nvalid, new_pos)
     return new_s, new_pos
 
 
@@ -120,7 +130,7 @@ def _seqsum_summary_kernel(x_ptr, stride_x, n, approx_ptr, total_ptr, lo_ptr, hi
     row_ptr = x_ptr + f * stride_x
     a = tl.load(approx_ptr + f * NCHUNK + c)
     eb = _biased_exponent(a)
-    fast = (eb >= 64) & (eb <= 2000)
+    fast = (eb >= 54) & (eb <= 2046)
     ebc = tl.where(fast, eb, 1023)
     neg = a < 0
     sg = tl.where(neg, -1.0, 1.0).to(tl.float64)
@@ -186,9 +196,12 @@ def _seqsum_scan_kernel(x_ptr, stride_x, n, out_ptr, total_ptr, lo_ptr, hi_ptr, 
 
 
 def _launch_params(length: int) -> tuple[int, int]:
-    """(chunk, block) sizes: chunks of a few thousand terms keep phase 2's walk short and phase 1 parallel."""
-    block = 1024
-    chunk = 8192 if length >= 65536 else block
+    """(chunk, block) sizes: chunks of a few thousand terms keep phase 2's walk short and phase 1 parallel.
+
+    Under the interpreter (one numpy call per block operation) larger blocks cost the same per call.
+    """
+    block = 4096 if triton_interpreting() else 1024
+    chunk = 8 * block if length >= 8 * 8 * block else block
     return chunk, block
 
 

@@ -26,20 +26,22 @@ _RENDERERS = {"fwd": render_forward, "grad_maps": render_grad_maps, "grad_conv":
 
 # Launch configuration: tiles are (columns per program, rows per program, warps) or None for the defaults.
 # benchmarks/tune_ssim.py sweeps them.
-CONFIG: dict = {"fwd_tile": None, "bwd_tile": None}
+CONFIG: dict = {"fwd_tile": None, "bwd_tile": None, "fwd_unroll": False, "bwd_unroll": False}
 LAST_LAUNCH: dict = {}  # kind -> compiled kernel of the latest launch (register/spill reports for tuning)
 
 
 @functools.lru_cache(maxsize=None)
-def _kernel(kind: str, taps: int, three_d: bool):
-    name = f"_ssim_{kind}_{'3d' if three_d else '2d'}_k{taps}_kernel"
+def _kernel(kind: str, taps: int, three_d: bool, unroll: bool = True):
+    name = f"_ssim_{kind}_{'3d' if three_d else '2d'}_k{taps}{'' if unroll else '_nu'}_kernel"
+    if kind == "fwd":
+        return jit_from_source(name, render_forward(taps, three_d, name, unroll=unroll))
     return jit_from_source(name, _RENDERERS[kind](taps, three_d, name))
 
 
 @functools.lru_cache(maxsize=None)
-def _fused_backward_kernel(taps: int, maps: tuple[str, ...]):
-    name = f"_ssim_grad_fused_2d_k{taps}_{'_'.join(maps)}_kernel"
-    return jit_from_source(name, render_grad_fused_2d(taps, maps, name))
+def _fused_backward_kernel(taps: int, maps: tuple[str, ...], unroll: bool):
+    name = f"_ssim_grad_fused_2d_k{taps}_{'_'.join(maps)}{'_u' if unroll else ''}_kernel"
+    return jit_from_source(name, render_grad_fused_2d(taps, maps, name, unroll=unroll))
 
 
 def _flipped(win: torch.Tensor) -> torch.Tensor:
@@ -50,6 +52,18 @@ def _flipped(win: torch.Tensor) -> torch.Tensor:
         try:
             win._fusedsim_flipped = cached
         except (AttributeError, RuntimeError):  # tensors that take no attributes (e.g. under tracing)
+            pass
+    return cached
+
+
+def _is_symmetric(win: torch.Tensor) -> bool:
+    """Whether every channel's window equals its reverse (cached like the flipped window)."""
+    cached = getattr(win, "_fusedsim_symmetric", None)
+    if cached is None:
+        cached = bool(torch.equal(win, _flipped(win)))
+        try:
+            win._fusedsim_symmetric = cached
+        except (AttributeError, RuntimeError):
             pass
     return cached
 
@@ -107,7 +121,7 @@ def ssim_sums_fwd(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float
     partial_cs = torch.empty_like(partial_s)
     out_shape = (n, c, do, ho, wo) if three_d else (n, c, ho, wo)
     ssim_map = torch.empty(out_shape, dtype=acc, device=x.device) if write_map else partial_s
-    LAST_LAUNCH["fwd"] = _kernel("fwd", taps, three_d)[grid](
+    LAST_LAUNCH["fwd"] = _kernel("fwd", taps, three_d, CONFIG["fwd_unroll"])[grid](
         x, y, win, partial_s, partial_cs, ssim_map, c, d, h, w, do, ho, wo, *sx, *sy, c1, c2,
         OFF=off, BW=block_w, RS=rows, ACC=_tl_dtype(x.dtype), WRITE_MAP=write_map, num_warps=warps)
     sums = partial_s.view(n * c, -1).sum(1), partial_cs.view(n * c, -1).sum(1)
@@ -176,7 +190,7 @@ def _ssim_bwd_fused_2d(x, y, win, c1, c2, g_s, g_cs, g_map, need_dx, need_dy, of
     dx = torch.empty(x.shape, dtype=x.dtype, device=x.device) if need_dx else None
     dy = torch.empty(y.shape, dtype=y.dtype, device=y.device) if need_dy else None
     dummy = scratch
-    LAST_LAUNCH["bwd"] = _fused_backward_kernel(taps, maps)[grid](
+    LAST_LAUNCH["bwd"] = _fused_backward_kernel(taps, maps, CONFIG["bwd_unroll"])[grid](
         x, y, win, _flipped(win),
         g_s.to(acc).contiguous() if g_s is not None else dummy,
         g_cs.to(acc).contiguous() if g_cs is not None else dummy,
@@ -184,7 +198,7 @@ def _ssim_bwd_fused_2d(x, y, win, c1, c2, g_s, g_cs, g_map, need_dx, need_dy, of
         dx if dx is not None else dummy, dy if dy is not None else dummy, scratch,
         c, h, w, ho, wo, sx[0], sx[1], sx[3], sx[4], sy[0], sy[1], sy[3], sy[4], c1, c2,
         OFF=off, BW=block_w, RS=rows, ACC=_tl_dtype(x.dtype), HAS_GS=g_s is not None or g_map is not None,
-        HAS_GCS=g_cs is not None, HAS_GMAP=g_map is not None, num_warps=warps)
+        HAS_GCS=g_cs is not None, HAS_GMAP=g_map is not None, SYMMETRIC=_is_symmetric(win), num_warps=warps)
     return dx, dy
 
 

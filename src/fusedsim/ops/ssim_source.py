@@ -80,34 +80,20 @@ def _stat_taps(k: int, three_d: bool) -> list[str]:
 
 
 def _row_loads_2d(k: int, prefix: str, row: str) -> list[str]:
-    """Issue the 2K shifted loads of one input row into registers ``{prefix}x{kw}``, ``{prefix}y{kw}``.
-
-    Programs whose columns (with the halo) lie inside the image load without masks from a clamped row and keep
-    a 0/1 row factor ``{prefix}rf`` instead; edge programs use masked loads.
-    """
+    """Issue the 2K shifted, masked loads of one input row into registers ``{prefix}x{kw}``, ``{prefix}y{kw}``.
+    (An unmasked variant for programs away from the borders measured no faster: the loop is latency-bound.)"""
     lines = [
         f"{prefix}yin = {row}",
-        f"{prefix}rf = (({prefix}yin >= 0) & ({prefix}yin < H)).to(ACC)",
-        "if interior:",
-        f"    {prefix}yc = tl.minimum(tl.maximum({prefix}yin, 0), H - 1).to(tl.int64)",
-        f"    {prefix}xr = xb + {prefix}yc * sxh + xcol",
-        f"    {prefix}yr = yb + {prefix}yc * syh + ycol",
-    ]
-    for kw in range(k):
-        lines += [f"    {prefix}x{kw} = tl.load({prefix}xr + xo{kw})",
-                  f"    {prefix}y{kw} = tl.load({prefix}yr + yo{kw})"]
-    lines += [
-        "else:",
-        f"    {prefix}ry = tl.zeros([BW], tl.int32) + {prefix}yin",
-        f"    {prefix}rok = ({prefix}ry >= 0) & ({prefix}ry < H)",
-        f"    {prefix}xr = xb + {prefix}yin.to(tl.int64) * sxh + xcol",
-        f"    {prefix}yr = yb + {prefix}yin.to(tl.int64) * syh + ycol",
+        f"{prefix}ry = tl.zeros([BW], tl.int32) + {prefix}yin",
+        f"{prefix}rok = ({prefix}ry >= 0) & ({prefix}ry < H)",
+        f"{prefix}xr = xb + {prefix}yin.to(tl.int64) * sxh + xcol",
+        f"{prefix}yr = yb + {prefix}yin.to(tl.int64) * syh + ycol",
     ]
     for kw in range(k):
         lines += [
-            f"    m = cm{kw} & {prefix}rok",
-            f"    {prefix}x{kw} = tl.load({prefix}xr + xo{kw}, mask=m, other=0.0)",
-            f"    {prefix}y{kw} = tl.load({prefix}yr + yo{kw}, mask=m, other=0.0)",
+            f"m = cm{kw} & {prefix}rok",
+            f"{prefix}x{kw} = tl.load({prefix}xr + xo{kw}, mask=m, other=0.0)",
+            f"{prefix}y{kw} = tl.load({prefix}yr + yo{kw}, mask=m, other=0.0)",
         ]
     return lines
 
@@ -127,20 +113,19 @@ def _row_filter_2d(k: int, prefix: str) -> list[str]:
             "h_yy += wy * yv",
             "h_xy += wx * yv",
         ]
-    lines += [f"h_{q} = h_{q} * {prefix}rf" for q in STAT_NAMES]
     return lines
 
 
-def _interior_flag(k: int, first_col: str) -> list[str]:
-    """Scalar: do all columns this program reads (first_col + 0 .. BW - 1 + K - 1) lie inside [0, W)?"""
-    return [f"interior = ({first_col} >= 0) & ({first_col} + BW - 1 + {k - 1} < W)"]
-
-
-def _streamed_rows_2d(k: int, first_row: str, per_row: list[str]) -> tuple[list[str], list[str]]:
-    """Software-pipelined row stream, unrolled by two so the prefetched registers alternate between the ``p``
-    and ``n`` sets without moves: the loads of row t+1 are issued before row t is filtered. ``per_row`` (the
-    vertical chains and the guarded emission) runs after each row's filtering with ``t`` set."""
+def _streamed_rows_2d(k: int, first_row: str, per_row: list[str], unroll: bool) -> tuple[list[str], list[str]]:
+    """Software-pipelined row stream: the loads of row t+1 are issued before row t is filtered. ``per_row`` (the
+    vertical chains and the guarded emission) runs after each row's filtering with ``t`` set. ``unroll`` doubles
+    the body so the prefetched registers alternate between the ``p`` and ``n`` sets without moves (fewer
+    instructions, more registers)."""
     prologue = _row_loads_2d(k, "p", f"{first_row}")
+    if not unroll:
+        body = ["t = tt"] + _row_loads_2d(k, "n", f"{first_row} + t + 1") + _row_filter_2d(k, "p") + per_row
+        body += [f"p{a}{kw} = n{a}{kw}" for kw in range(k) for a in "xy"]
+        return prologue, ["for tt in range(0, steps):"] + indent(body)
     loop = ["for tt in range(0, steps, 2):"]
     body = ["t = tt"] + _row_loads_2d(k, "n", f"{first_row} + t + 1") + _row_filter_2d(k, "p") + per_row
     body += ["t = tt + 1"] + _row_loads_2d(k, "p", f"{first_row} + t + 1") + _row_filter_2d(k, "n") + per_row
@@ -217,7 +202,7 @@ _SSIM_TERMS = [
 ]
 
 
-def render_forward(k: int, three_d: bool, name: str) -> str:
+def render_forward(k: int, three_d: bool, name: str, unroll: bool = True) -> str:
     """Forward: per-program partial sums of the SSIM and cs maps, and optionally the SSIM map itself."""
     sig = _STATS_SIG.format(outputs="PS, PCS, MAP", flags=", WRITE_MAP: tl.constexpr")
     body = _stats_prologue(k, three_d)
@@ -234,8 +219,7 @@ def render_forward(k: int, three_d: bool, name: str) -> str:
     if not three_d:
         chains = [line for q in STAT_NAMES for line in _chain(q, k)]
         per_row = chains + [f"if (t >= {k - 1}) & (t < steps):"] + indent(emit)
-        body += _interior_flag(k, f"pid_w * BW + OFF - {k // 2}")
-        prologue, loop = _streamed_rows_2d(k, f"o0 + OFF - {k // 2}", per_row)
+        prologue, loop = _streamed_rows_2d(k, f"o0 + OFF - {k // 2}", per_row, unroll)
         body += prologue + loop
     else:
         loop = _stats_row(k, three_d) + [f"if t >= {k - 1}:"] + indent(emit)
@@ -382,7 +366,7 @@ def render_grad_conv(k: int, three_d: bool, name: str) -> str:
     return f"def {name}({sig}):\n" + "\n".join(indent(body)) + "\n"
 
 
-def render_grad_fused_2d(k: int, maps: tuple[str, ...], name: str) -> str:
+def render_grad_fused_2d(k: int, maps: tuple[str, ...], name: str, unroll: bool = False) -> str:
     """Backward in one pass for 2-D inputs: nothing full-size is written but the gradients.
 
     Streaming down the rows, three stages run K-1 rows apart: (1) statistics of the map row q (shift chain);
@@ -396,7 +380,7 @@ def render_grad_fused_2d(k: int, maps: tuple[str, ...], name: str) -> str:
         "X, Y, WIN, WINF, GS, GCS, GMAP, DX, DY, SCR, C, H, W, HO, WO, "
         "sxn, sxc, sxh, sxw, syn, syc, syh, syw, c1, c2, "
         "OFF: tl.constexpr, BW: tl.constexpr, RS: tl.constexpr, ACC: tl.constexpr, "
-        "HAS_GS: tl.constexpr, HAS_GCS: tl.constexpr, HAS_GMAP: tl.constexpr"
+        "HAS_GS: tl.constexpr, HAS_GCS: tl.constexpr, HAS_GMAP: tl.constexpr, SYMMETRIC: tl.constexpr"
     )
     body = [
         "pid_w = tl.program_id(0)",
@@ -415,7 +399,9 @@ def render_grad_fused_2d(k: int, maps: tuple[str, ...], name: str) -> str:
         "ycol = cols * syw",
     ]
     body += _weights(k, "WIN")
-    body += [f"f{i} = tl.load(WINF + c * {k} + {i}).to(ACC)" for i in range(k)]
+    # the adjoint uses the reversed window; a symmetric one (the Gaussian) reuses the forward taps' registers
+    body += [f"f{i} = w{i}" for i in range(k)]
+    body += ["if not SYMMETRIC:"] + indent([f"f{i} = tl.load(WINF + c * {k} + {i}).to(ACC)" for i in range(k)])
     body += _column_taps(k, f"-{r}", "W", {"x": "sxw", "y": "syw"})
     body += [
         "gs = 0.0",
@@ -465,7 +451,6 @@ def render_grad_fused_2d(k: int, maps: tuple[str, ...], name: str) -> str:
     if "ay" in maps:
         emit.append("tl.store(DY + pix, (d_ay + 2.0 * yv * d_bm + xv * d_cm).to(DY.dtype.element_ty), mask=out_ok)")
     row += [f"if (t >= {4 * r}) & (t < steps):"] + indent(emit)
-    body += _interior_flag(k, f"pid_w * (BW - {k - 1}) - {2 * r}")
-    prologue, loop = _streamed_rows_2d(k, f"p0 - {2 * r}", row)
+    prologue, loop = _streamed_rows_2d(k, f"p0 - {2 * r}", row, unroll)
     body += prologue + loop
     return f"def {name}({sig}):\n" + "\n".join(indent(body)) + "\n"

@@ -26,7 +26,7 @@ _RENDERERS = {"fwd": render_forward, "grad_maps": render_grad_maps, "grad_conv":
 
 # Launch configuration: tiles are (columns per program, rows per program, warps) or None for the defaults.
 # benchmarks/tune_ssim.py sweeps them.
-CONFIG: dict = {"fwd_tile": None, "bwd_tile": None, "fwd_unroll": False, "bwd_unroll": False}
+CONFIG: dict = {"fwd_tile": None, "bwd_tile": None, "fwd_unroll": True, "bwd_unroll": False}
 LAST_LAUNCH: dict = {}  # kind -> compiled kernel of the latest launch (register/spill reports for tuning)
 
 
@@ -81,7 +81,7 @@ def _tl_dtype(dtype: torch.dtype):
 def _tile(width: int) -> tuple[int, int, int]:
     """(columns per program, output rows per program, warps): one column per thread."""
     block_w = min(128, max(16, triton.next_power_of_2(width)))
-    return block_w, 64, max(1, block_w // 32)
+    return block_w, 128, max(1, block_w // 32)
 
 
 def _geometry(x: torch.Tensor, taps: int, valid: bool):
@@ -182,7 +182,7 @@ def _ssim_bwd_fused_2d(x, y, win, c1, c2, g_s, g_cs, g_map, need_dx, need_dy, of
     acc = _acc_dtype(x.dtype)
     maps = ("bm", "cm") + (("ax",) if need_dx else ()) + (("ay",) if need_dy else ())
     block_w = max(min(128, triton.next_power_of_2(w + taps - 1)), triton.next_power_of_2(2 * (taps - 1)), 16)
-    rows, warps = 64, max(1, block_w // 32)
+    rows, warps = 128, max(1, block_w // 32)
     if CONFIG["bwd_tile"]:
         block_w, rows, warps = CONFIG["bwd_tile"]
     grid = (triton.cdiv(w, block_w - (taps - 1)), triton.cdiv(h, rows), n * c)

@@ -91,11 +91,13 @@ def _advance(row_ptr, pos, end, s, B: tl.constexpr):
     pos_units = s0 + excl + qi  # floor of the exact |s_(i-1) + t_i| / u
     ok = (~special) & (pos_units >= 4503599627370496) & (pos_units <= 9007199254740991)
     first_bad = tl.min(tl.where(mask & (~ok), lane, B), 0)
-    j = tl.where(fast, first_bad, 0)
+    # from a zero sum, zeros add nothing and the first non-zero term becomes the sum (0.0 + t == t)
+    first_nonzero = tl.min(tl.where(mask & (t != 0.0), lane, B), 0)
+    j = tl.where(fast, first_bad, tl.where(s == 0.0, first_nonzero, 0))
 
     all_ok = j >= nvalid
     total = s0 + tl.sum(q, 0)
-    s_all = sg * total.to(tl.float64) * u
+    s_all = tl.where(fast, sg * total.to(tl.float64) * u, s)
     s_before = tl.where(fast, sg * (s0 + tl.sum(tl.where(lane == j, excl, 0), 0)).to(tl.float64) * u, s)
     t_j = tl.sum(tl.where(lane == j, t, 0.0), 0)
     s_event = s_before + t_j

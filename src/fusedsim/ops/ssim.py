@@ -44,28 +44,9 @@ def _fused_backward_kernel(taps: int, maps: tuple[str, ...], unroll: bool):
     return jit_from_source(name, render_grad_fused_2d(taps, maps, name, unroll=unroll))
 
 
-def _flipped(win: torch.Tensor) -> torch.Tensor:
-    """The reversed window (the adjoint of a correlation), cached on the window tensor itself."""
-    cached = getattr(win, "_fusedsim_flipped", None)
-    if cached is None:
-        cached = win.flip(-1).contiguous()
-        try:
-            win._fusedsim_flipped = cached
-        except (AttributeError, RuntimeError):  # tensors that take no attributes (e.g. under tracing)
-            pass
-    return cached
-
-
-def _is_symmetric(win: torch.Tensor) -> bool:
-    """Whether every channel's window equals its reverse (cached like the flipped window)."""
-    cached = getattr(win, "_fusedsim_symmetric", None)
-    if cached is None:
-        cached = bool(torch.equal(win, _flipped(win)))
-        try:
-            win._fusedsim_symmetric = cached
-        except (AttributeError, RuntimeError):
-            pass
-    return cached
+def _adjoint_window(win: torch.Tensor, symmetric: bool) -> torch.Tensor:
+    """The reversed window, used by the backward (the adjoint of a correlation); a symmetric one is itself."""
+    return win if symmetric else win.flip(-1).contiguous()
 
 
 def _acc_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -130,7 +111,7 @@ def ssim_sums_fwd(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float
 
 def ssim_bwd(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2: float, valid: bool,
              g_s: torch.Tensor | None, g_cs: torch.Tensor | None, g_map: torch.Tensor | None,
-             need_dx: bool, need_dy: bool) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+             need_dx: bool, need_dy: bool, symmetric: bool = False) -> tuple[torch.Tensor | None, torch.Tensor | None]:
     """Gradients of sum_p(g_s * ssim_sum + g_cs * cs_sum) + <g_map, ssim_map> w.r.t. x and y.
 
     g_s, g_cs: per-plane scalars (N*C,) or None; g_map: same shape as the map, or None.
@@ -140,7 +121,8 @@ def ssim_bwd(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2:
     three_d, (d, h, w), (do, ho, wo), sx, off = _geometry(x, taps, valid)
     _, _, _, sy, _ = _geometry(y, taps, valid)
     if not three_d:
-        return _ssim_bwd_fused_2d(x, y, win, c1, c2, g_s, g_cs, g_map, need_dx, need_dy, off, sx, sy, (ho, wo))
+        return _ssim_bwd_fused_2d(x, y, win, c1, c2, g_s, g_cs, g_map, need_dx, need_dy, off, sx, sy, (ho, wo),
+                                  symmetric)
     acc = _acc_dtype(x.dtype)
     n, c = x.shape[:2]
     slots = 2
@@ -167,14 +149,14 @@ def ssim_bwd(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2:
     block_w, rows, warps = _tile(w)
     grid = (triton.cdiv(w, block_w), triton.cdiv(h, rows), n * c * d)
     _kernel("grad_conv", taps, three_d)[grid](
-        x, y, maps, _flipped(win), dx if dx is not None else maps, dy if dy is not None else maps,
+        x, y, maps, _adjoint_window(win, symmetric), dx if dx is not None else maps, dy if dy is not None else maps,
         ncd, c, d, h, w, do, ho, wo, *sx, *sy,
         OFF=off, BW=block_w, RS=rows, ACC=_tl_dtype(x.dtype), AX_SLOT=ax_slot, AY_SLOT=ay_slot,
         num_warps=warps)
     return dx, dy
 
 
-def _ssim_bwd_fused_2d(x, y, win, c1, c2, g_s, g_cs, g_map, need_dx, need_dy, off, sx, sy, out_hw):
+def _ssim_bwd_fused_2d(x, y, win, c1, c2, g_s, g_cs, g_map, need_dx, need_dy, off, sx, sy, out_hw, symmetric):
     """2-D backward in one kernel (see ``render_grad_fused_2d``); extra memory is a 2-row scratch per program."""
     taps = win.shape[-1]
     n, c, h, w = x.shape
@@ -191,14 +173,14 @@ def _ssim_bwd_fused_2d(x, y, win, c1, c2, g_s, g_cs, g_map, need_dx, need_dy, of
     dy = torch.empty(y.shape, dtype=y.dtype, device=y.device) if need_dy else None
     dummy = scratch
     LAST_LAUNCH["bwd"] = _fused_backward_kernel(taps, maps, CONFIG["bwd_unroll"])[grid](
-        x, y, win, _flipped(win),
+        x, y, win, _adjoint_window(win, symmetric),
         g_s.to(acc).contiguous() if g_s is not None else dummy,
         g_cs.to(acc).contiguous() if g_cs is not None else dummy,
         g_map.contiguous() if g_map is not None else dummy,
         dx if dx is not None else dummy, dy if dy is not None else dummy, scratch,
         c, h, w, ho, wo, sx[0], sx[1], sx[3], sx[4], sy[0], sy[1], sy[3], sy[4], c1, c2,
         OFF=off, BW=block_w, RS=rows, ACC=_tl_dtype(x.dtype), HAS_GS=g_s is not None or g_map is not None,
-        HAS_GCS=g_cs is not None, HAS_GMAP=g_map is not None, SYMMETRIC=_is_symmetric(win), num_warps=warps)
+        HAS_GCS=g_cs is not None, HAS_GMAP=g_map is not None, SYMMETRIC=symmetric, num_warps=warps)
     return dx, dy
 
 
@@ -212,53 +194,54 @@ def _empty_grad(t: torch.Tensor) -> torch.Tensor:
 
 @torch.library.custom_op("fusedsim::ssim_backward", mutates_args=())
 def ssim_backward(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2: float, valid: bool,
-                  g_s: torch.Tensor | None, g_cs: torch.Tensor | None, g_map: torch.Tensor | None,
-                  need_dx: bool, need_dy: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    dx, dy = ssim_bwd(x, y, win, c1, c2, valid, g_s, g_cs, g_map, need_dx, need_dy)
+                  symmetric: bool, g_s: torch.Tensor | None, g_cs: torch.Tensor | None,
+                  g_map: torch.Tensor | None, need_dx: bool, need_dy: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    dx, dy = ssim_bwd(x, y, win, c1, c2, valid, g_s, g_cs, g_map, need_dx, need_dy, symmetric)
     return (dx if dx is not None else _empty_grad(x)), (dy if dy is not None else _empty_grad(y))
 
 
 @ssim_backward.register_fake
-def _(x, y, win, c1, c2, valid, g_s, g_cs, g_map, need_dx, need_dy):
+def _(x, y, win, c1, c2, valid, symmetric, g_s, g_cs, g_map, need_dx, need_dy):
     return (torch.empty_like(x) if need_dx else _empty_grad(x)), (torch.empty_like(y) if need_dy else _empty_grad(y))
 
 
 @torch.library.custom_op("fusedsim::ssim_sums", mutates_args=())
 def ssim_sums(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2: float,
-              valid: bool) -> tuple[torch.Tensor, torch.Tensor]:
+              valid: bool, symmetric: bool) -> tuple[torch.Tensor, torch.Tensor]:
     s, cs, _ = ssim_sums_fwd(x, y, win, c1, c2, valid)
     return s, cs
 
 
 @ssim_sums.register_fake
-def _(x, y, win, c1, c2, valid):
+def _(x, y, win, c1, c2, valid, symmetric):
     planes = x.shape[0] * x.shape[1]
     acc = _acc_dtype(x.dtype)
     return x.new_empty(planes, dtype=acc), x.new_empty(planes, dtype=acc)
 
 
 @torch.library.custom_op("fusedsim::ssim_map", mutates_args=())
-def ssim_map(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2: float, valid: bool) -> torch.Tensor:
+def ssim_map(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2: float, valid: bool,
+             symmetric: bool) -> torch.Tensor:
     _, _, out = ssim_sums_fwd(x, y, win, c1, c2, valid, write_map=True)
     return out
 
 
 @ssim_map.register_fake
-def _(x, y, win, c1, c2, valid):
+def _(x, y, win, c1, c2, valid, symmetric):
     shrink = win.shape[-1] - 1 if valid else 0
     shape = list(x.shape[:2]) + [s - shrink for s in x.shape[2:]]
     return x.new_empty(shape, dtype=_acc_dtype(x.dtype))
 
 
 def _save(ctx, inputs, output) -> None:
-    x, y, win, c1, c2, valid = inputs
+    x, y, win, c1, c2, valid, symmetric = inputs
     ctx.save_for_backward(x, y, win)
-    ctx.consts = (c1, c2, valid)
+    ctx.consts = (c1, c2, valid, symmetric)
 
 
 def _grads(ctx, dx: torch.Tensor, dy: torch.Tensor):
     need_dx, need_dy = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
-    return (dx if need_dx else None), (dy if need_dy else None), None, None, None, None
+    return (dx if need_dx else None), (dy if need_dy else None), None, None, None, None, None
 
 
 def _sums_backward(ctx, g_s, g_cs):

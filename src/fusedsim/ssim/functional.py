@@ -40,16 +40,20 @@ REDUCTIONS = ("mean", "image", "channel", "none")
 def _cached_gaussian_table(win_size: int, win_sigma: float, channels: int, dtype: torch.dtype,
                            device: torch.device) -> torch.Tensor:
     # built once per configuration: a per-call host-to-device copy would stall the stream
-    return gaussian_window(win_size, win_sigma, dtype=dtype, device=device).expand(channels, -1).contiguous()
+    table = gaussian_window(win_size, win_sigma, dtype=dtype, device=device).expand(channels, -1).contiguous()
+    return table
 
 
-def _window_table(win: torch.Tensor | None, win_size: int, win_sigma: float, x: torch.Tensor) -> torch.Tensor:
-    """The per-channel window as a (C, K) tensor in the accumulation dtype on x's device."""
+def _window_table(win: torch.Tensor | None, win_size: int, win_sigma: float,
+                  x: torch.Tensor) -> tuple[torch.Tensor, bool]:
+    """The per-channel window as a (C, K) tensor in the accumulation dtype on x's device, and whether every row
+    equals its reverse (the backward then reuses the forward taps)."""
     channels, dtype = x.shape[1], compute_dtype(x.dtype)
-    if win is None:
+    if win is None:  # a Gaussian: symmetric by construction
         if torch.compiler.is_compiling():
-            return gaussian_window(win_size, win_sigma, dtype=dtype, device=x.device).expand(channels, -1).contiguous()
-        return _cached_gaussian_table(win_size, float(win_sigma), channels, dtype, x.device)
+            table = gaussian_window(win_size, win_sigma, dtype=dtype, device=x.device)
+            return table.expand(channels, -1).contiguous(), True
+        return _cached_gaussian_table(win_size, float(win_sigma), channels, dtype, x.device), True
     if not isinstance(win, torch.Tensor) or not win.is_floating_point():
         raise TypeError("win must be a floating torch.Tensor holding a 1-D window per channel")
     taps = win.shape[-1]
@@ -63,7 +67,8 @@ def _window_table(win: torch.Tensor | None, win_size: int, win_sigma: float, x: 
         raise ValueError(f"win holds {table.shape[0]} channel windows but the images have {channels} channels")
     if not bool(torch.isfinite(table).all()):
         raise ValueError("win contains NaN or Inf values")
-    return table.to(device=x.device, dtype=dtype).contiguous()
+    table = table.to(device=x.device, dtype=dtype).contiguous()
+    return table, bool(torch.equal(table, table.flip(-1)))
 
 
 def _squeeze_like_pytorch_msssim(x: torch.Tensor) -> torch.Tensor:
@@ -72,25 +77,26 @@ def _squeeze_like_pytorch_msssim(x: torch.Tensor) -> torch.Tensor:
     return x
 
 
-def plane_means(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2: float,
-                valid: bool) -> tuple[torch.Tensor, torch.Tensor]:
+def plane_means(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2: float, valid: bool,
+                symmetric: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean SSIM and mean cs per (n, c) plane, each (N, C), through the chosen backend (differentiable)."""
     if choose_backend(x, op="SSIM") == "triton":
         from fusedsim.ops import ssim as _ops  # noqa: F401  (registers torch.ops.fusedsim.*)
 
-        s_sum, cs_sum = torch.ops.fusedsim.ssim_sums(x, y, win, c1, c2, valid)
+        s_sum, cs_sum = torch.ops.fusedsim.ssim_sums(x, y, win, c1, c2, valid, symmetric)
         shrink = win.shape[-1] - 1 if valid else 0
         count = math.prod([s - shrink for s in x.shape[2:]])
         return (s_sum / count).view(x.shape[:2]), (cs_sum / count).view(x.shape[:2])
     return ssim_plane_means_ref(x, y, win, c1, c2, "valid" if valid else "same")
 
 
-def ssim_map(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2: float, valid: bool) -> torch.Tensor:
+def ssim_map(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2: float, valid: bool,
+             symmetric: bool = False) -> torch.Tensor:
     """Per-pixel SSIM map through the chosen backend (differentiable)."""
     if choose_backend(x, op="SSIM") == "triton":
         from fusedsim.ops import ssim as _ops  # noqa: F401
 
-        return torch.ops.fusedsim.ssim_map(x, y, win, c1, c2, valid)
+        return torch.ops.fusedsim.ssim_map(x, y, win, c1, c2, valid, symmetric)
     return ssim_maps_ref(x, y, win, c1, c2, "valid" if valid else "same")[0]
 
 
@@ -134,13 +140,13 @@ def fused_ssim(img1: torch.Tensor, img2: torch.Tensor, padding: str = "same", tr
     check_positive(window_sigma, "window_sigma")
     check_choice(reduction, "reduction", REDUCTIONS)
     check_min_size(img1, window_size, "img1", f"window_size is {window_size}")
-    win = _window_table(None, window_size, window_sigma, img1)
+    win, sym = _window_table(None, window_size, window_sigma, img1)
     valid = padding == "valid"
     with torch.set_grad_enabled(train and torch.is_grad_enabled()):
         if reduction == "none":
-            out = ssim_map(img1, img2, win, 0.01**2, 0.03**2, valid)
+            out = ssim_map(img1, img2, win, 0.01**2, 0.03**2, valid, sym)
         else:
-            out = _reduce(plane_means(img1, img2, win, 0.01**2, 0.03**2, valid)[0], reduction)
+            out = _reduce(plane_means(img1, img2, win, 0.01**2, 0.03**2, valid, sym)[0], reduction)
     if check_finite:
         raise_if_not_finite(out if reduction != "none" else out.sum(), {"img1": img1, "img2": img2})
     return out
@@ -166,11 +172,11 @@ def ssim(X: torch.Tensor, Y: torch.Tensor, data_range: float = 255, size_average
     c1, c2 = _check_constants(data_range, K)
     reduction = _resolve_reduction(reduction, size_average)
     check_min_size(X, win_size, "X", f"the window is {win_size} wide")
-    table = _window_table(win, win_size, win_sigma, X)
+    table, sym = _window_table(win, win_size, win_sigma, X)
     if reduction == "none":
-        out = ssim_map(X, Y, table, c1, c2, True)
+        out = ssim_map(X, Y, table, c1, c2, True, sym)
     else:
-        per_channel = plane_means(X, Y, table, c1, c2, True)[0]
+        per_channel = plane_means(X, Y, table, c1, c2, True, sym)[0]
         if nonnegative_ssim:
             per_channel = torch.relu(per_channel)
         out = _reduce(per_channel, reduction)
@@ -206,11 +212,11 @@ def ms_ssim(X: torch.Tensor, Y: torch.Tensor, data_range: float = 255, size_aver
     levels = weight_t.numel()
     min_side = ms_ssim_min_size(win_size, levels)
     check_min_size(X, min_side, "X", f"{levels} MS-SSIM levels with a {win_size}-wide window")
-    table = _window_table(win, win_size, win_sigma, X)
+    table, sym = _window_table(win, win_size, win_sigma, X)
     factors = []
     x, y = X, Y
     for level in range(levels):
-        ssim_pc, cs_pc = plane_means(x, y, table, c1, c2, True)
+        ssim_pc, cs_pc = plane_means(x, y, table, c1, c2, True, sym)
         if level < levels - 1:
             factors.append(torch.relu(cs_pc))
             x, y = avg_pool_half_ref(x), avg_pool_half_ref(y)

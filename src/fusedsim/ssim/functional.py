@@ -100,6 +100,29 @@ def ssim_map(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2:
     return ssim_maps_ref(x, y, win, c1, c2, "valid" if valid else "same")[0]
 
 
+def _weight_list(weights: Sequence[float] | torch.Tensor) -> tuple[float, ...]:
+    values = weights.detach().cpu().flatten().tolist() if isinstance(weights, torch.Tensor) else weights
+    try:
+        result = tuple(float(w) for w in values)
+    except (TypeError, ValueError) as exc:
+        raise ValueError("weights must be a non-empty 1-D sequence of finite numbers") from exc
+    if not result or not all(math.isfinite(w) for w in result):
+        raise ValueError("weights must be a non-empty 1-D sequence of finite numbers")
+    return result
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_weights(weights: tuple[float, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    return torch.tensor(weights, dtype=dtype, device=device)
+
+
+def _device_weights(weights: tuple[float, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """MS-SSIM exponents on the device, built once (a per-call host-to-device copy would stall the stream)."""
+    if torch.compiler.is_compiling():
+        return torch.tensor(weights, dtype=dtype, device=device)
+    return _cached_weights(weights, dtype, device)
+
+
 def _reduce(per_channel: torch.Tensor, reduction: str) -> torch.Tensor:
     if reduction == "mean":
         return per_channel.mean()
@@ -206,10 +229,8 @@ def ms_ssim(X: torch.Tensor, Y: torch.Tensor, data_range: float = 255, size_aver
     reduction = _resolve_reduction(reduction, size_average)
     if reduction == "none":
         raise ValueError("reduction='none' (a map) is not defined for MS-SSIM; use 'mean', 'image' or 'channel'")
-    weight_t = torch.as_tensor(MS_SSIM_WEIGHTS if weights is None else weights, dtype=torch.float64)
-    if weight_t.dim() != 1 or weight_t.numel() == 0 or not bool(torch.isfinite(weight_t).all()):
-        raise ValueError("weights must be a non-empty 1-D sequence of finite numbers")
-    levels = weight_t.numel()
+    weight_list = _weight_list(MS_SSIM_WEIGHTS if weights is None else weights)
+    levels = len(weight_list)
     min_side = ms_ssim_min_size(win_size, levels)
     check_min_size(X, min_side, "X", f"{levels} MS-SSIM levels with a {win_size}-wide window")
     table, sym = _window_table(win, win_size, win_sigma, X)
@@ -222,7 +243,8 @@ def ms_ssim(X: torch.Tensor, Y: torch.Tensor, data_range: float = 255, size_aver
             x, y = avg_pool_half_ref(x), avg_pool_half_ref(y)
     factors.append(torch.relu(ssim_pc))
     stacked = torch.stack(factors, dim=0)
-    per_channel = torch.prod(stacked ** weight_t.to(stacked).view(-1, 1, 1), dim=0)
+    exponents = _device_weights(weight_list, stacked.dtype, stacked.device).view(-1, 1, 1)
+    per_channel = torch.prod(stacked**exponents, dim=0)
     out = _reduce(per_channel, reduction)
     if check_finite:
         raise_if_not_finite(out, {"X": X, "Y": Y})

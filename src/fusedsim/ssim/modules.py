@@ -11,8 +11,14 @@ from fusedsim.ssim.functional import fused_ssim, ms_ssim, ssim
 
 
 def _module_window(win_size: int, win_sigma: float, channel: int, spatial_dims: int) -> torch.Tensor:
+    """pytorch-msssim's ``win`` attribute (kept for compatibility; forward uses the cached device window)."""
     return gaussian_window(win_size, win_sigma, dtype=torch.float32).reshape([1, 1] + [1] * (spatial_dims - 1) + [
         win_size]).repeat([channel, 1] + [1] * spatial_dims)
+
+
+def _check_channels(x: torch.Tensor, channel: int) -> None:
+    if isinstance(x, torch.Tensor) and x.dim() >= 2 and x.shape[1] != channel:
+        raise ValueError(f"the module was built for channel={channel}, but X has {x.shape[1]} channels")
 
 
 class SSIM(torch.nn.Module):
@@ -22,14 +28,16 @@ class SSIM(torch.nn.Module):
                  win_sigma: float = 1.5, channel: int = 3, spatial_dims: int = 2, K: Sequence[float] = (0.01, 0.03),
                  nonnegative_ssim: bool = False, reduction: str | None = None) -> None:
         super().__init__()
-        self.win_size = win_size
-        self.register_buffer("win", _module_window(win_size, win_sigma, channel, spatial_dims), persistent=False)
+        self.win_size, self.win_sigma, self.channel = win_size, win_sigma, channel
+        self.win = _module_window(win_size, win_sigma, channel, spatial_dims)
         self.data_range, self.size_average, self.K = data_range, size_average, K
         self.nonnegative_ssim, self.reduction = nonnegative_ssim, reduction
 
     def forward(self, X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
-        return ssim(X, Y, data_range=self.data_range, size_average=self.size_average, win=self.win, K=self.K,
-                    nonnegative_ssim=self.nonnegative_ssim, reduction=self.reduction)
+        _check_channels(X, self.channel)
+        return ssim(X, Y, data_range=self.data_range, size_average=self.size_average, win_size=self.win_size,
+                    win_sigma=self.win_sigma, K=self.K, nonnegative_ssim=self.nonnegative_ssim,
+                    reduction=self.reduction)
 
 
 class MS_SSIM(torch.nn.Module):  # noqa: N801 - pytorch-msssim's name
@@ -40,14 +48,15 @@ class MS_SSIM(torch.nn.Module):  # noqa: N801 - pytorch-msssim's name
                  weights: Sequence[float] | None = None, K: Sequence[float] = (0.01, 0.03),
                  reduction: str | None = None) -> None:
         super().__init__()
-        self.win_size = win_size
-        self.register_buffer("win", _module_window(win_size, win_sigma, channel, spatial_dims), persistent=False)
+        self.win_size, self.win_sigma, self.channel = win_size, win_sigma, channel
+        self.win = _module_window(win_size, win_sigma, channel, spatial_dims)
         self.data_range, self.size_average, self.weights, self.K = data_range, size_average, weights, K
         self.reduction = reduction
 
     def forward(self, X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
-        return ms_ssim(X, Y, data_range=self.data_range, size_average=self.size_average, win=self.win,
-                       weights=self.weights, K=self.K, reduction=self.reduction)
+        _check_channels(X, self.channel)
+        return ms_ssim(X, Y, data_range=self.data_range, size_average=self.size_average, win_size=self.win_size,
+                       win_sigma=self.win_sigma, weights=self.weights, K=self.K, reduction=self.reduction)
 
 
 class FusedSSIM(torch.nn.Module):

@@ -112,3 +112,28 @@ def test_asymmetric_window_gradient_uses_flipped_taps(kernel_device):
     x, y = _pair((1, 1, 14, 16), kernel_device, seed=9)
     win = torch.tensor([0.1, 0.2, 0.3, 0.25, 0.15], dtype=torch.float64)
     _compare(lambda a, b: fusedsim.ssim(a, b, data_range=1.0, win=win, reduction="channel"), x, y)
+
+
+@pytest.mark.parametrize("unroll", [True, False])
+def test_loop_variants_agree(kernel_device, monkeypatch, unroll):
+    from fusedsim.ops import ssim as ops
+
+    monkeypatch.setitem(ops.CONFIG, "fwd_unroll", unroll)
+    monkeypatch.setitem(ops.CONFIG, "bwd_unroll", unroll)
+    x, y = _pair((1, 2, 15, 40), kernel_device, seed=11)
+    _compare(lambda a, b: fusedsim.fused_ssim(a, b, window_size=7, reduction="channel"), x, y)
+
+
+def test_runs_on_the_current_cuda_stream(kernel_device):
+    if kernel_device.type != "cuda":
+        pytest.skip("needs a GPU")
+    x, y = _pair((2, 3, 64, 80), kernel_device, dtype=torch.float32, seed=12)
+    expected = fusedsim.fused_ssim(x, y)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        got = fusedsim.fused_ssim(x, y, check_finite=False)
+        done = torch.cuda.Event()
+        done.record(side)
+    done.synchronize()
+    torch.testing.assert_close(got, expected)

@@ -143,3 +143,26 @@ def test_twin_gradcheck(padding, shape):
                                        check_finite=False)
 
     assert torch.autograd.gradcheck(f, (x, y), eps=1e-6, atol=1e-6, fast_mode=True)
+
+
+def test_twin_properties_hold_for_random_images():
+    hypothesis = pytest.importorskip("hypothesis")
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=25, deadline=None)
+    @given(h=st.integers(11, 24), w=st.integers(11, 24), seed=st.integers(0, 2**16), scale=st.floats(0.01, 0.5))
+    def check(h, w, seed, scale):
+        x, _ = _pair((1, 2, h, w), 1.0, seed=seed)
+        y = (x + scale * torch.randn(x.shape, generator=torch.Generator().manual_seed(seed + 1),
+                                     dtype=torch.float64)).clamp(0, 1)
+        with fusedsim.use_backend("reference"):
+            xy = fusedsim.ssim(x, y, data_range=1.0, reduction="channel")
+            yx = fusedsim.ssim(y, x, data_range=1.0, reduction="channel")
+            xx = fusedsim.ssim(x, x, data_range=1.0, reduction="channel")
+        torch.testing.assert_close(xy, yx, atol=1e-12, rtol=0)  # symmetric in its arguments
+        assert bool((xy <= 1 + 1e-12).all())  # bounded by the identity score
+        torch.testing.assert_close(xx, torch.ones_like(xx), atol=1e-12, rtol=0)
+
+    del hypothesis
+    check()

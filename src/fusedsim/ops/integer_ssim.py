@@ -30,10 +30,8 @@ __all__ = ["integer_ssim_fwd", "integer_ssim_terms_fwd"]
 
 
 @triton.jit
-def _ld(row_ptr, col, W, stride, row_ok, DT: tl.constexpr, MASK16: tl.constexpr):
-    # row_ok is a block (a scalar & block mask has the wrong dtype under the interpreter)
-    m = row_ok & (col >= 0) & (col < W)
-    v = tl.load(row_ptr + col * stride, mask=m, other=0).to(DT)
+def _ld(ptr, m, DT: tl.constexpr, MASK16: tl.constexpr):
+    v = tl.load(ptr, mask=m, other=0).to(DT)
     if MASK16:
         v = v & 0xFFFF
     return v
@@ -54,26 +52,31 @@ def _sym9_wide(x0, x1, x2, x3, x4, x5, x6, x7, x8):
 
 
 @triton.jit
-def _hrow(rp, dp, row_ok, cols, W, s_rw, s_dw, DT: tl.constexpr, MASK16: tl.constexpr):
-    """Horizontal moments (sum g*s, g*d, g*s*s, g*s*d, g*d*d) of one input row at output columns ``cols``."""
-    s0 = _ld(rp, cols - 4, W, s_rw, row_ok, DT, MASK16)
-    s1 = _ld(rp, cols - 3, W, s_rw, row_ok, DT, MASK16)
-    s2 = _ld(rp, cols - 2, W, s_rw, row_ok, DT, MASK16)
-    s3 = _ld(rp, cols - 1, W, s_rw, row_ok, DT, MASK16)
-    s4 = _ld(rp, cols, W, s_rw, row_ok, DT, MASK16)
-    s5 = _ld(rp, cols + 1, W, s_rw, row_ok, DT, MASK16)
-    s6 = _ld(rp, cols + 2, W, s_rw, row_ok, DT, MASK16)
-    s7 = _ld(rp, cols + 3, W, s_rw, row_ok, DT, MASK16)
-    s8 = _ld(rp, cols + 4, W, s_rw, row_ok, DT, MASK16)
-    d0 = _ld(dp, cols - 4, W, s_dw, row_ok, DT, MASK16)
-    d1 = _ld(dp, cols - 3, W, s_dw, row_ok, DT, MASK16)
-    d2 = _ld(dp, cols - 2, W, s_dw, row_ok, DT, MASK16)
-    d3 = _ld(dp, cols - 1, W, s_dw, row_ok, DT, MASK16)
-    d4 = _ld(dp, cols, W, s_dw, row_ok, DT, MASK16)
-    d5 = _ld(dp, cols + 1, W, s_dw, row_ok, DT, MASK16)
-    d6 = _ld(dp, cols + 2, W, s_dw, row_ok, DT, MASK16)
-    d7 = _ld(dp, cols + 3, W, s_dw, row_ok, DT, MASK16)
-    d8 = _ld(dp, cols + 4, W, s_dw, row_ok, DT, MASK16)
+def _hrow(rp, dp, s_rw, s_dw, row_ok, cm0, cm1, cm2, cm3, cm4, cm5, cm6, cm7, cm8,
+          DT: tl.constexpr, MASK16: tl.constexpr):
+    """Horizontal moments (sum g*s, g*d, g*s*s, g*s*d, g*d*d) of one input row.
+
+    ``rp`` / ``dp`` point at the row's samples under the output columns; tap ``k`` reads ``k - 4`` columns away,
+    masked by the (row-invariant) column masks ``cm0..cm8`` and ``row_ok`` (both blocks).
+    """
+    s0 = _ld(rp - 4 * s_rw, row_ok & cm0, DT, MASK16)
+    s1 = _ld(rp - 3 * s_rw, row_ok & cm1, DT, MASK16)
+    s2 = _ld(rp - 2 * s_rw, row_ok & cm2, DT, MASK16)
+    s3 = _ld(rp - s_rw, row_ok & cm3, DT, MASK16)
+    s4 = _ld(rp, row_ok & cm4, DT, MASK16)
+    s5 = _ld(rp + s_rw, row_ok & cm5, DT, MASK16)
+    s6 = _ld(rp + 2 * s_rw, row_ok & cm6, DT, MASK16)
+    s7 = _ld(rp + 3 * s_rw, row_ok & cm7, DT, MASK16)
+    s8 = _ld(rp + 4 * s_rw, row_ok & cm8, DT, MASK16)
+    d0 = _ld(dp - 4 * s_dw, row_ok & cm0, DT, MASK16)
+    d1 = _ld(dp - 3 * s_dw, row_ok & cm1, DT, MASK16)
+    d2 = _ld(dp - 2 * s_dw, row_ok & cm2, DT, MASK16)
+    d3 = _ld(dp - s_dw, row_ok & cm3, DT, MASK16)
+    d4 = _ld(dp, row_ok & cm4, DT, MASK16)
+    d5 = _ld(dp + s_dw, row_ok & cm5, DT, MASK16)
+    d6 = _ld(dp + 2 * s_dw, row_ok & cm6, DT, MASK16)
+    d7 = _ld(dp + 3 * s_dw, row_ok & cm7, DT, MASK16)
+    d8 = _ld(dp + 4 * s_dw, row_ok & cm8, DT, MASK16)
     hx = _sym9(s0, s1, s2, s3, s4, s5, s6, s7, s8)
     hy = _sym9(d0, d1, d2, d3, d4, d5, d6, d7, d8)
     hxx = _sym9(s0 * s0, s1 * s1, s2 * s2, s3 * s3, s4 * s4, s5 * s5, s6 * s6, s7 * s7, s8 * s8)
@@ -114,9 +117,19 @@ def _integer_ssim_fwd_kernel(ref_ptr, dist_ptr, out_ptr, const_ptr, N, H, W, NBA
     wh = _inbounds_weight(cols, W)
     k1 = tl.load(const_ptr)  # double(L*L) * (0.01*0.01)
     k2 = tl.load(const_ptr + 1)  # double(L*L) * (0.03*0.03)
-    ref_base = ref_ptr + f * s_rn
-    dist_base = dist_ptr + f * s_dn
+    ref_base = ref_ptr + f * s_rn + cols * s_rw
+    dist_base = dist_ptr + f * s_dn + cols * s_dw
     out_base = out_ptr + f * s_on
+    # column masks of the 9 taps (the same for every row)
+    cm0 = (cols >= 4) & (cols - 4 < W)
+    cm1 = (cols >= 3) & (cols - 3 < W)
+    cm2 = (cols >= 2) & (cols - 2 < W)
+    cm3 = (cols >= 1) & (cols - 1 < W)
+    cm4 = col_ok
+    cm5 = cols + 1 < W
+    cm6 = cols + 2 < W
+    cm7 = cols + 3 < W
+    cm8 = cols + 4 < W
 
     z = tl.zeros([BAND, BLOCK_W], DT)
     a0 = z; a1 = z; a2 = z; a3 = z; a4 = z; a5 = z; a6 = z; a7 = z; a8 = z  # noqa: E702
@@ -128,8 +141,8 @@ def _integer_ssim_fwd_kernel(ref_ptr, dist_ptr, out_ptr, const_ptr, N, H, W, NBA
         r = y0 - 4 + i  # [BAND, 1]
         row_ok = band_ok & (r >= 0) & (r < H)
         rr = tl.where(row_ok, r, 0).to(tl.int64)
-        na, nb, np_, nq, nr = _hrow(ref_base + rr * s_rh, dist_base + rr * s_dh, row_ok, cols, W, s_rw, s_dw,
-                                    DT, MASK16)
+        na, nb, np_, nq, nr = _hrow(ref_base + rr * s_rh, dist_base + rr * s_dh, s_rw, s_dw, row_ok,
+                                    cm0, cm1, cm2, cm3, cm4, cm5, cm6, cm7, cm8, DT, MASK16)
         a0 = a1; a1 = a2; a2 = a3; a3 = a4; a4 = a5; a5 = a6; a6 = a7; a7 = a8; a8 = na  # noqa: E702
         b0 = b1; b1 = b2; b2 = b3; b3 = b4; b4 = b5; b5 = b6; b6 = b7; b7 = b8; b8 = nb  # noqa: E702
         p0 = p1; p1 = p2; p2 = p3; p3 = p4; p4 = p5; p5 = p6; p6 = p7; p7 = p8; p8 = np_  # noqa: E702
@@ -172,7 +185,7 @@ def _block_sizes(n: int, height: int, width: int) -> tuple[int, int, int, int]:
     operation, so there a program covers many short bands of every frame at once (few, large operations).
     """
     if triton_interpreting():
-        rows = 16
+        rows = min(16, height)
         bands = n * triton.cdiv(height, rows)
         return min(256, triton.next_power_of_2(bands)), min(2048, triton.next_power_of_2(max(width, 16))), rows, 4
     return 1, 128, 32, 4

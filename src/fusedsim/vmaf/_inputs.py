@@ -50,11 +50,18 @@ def to_frames(x: object, name: str) -> torch.Tensor:
 
 
 def _check_range(t: torch.Tensor, name: str, bit_depth: int) -> None:
-    if t.dtype == torch.uint8 and bit_depth >= 8:
-        return
-    lo, hi = torch.aminmax(t)
-    lo_v, hi_v = int(lo), int(hi)
     top = (1 << bit_depth) - 1
+    if t.dtype == torch.uint8 and bit_depth >= 8 or t.dtype == torch.uint16 and bit_depth >= 16:
+        return
+    if t.dtype == torch.uint16:  # few torch ops take uint16: read it as int16 (values >= 2**15 turn negative)
+        lo, hi = torch.aminmax(t.view(torch.int16))
+        lo_v, hi_v = int(lo), int(hi)
+        if lo_v < 0:
+            raise ValueError(f"{name} has samples outside [0, {top}] for bit_depth={bit_depth}: "
+                             f"values of 32768 or more")
+    else:
+        lo, hi = torch.aminmax(t)
+        lo_v, hi_v = int(lo), int(hi)
     if lo_v < 0 or hi_v > top:
         raise ValueError(f"{name} has samples outside [0, {top}] for bit_depth={bit_depth}: min {lo_v}, max {hi_v}")
 

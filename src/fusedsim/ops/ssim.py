@@ -1,7 +1,8 @@
 """Fused SSIM kernels (Triton): forward partial sums / map, and the backward for both inputs.
 
-Public entry points are PyTorch custom ops (``torch.ops.fusedsim.*``), so ``torch.compile`` treats each as one
-opaque node, and autograd goes through ``register_autograd``:
+Entry points: ``ssim_sums_op`` / ``ssim_map_op``. In eager mode they run ``SSIMSumsFunction`` /
+``SSIMMapFunction`` (plain autograd.Functions); under ``torch.compile`` the same kernels are PyTorch custom
+ops (``torch.ops.fusedsim.*``), one opaque node each, with autograd through ``register_autograd``:
 
 - ``ssim_sums(x, y, win, c1, c2, valid) -> (ssim_sum, cs_sum)``: per-plane sums of the SSIM and cs maps, shape
   (N*C,), in the accumulation dtype (float32, or float64 for float64 inputs).
@@ -260,3 +261,58 @@ def _map_backward(ctx, g_map):
 
 ssim_sums.register_autograd(_sums_backward, setup_context=_save)
 ssim_map.register_autograd(_map_backward, setup_context=_save)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Eager autograd path: the same kernels without the custom-op dispatcher (tens of microseconds per call less).
+
+
+def _backward_for(ctx, g_s, g_cs, g_map):
+    x, y, win = ctx.saved_tensors
+    c1, c2, valid, symmetric = ctx.consts
+    need_dx, need_dy = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+    dx, dy = ssim_bwd(x, y, win, c1, c2, valid, g_s, g_cs, g_map, need_dx, need_dy, symmetric)
+    return dx, dy, None, None, None, None, None
+
+
+class SSIMSumsFunction(torch.autograd.Function):
+    """Per-plane SSIM and cs sums (N*C,) with gradients for x and y."""
+
+    @staticmethod
+    def forward(ctx, x, y, win, c1, c2, valid, symmetric):
+        s, cs, _ = ssim_sums_fwd(x, y, win, c1, c2, valid)
+        ctx.save_for_backward(x, y, win)
+        ctx.consts = (c1, c2, valid, symmetric)
+        return s, cs
+
+    @staticmethod
+    def backward(ctx, g_s, g_cs):
+        return _backward_for(ctx, g_s, g_cs, None)
+
+
+class SSIMMapFunction(torch.autograd.Function):
+    """The SSIM map with gradients for x and y."""
+
+    @staticmethod
+    def forward(ctx, x, y, win, c1, c2, valid, symmetric):
+        _, _, out = ssim_sums_fwd(x, y, win, c1, c2, valid, write_map=True)
+        ctx.save_for_backward(x, y, win)
+        ctx.consts = (c1, c2, valid, symmetric)
+        return out
+
+    @staticmethod
+    def backward(ctx, g_map):
+        return _backward_for(ctx, None, None, g_map)
+
+
+def ssim_sums_op(x, y, win, c1, c2, valid, symmetric):
+    """Dispatch: the custom op while ``torch.compile`` traces, the lighter autograd.Function in eager mode."""
+    if torch.compiler.is_compiling():
+        return torch.ops.fusedsim.ssim_sums(x, y, win, c1, c2, valid, symmetric)
+    return SSIMSumsFunction.apply(x, y, win, c1, c2, valid, symmetric)
+
+
+def ssim_map_op(x, y, win, c1, c2, valid, symmetric):
+    if torch.compiler.is_compiling():
+        return torch.ops.fusedsim.ssim_map(x, y, win, c1, c2, valid, symmetric)
+    return SSIMMapFunction.apply(x, y, win, c1, c2, valid, symmetric)

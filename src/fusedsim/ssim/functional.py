@@ -81,9 +81,9 @@ def plane_means(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, 
                 symmetric: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean SSIM and mean cs per (n, c) plane, each (N, C), through the chosen backend (differentiable)."""
     if choose_backend(x, op="SSIM") == "triton":
-        from fusedsim.ops import ssim as _ops  # noqa: F401  (registers torch.ops.fusedsim.*)
+        from fusedsim.ops import ssim as ops
 
-        s_sum, cs_sum = torch.ops.fusedsim.ssim_sums(x, y, win, c1, c2, valid, symmetric)
+        s_sum, cs_sum = ops.ssim_sums_op(x, y, win, c1, c2, valid, symmetric)
         shrink = win.shape[-1] - 1 if valid else 0
         count = math.prod([s - shrink for s in x.shape[2:]])
         return (s_sum / count).view(x.shape[:2]), (cs_sum / count).view(x.shape[:2])
@@ -94,9 +94,9 @@ def ssim_map(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2:
              symmetric: bool = False) -> torch.Tensor:
     """Per-pixel SSIM map through the chosen backend (differentiable)."""
     if choose_backend(x, op="SSIM") == "triton":
-        from fusedsim.ops import ssim as _ops  # noqa: F401
+        from fusedsim.ops import ssim as ops
 
-        return torch.ops.fusedsim.ssim_map(x, y, win, c1, c2, valid, symmetric)
+        return ops.ssim_map_op(x, y, win, c1, c2, valid, symmetric)
     return ssim_maps_ref(x, y, win, c1, c2, "valid" if valid else "same")[0]
 
 

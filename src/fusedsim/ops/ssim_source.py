@@ -232,6 +232,16 @@ def render_forward(k: int, three_d: bool, name: str, unroll: bool = True) -> str
     return f"def {name}({sig}):\n" + "\n".join(indent(body)) + "\n"
 
 
+# per-plane upstream gradients of the SSIM sum (gs) and the cs sum (gcs); absent ones are zero
+_UPSTREAM_SCALARS = [
+    "gs = 0.0",
+    "gcs = 0.0",
+    "if HAS_GS:",
+    "    gs = tl.load(GS + nc).to(ACC)",
+    "if HAS_GCS:",
+    "    gcs = tl.load(GCS + nc).to(ACC)",
+]
+
 _GRAD_MAPS = [
     # F = gs * lum * cs + gcs * cs at each output pixel; derivatives w.r.t. mu_x, mu_y, E[x²], E[y²], E[xy].
     "b1 = mx * mx + my * my + c1",
@@ -261,15 +271,7 @@ def render_grad_maps(k: int, three_d: bool, name: str) -> str:
         "AX_SLOT: tl.constexpr, AY_SLOT: tl.constexpr",
     )
     body = _stats_prologue(k, three_d)
-    body += [
-        "gs = 0.0",
-        "gcs = 0.0",
-        "if HAS_GS:",
-        "    gs = tl.load(GS + nc).to(ACC)",
-        "if HAS_GCS:",
-        "    gcs = tl.load(GCS + nc).to(ACC)",
-        "plane_sz = HO.to(tl.int64) * WO",
-    ]
+    body += _UPSTREAM_SCALARS + ["plane_sz = HO.to(tl.int64) * WO"]
     emit = [
         f"o = o0 + t - {k - 1}",
         "pix = (pid_p.to(tl.int64) * HO + o) * WO + cols",
@@ -403,13 +405,8 @@ def render_grad_fused_2d(k: int, maps: tuple[str, ...], name: str, unroll: bool 
     body += [f"f{i} = w{i}" for i in range(k)]
     body += ["if not SYMMETRIC:"] + indent([f"f{i} = tl.load(WINF + c * {k} + {i}).to(ACC)" for i in range(k)])
     body += _column_taps(k, f"-{r}", "W", {"x": "sxw", "y": "syw"})
+    body += _UPSTREAM_SCALARS
     body += [
-        "gs = 0.0",
-        "gcs = 0.0",
-        "if HAS_GS:",
-        "    gs = tl.load(GS + nc).to(ACC)",
-        "if HAS_GCS:",
-        "    gcs = tl.load(GCS + nc).to(ACC)",
         "p0 = pid_h * RS",
         f"steps = tl.minimum(RS, H - p0) + {4 * r}",
         "scr = SCR + ((pid_h * tl.num_programs(0) + pid_w) + nc * tl.num_programs(0) * tl.num_programs(1)).to(tl.int64)"

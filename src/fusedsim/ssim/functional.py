@@ -146,6 +146,19 @@ def _check_constants(data_range: float, K: Sequence[float]) -> tuple[float, floa
     return (k1 * data_range) ** 2, (k2 * data_range) ** 2
 
 
+def _pytorch_msssim_arguments(X, Y, data_range, size_average, win_size, win_sigma, win, K, reduction):
+    """Checks shared by ``ssim`` and ``ms_ssim``; returns the squeezed inputs, window size, C1, C2, reduction."""
+    check_image_pair(X, Y, ("X", "Y"), ndims=range(2, 7))
+    X, Y = _squeeze_like_pytorch_msssim(X), _squeeze_like_pytorch_msssim(Y)
+    check_image_pair(X, Y, ("X", "Y"))
+    win_size = check_window_size(win.shape[-1] if isinstance(win, torch.Tensor) else win_size,
+                                 "win size" if win is not None else "win_size")
+    if win is None:
+        check_positive(win_sigma, "win_sigma")
+    c1, c2 = _check_constants(data_range, K)
+    return X, Y, win_size, c1, c2, _resolve_reduction(reduction, size_average)
+
+
 # --------------------------------------------------------------------------------------------------- public API
 def fused_ssim(img1: torch.Tensor, img2: torch.Tensor, padding: str = "same", train: bool = True,
                window_size: int = 11, *, window_sigma: float = 1.5, reduction: str = "mean",
@@ -185,15 +198,8 @@ def ssim(X: torch.Tensor, Y: torch.Tensor, data_range: float = 255, size_average
     ``mean``, ``image``, ``channel`` (N, C) or ``none`` (the SSIM map, shape (N, C, H-K+1, W-K+1)).
     ``nonnegative_ssim`` applies relu to the per-channel values (not to the map).
     """
-    check_image_pair(X, Y, ("X", "Y"), ndims=range(2, 7))
-    X, Y = _squeeze_like_pytorch_msssim(X), _squeeze_like_pytorch_msssim(Y)
-    check_image_pair(X, Y, ("X", "Y"))
-    win_size = check_window_size(win.shape[-1] if isinstance(win, torch.Tensor) else win_size,
-                                 "win size" if win is not None else "win_size")
-    if win is None:
-        check_positive(win_sigma, "win_sigma")
-    c1, c2 = _check_constants(data_range, K)
-    reduction = _resolve_reduction(reduction, size_average)
+    X, Y, win_size, c1, c2, reduction = _pytorch_msssim_arguments(X, Y, data_range, size_average, win_size,
+                                                                  win_sigma, win, K, reduction)
     check_min_size(X, win_size, "X", f"the window is {win_size} wide")
     table, sym = _window_table(win, win_size, win_sigma, X)
     if reduction == "none":
@@ -218,15 +224,8 @@ def ms_ssim(X: torch.Tensor, Y: torch.Tensor, data_range: float = 255, size_aver
     ``reduction``: ``mean``, ``image`` or ``channel`` (a map is not defined for MS-SSIM). Every spatial side must
     exceed (win_size - 1) * 2**(levels - 1) (160 for the defaults), which pytorch-msssim asserts.
     """
-    check_image_pair(X, Y, ("X", "Y"), ndims=range(2, 7))
-    X, Y = _squeeze_like_pytorch_msssim(X), _squeeze_like_pytorch_msssim(Y)
-    check_image_pair(X, Y, ("X", "Y"))
-    win_size = check_window_size(win.shape[-1] if isinstance(win, torch.Tensor) else win_size,
-                                 "win size" if win is not None else "win_size")
-    if win is None:
-        check_positive(win_sigma, "win_sigma")
-    c1, c2 = _check_constants(data_range, K)
-    reduction = _resolve_reduction(reduction, size_average)
+    X, Y, win_size, c1, c2, reduction = _pytorch_msssim_arguments(X, Y, data_range, size_average, win_size,
+                                                                  win_sigma, win, K, reduction)
     if reduction == "none":
         raise ValueError("reduction='none' (a map) is not defined for MS-SSIM; use 'mean', 'image' or 'channel'")
     weight_list = _weight_list(MS_SSIM_WEIGHTS if weights is None else weights)

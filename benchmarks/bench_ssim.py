@@ -96,8 +96,6 @@ def measure(name, fn, shape, dtype, modes):
             row["infer_ms"] = median_ms(infer)
     except Exception as exc:  # a peer that cannot run a case is recorded, not fatal
         row["error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
-    del x, y, xg
-    torch.cuda.empty_cache()
     return row
 
 
@@ -123,6 +121,7 @@ def main() -> None:
                 continue
             rows.append({"kind": "ms_ssim", **measure(name, fn, shape, torch.float32, ("fwd_bwd", "infer"))})
             print(rows[-1], flush=True)
+            torch.cuda.empty_cache()
     path = write_json("ssim", {"meta": metadata(), "rows": rows}, os.environ.get("OUT"))
     print_table(rows)
     print("wrote", path)
@@ -138,9 +137,13 @@ def print_table(rows) -> None:
         ratio_t = f"{ref['fwd_bwd_ms'] / fb:.1f}" if fb and ref.get("fwd_bwd_ms") else "-"
         ratio_i = f"{ref['infer_ms'] / inf:.1f}" if inf and ref.get("infer_ms") else "-"
         shape = "x".join(map(str, r["shape"]))
-        fmt = (lambda v: f"{v:.3f}" if isinstance(v, float) else "-")
-        print(f"{r['kind']:8} {shape:22} {r['dtype']:9} {r['provider']:26} {fmt(fb):>10} {fmt(inf):>9} "
-              f"{fmt(r.get('peak_extra_mib')):>9} {ratio_t:>14} {ratio_i:>14}" + (f"  {r['error']}" if 'error' in r else ""))
+        error = f"  {r['error']}" if "error" in r else ""
+        print(f"{r['kind']:8} {shape:22} {r['dtype']:9} {r['provider']:26} {_fmt(fb):>10} {_fmt(inf):>9} "
+              f"{_fmt(r.get('peak_extra_mib')):>9} {ratio_t:>14} {ratio_i:>14}{error}")
+
+
+def _fmt(value) -> str:
+    return f"{value:.3f}" if isinstance(value, float) else "-"
 
 
 if __name__ == "__main__":

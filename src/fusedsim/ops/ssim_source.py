@@ -40,7 +40,8 @@ def _column_taps(k: int, shift: str, limit: str, strides: dict[str, str]) -> lis
     stride the offsets are compile-time constants that fold into the load instructions)."""
     lines = []
     for kw in range(k):
-        lines.append(f"cm{kw} = ((cols + ({shift} - {k // 2} + {kw})) >= 0) & ((cols + ({shift} - {k // 2} + {kw})) < {limit})")
+        col = f"(cols + ({shift} - {k // 2} + {kw}))"
+        lines.append(f"cm{kw} = ({col} >= 0) & ({col} < {limit})")
         for tag, stride in strides.items():
             lines.append(f"{tag}o{kw} = ({shift} - {k // 2} + {kw}) * {stride}")
     return lines

@@ -65,7 +65,8 @@ class FusedSSIM(torch.nn.Module):
     def __init__(self, padding: str = "same", window_size: int = 11, window_sigma: float = 1.5,
                  reduction: str = "mean") -> None:
         super().__init__()
-        self.padding, self.window_size, self.window_sigma, self.reduction = padding, window_size, window_sigma, reduction
+        self.padding, self.window_size, self.window_sigma = padding, window_size, window_sigma
+        self.reduction = reduction
 
     def forward(self, img1: torch.Tensor, img2: torch.Tensor) -> torch.Tensor:
         return fused_ssim(img1, img2, padding=self.padding, train=self.training, window_size=self.window_size,

@@ -97,6 +97,13 @@ def _inbounds_weight(pos, n):
 
 
 @triton.jit
+def _zeros9(BAND: tl.constexpr, BLOCK_W: tl.constexpr, DT: tl.constexpr):
+    return (tl.zeros([BAND, BLOCK_W], DT), tl.zeros([BAND, BLOCK_W], DT), tl.zeros([BAND, BLOCK_W], DT),
+            tl.zeros([BAND, BLOCK_W], DT), tl.zeros([BAND, BLOCK_W], DT), tl.zeros([BAND, BLOCK_W], DT),
+            tl.zeros([BAND, BLOCK_W], DT), tl.zeros([BAND, BLOCK_W], DT), tl.zeros([BAND, BLOCK_W], DT))
+
+
+@triton.jit
 def _integer_ssim_fwd_kernel(ref_ptr, dist_ptr, out_ptr, const_ptr, N, H, W, NBANDS,
                              s_rn, s_rh, s_rw, s_dn, s_dh, s_dw, s_on,
                              BAND: tl.constexpr, BLOCK_W: tl.constexpr, ROWS: tl.constexpr,
@@ -131,12 +138,14 @@ def _integer_ssim_fwd_kernel(ref_ptr, dist_ptr, out_ptr, const_ptr, N, H, W, NBA
     cm7 = cols + 3 < W
     cm8 = cols + 4 < W
 
-    z = tl.zeros([BAND, BLOCK_W], DT)
-    a0 = z; a1 = z; a2 = z; a3 = z; a4 = z; a5 = z; a6 = z; a7 = z; a8 = z  # noqa: E702
-    b0 = z; b1 = z; b2 = z; b3 = z; b4 = z; b5 = z; b6 = z; b7 = z; b8 = z  # noqa: E702
-    p0 = z; p1 = z; p2 = z; p3 = z; p4 = z; p5 = z; p6 = z; p7 = z; p8 = z  # noqa: E702
-    q0 = z; q1 = z; q2 = z; q3 = z; q4 = z; q5 = z; q6 = z; q7 = z; q8 = z  # noqa: E702
-    r0 = z; r1 = z; r2 = z; r3 = z; r4 = z; r5 = z; r6 = z; r7 = z; r8 = z  # noqa: E702
+    # The 9-row window of horizontal moments (a: s, b: d, p: s*s, q: s*d, r: d*d), oldest row first. Every slot
+    # starts as its own tensor: Triton finds loop-carried values by object identity, so slots sharing one initial
+    # tensor would not be carried through the loop (``a0 = a1`` would look like "unchanged").
+    a0, a1, a2, a3, a4, a5, a6, a7, a8 = _zeros9(BAND, BLOCK_W, DT)
+    b0, b1, b2, b3, b4, b5, b6, b7, b8 = _zeros9(BAND, BLOCK_W, DT)
+    p0, p1, p2, p3, p4, p5, p6, p7, p8 = _zeros9(BAND, BLOCK_W, DT)
+    q0, q1, q2, q3, q4, q5, q6, q7, q8 = _zeros9(BAND, BLOCK_W, DT)
+    r0, r1, r2, r3, r4, r5, r6, r7, r8 = _zeros9(BAND, BLOCK_W, DT)
     for i in range(0, ROWS + 8):
         r = y0 - 4 + i  # [BAND, 1]
         row_ok = band_ok & (r >= 0) & (r < H)

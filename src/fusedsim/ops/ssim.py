@@ -99,14 +99,15 @@ def ssim_sums_fwd(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float
     n, c = x.shape[:2]
     block_w, rows, warps = CONFIG["fwd_tile"] or _tile(wo)
     grid = (triton.cdiv(wo, block_w), triton.cdiv(ho, rows), n * c * do)
-    partial_s = torch.empty(grid[2] * grid[1] * grid[0], dtype=acc, device=x.device)
-    partial_cs = torch.empty_like(partial_s)
+    programs = grid[2] * grid[1] * grid[0]
+    partials = torch.empty((2, programs), dtype=acc, device=x.device)  # SSIM sums, cs sums: one reduction
+    partial_s, partial_cs = partials[0], partials[1]
     out_shape = (n, c, do, ho, wo) if three_d else (n, c, ho, wo)
     ssim_map = torch.empty(out_shape, dtype=acc, device=x.device) if write_map else partial_s
     LAST_LAUNCH["fwd"] = _kernel("fwd", taps, three_d, CONFIG["fwd_unroll"])[grid](
         x, y, win, partial_s, partial_cs, ssim_map, c, d, h, w, do, ho, wo, *sx, *sy, c1, c2,
         OFF=off, BW=block_w, RS=rows, ACC=_tl_dtype(x.dtype), WRITE_MAP=write_map, num_warps=warps)
-    sums = partial_s.view(n * c, -1).sum(1), partial_cs.view(n * c, -1).sum(1)
+    sums = partials.view(2, n * c, -1).sum(-1)
     return sums[0], sums[1], (ssim_map if write_map else None)
 
 

@@ -81,6 +81,7 @@ def bench_resident(cases, device, cpu_frames, quick):
         integer_ssim_terms_fwd(ref, dist, bd, out=buf)
         t_pool = median_ms(lambda: sequential_sum_fwd(buf), device)
         t_walk = median_ms(lambda: sequential_sum_fwd(buf, use_summary=False), device, rep_ms=200)
+        t_chunkwise = median_ms(lambda: sequential_sum_fwd(buf, vector_scan=False), device, rep_ms=200)
         # CPU path on a few of the same frames, and its values against the GPU's
         k = min(cpu_frames, n)
         rc, dc = ref[:k].cpu(), dist[:k].cpu()
@@ -95,7 +96,7 @@ def bench_resident(cases, device, cpu_frames, quick):
             "height": h, "width": w, "bit_depth": bd, "frames": n,
             "gpu_fps": n / (t_path / 1e3), "api_fps": n / (t_api / 1e3),
             "terms_ms_per_frame": t_terms / n, "pool_ms_per_frame": t_pool / n,
-            "pool_walk_only_ms_per_frame": t_walk / n,
+            "pool_walk_only_ms_per_frame": t_walk / n, "pool_chunkwise_scan_ms_per_frame": t_chunkwise / n,
             "cpu_fps": 1.0 / t_cpu_frame, "cpu_frames": k, "cpu_threads": torch.get_num_threads(),
             "speedup_vs_cpu": (n / (t_path / 1e3)) * t_cpu_frame,
             "cpu_equals_gpu": equal,
@@ -103,7 +104,8 @@ def bench_resident(cases, device, cpu_frames, quick):
         rows.append(row)
         print(f"{w}x{h} {bd}-bit x{n}: GPU {row['gpu_fps']:.0f} fps (API {row['api_fps']:.0f}), terms "
               f"{row['terms_ms_per_frame'] * 1e3:.1f} us/frame, pool {row['pool_ms_per_frame'] * 1e3:.1f} us/frame "
-              f"(walk-only {row['pool_walk_only_ms_per_frame'] * 1e3:.1f}), CPU {row['cpu_fps']:.2f} fps "
+              f"(walk-only {row['pool_walk_only_ms_per_frame'] * 1e3:.1f}, one-chunk scan "
+              f"{row['pool_chunkwise_scan_ms_per_frame'] * 1e3:.1f}), CPU {row['cpu_fps']:.2f} fps "
               f"({row['cpu_threads']} threads) -> x{row['speedup_vs_cpu']:.0f}; CPU == GPU: {equal}", flush=True)
         del ref, dist, buf
     return rows
@@ -125,11 +127,14 @@ def bench_variants(device, quick):
         print(f"terms BLOCK_W={bw} ROWS={rows} warps={warps}: {t / n * 1e3:.1f} us/frame", flush=True)
     integer_ssim_terms_fwd(ref, dist, bd, out=buf)
     want = sequential_sum_fwd(buf).tolist()
-    for chunk, block in [(8192, 1024), (4096, 512), (2048, 512), (4096, 256), (8192, 512), (2048, 256)]:
-        ok = sequential_sum_fwd(buf, chunk=chunk, block=block).tolist() == want
-        t = median_ms(lambda: sequential_sum_fwd(buf, chunk=chunk, block=block), device, rep_ms=200)
-        out["pool"].append({"chunk": chunk, "block": block, "us_per_frame": t / n * 1e3, "same_bits": ok})
-        print(f"pool chunk={chunk} block={block}: {t / n * 1e3:.1f} us/frame (same bits: {ok})", flush=True)
+    for chunk, block, vec in [(2048, 512, True), (4096, 512, True), (1024, 256, True), (2048, 256, True),
+                              (8192, 1024, True), (4096, 1024, True), (8192, 1024, False), (2048, 512, False)]:
+        ok = sequential_sum_fwd(buf, chunk=chunk, block=block, vector_scan=vec).tolist() == want
+        t = median_ms(lambda: sequential_sum_fwd(buf, chunk=chunk, block=block, vector_scan=vec), device, rep_ms=200)
+        out["pool"].append({"chunk": chunk, "block": block, "vector_scan": vec, "us_per_frame": t / n * 1e3,
+                            "same_bits": ok})
+        print(f"pool chunk={chunk} block={block} vector_scan={vec}: {t / n * 1e3:.1f} us/frame (same bits: {ok})",
+              flush=True)
     return out
 
 
@@ -215,17 +220,33 @@ def bench_end_to_end(device, n_frames, batch, tmpdir: Path):
     ref_vals = np.concatenate(vals)
     res["registry_sequential_fps"] = n_frames / t_cli
 
-    # 4. overlapped: one reader thread per clip -> pinned staging -> side-stream copy -> compute on the main stream
+    # 4. overlapped: one reader thread per clip -> (pinned) staging -> side-stream copy -> compute on the main stream
+    for pin in (True, False):
+        t0 = time.perf_counter()
+        got = overlapped(ref_p, dist_p, device, batch, pin=pin)
+        t_ovl = time.perf_counter() - t0
+        key = "overlapped_pinned" if pin else "overlapped_pageable"
+        res[f"{key}_fps"] = n_frames / t_ovl
+        res[f"{key}_equals_registry"] = bool(np.array_equal(got, ref_vals))
+
+    # 5. the two readers in parallel threads with no GPU work: the reading limit of this layout
+    def read_clip(path):
+        with open_video(path) as reader:
+            for _ in reader.batches(batch):
+                pass
+
     t0 = time.perf_counter()
-    got = overlapped(ref_p, dist_p, device, batch)
-    t_ovl = time.perf_counter() - t0
-    res["overlapped_fps"] = n_frames / t_ovl
-    res["overlapped_equals_registry"] = bool(np.array_equal(got, ref_vals))
+    ths = [threading.Thread(target=read_clip, args=(p,)) for p in (ref_p, dist_p)]
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join()
+    res["read_fps_two_threads_warm"] = n_frames / (time.perf_counter() - t0)
     print("end to end:", {k: (round(v, 1) if isinstance(v, float) else v) for k, v in res.items()}, flush=True)
     return res
 
 
-def overlapped(ref_path, dist_path, device, batch):
+def overlapped(ref_path, dist_path, device, batch, pin=True):
     """Read both clips in their own threads (file reads and the pinned copy release the GIL), copy the luma
     planes on a side stream, compute on the main stream while the next batches are read and copied."""
     from fusedsim.io.video import open_video
@@ -236,7 +257,7 @@ def overlapped(ref_path, dist_path, device, batch):
         with open_video(path) as reader:
             for b in reader.batches(batch):
                 y = torch.from_numpy(b.y)
-                q.put((y.pin_memory() if cuda else y, b.bit_depth))
+                q.put((y.pin_memory() if cuda and pin else y, b.bit_depth))
         q.put(None)
 
     queues = [queue.Queue(maxsize=3), queue.Queue(maxsize=3)]

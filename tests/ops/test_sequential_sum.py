@@ -2,7 +2,8 @@
 
 Inputs are chosen to break shortcuts: ties at every binade, sign changes and cancellation to zero, runs of zeros,
 powers of two over 60 binades, subnormals, huge values with overflow, NaN and infinities. Small chunk and block
-sizes put many chunk boundaries and block steps into each row; both the two-phase path and the walk-only path run.
+sizes put many chunk boundaries and block steps into each row (more chunks than one vector step of phase 2 holds);
+the two-phase path (vector and one-chunk-per-step scans) and the walk-only path run.
 """
 
 from __future__ import annotations
@@ -68,10 +69,11 @@ def test_twin_is_the_python_loop(name, row):
 
 
 @pytest.mark.parametrize("name, row", CASES, ids=[c[0] for c in CASES])
-@pytest.mark.parametrize("use_summary", [True, False], ids=["two-phase", "walk"])
-def test_kernel_equals_python_loop(name, row, use_summary, kernel_device):
+@pytest.mark.parametrize("mode", ["vector", "chunkwise", "walk"])
+def test_kernel_equals_python_loop(name, row, mode, kernel_device):
     x = torch.from_numpy(np.stack([row, row[::-1].copy()])).to(kernel_device)
-    got = sequential_sum_fwd(x, use_summary=use_summary, chunk=256, block=64).cpu().tolist()
+    got = sequential_sum_fwd(x, use_summary=mode != "walk", vector_scan=mode == "vector", chunk=128,
+                             block=64).cpu().tolist()
     want = [_python_sum(row), _python_sum(row[::-1])]
     assert all(_same(g, w) for g, w in zip(got, want)), (got, want)
 
@@ -82,6 +84,7 @@ def test_default_sizes_and_strided_rows(kernel_device):
     x = torch.from_numpy(rows).to(kernel_device)
     want = [_python_sum(r) for r in rows[:, ::1]]
     assert sequential_sum_fwd(x).cpu().tolist() == want
+    assert sequential_sum_fwd(x, vector_scan=False).cpu().tolist() == want
     # every other row of a taller matrix (row stride 2 * L)
     tall = torch.from_numpy(np.repeat(rows, 2, axis=0)).to(kernel_device)[::2]
     assert sequential_sum_fwd(tall).cpu().tolist() == want

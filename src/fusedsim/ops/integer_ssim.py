@@ -190,14 +190,15 @@ def _kernel_input(x: torch.Tensor) -> tuple[torch.Tensor, bool]:
 def _block_sizes(n: int, height: int, width: int) -> tuple[int, int, int, int]:
     """(BAND, BLOCK_W, ROWS, num_warps).
 
-    On a GPU one band of 32 rows by 128 columns per program. The interpreter runs one numpy operation per block
+    On a GPU one band of 64 rows by 128 columns per program (H200: 37 us per 1080p frame against 39 for 32 rows;
+    64x64 and 32x64 tie, 256-wide blocks are slower; ``benchmarks/NOTES.md``). The interpreter runs one numpy operation per block
     operation, so there a program covers many short bands of every frame at once (few, large operations).
     """
     if triton_interpreting():
         rows = min(16, height)
         bands = n * triton.cdiv(height, rows)
         return min(256, triton.next_power_of_2(bands)), min(2048, triton.next_power_of_2(max(width, 16))), rows, 4
-    return 1, 128, 32, 4
+    return 1, 128, 64, 4
 
 
 def integer_ssim_terms_fwd(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, out: torch.Tensor | None = None,
@@ -248,6 +249,12 @@ def integer_ssim_fwd(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, *,
     for s in range(0, n, group):
         e = min(n, s + group)
         terms = integer_ssim_terms_fwd(ref[s:e], dist[s:e], bit_depth, out=buf[: e - s])
-        out[s:e] = sequential_sum_fwd(terms) / weight_sum
-    return out
+        out[s:e] = sequential_sum_fwd(terms)
+    return pooled_ratio(out, weight_sum)
+
+
+def pooled_ratio(sums: torch.Tensor, weight_sum: float) -> torch.Tensor:
+    """``sums / weight_sum`` as IEEE double divisions. (PyTorch's CUDA division by a Python scalar multiplies by
+    the reciprocal, which can be one unit in the last place off; a tensor divisor divides.)"""
+    return sums / torch.full_like(sums, weight_sum)
 

@@ -19,8 +19,10 @@ parallel; whether every step really stays in the binade is itself checkable exac
 * Phase 1 (:func:`_seqsum_summary_kernel`, parallel over chunks of every row) guesses each chunk's binade from a
   plain (approximate) prefix of chunk sums and records, for that binade, the chunk's integer total and the
   range of start values for which it is valid.
-* Phase 2 (:func:`_seqsum_scan_kernel`, one program per row) walks the chunks in order: a chunk whose summary is
-  valid for the exact running sum is one integer addition; any other chunk is re-run with :func:`_advance`.
+* Phase 2 (:func:`_seqsum_scan_vec_kernel`, one program per row) walks the chunks in order: from the exact
+  running sum it checks the next ``_CB`` chunk summaries at once (their starts are an integer prefix sum), takes
+  the leading run of valid chunks in one addition, and re-runs the first invalid chunk with :func:`_advance`.
+  (:func:`_seqsum_scan_kernel` is the one-summary-per-step form, and without summaries the walk-only form.)
   Every shortcut is checked exactly, so the guesses only decide speed, never the result.
 
 The result equals :func:`fusedsim.reference.sequential_sum_ref.sequential_sum_ref` bit for bit (tests compare with
@@ -197,22 +199,89 @@ def _seqsum_scan_kernel(x_ptr, stride_x, n, out_ptr, total_ptr, lo_ptr, hi_ptr, 
     tl.store(out_ptr + f, s + 0.0)
 
 
-def _launch_params(length: int) -> tuple[int, int]:
-    """(chunk, block) sizes: chunks of a few thousand terms keep phase 2's walk short and phase 1 parallel.
+@triton.jit
+def _seqsum_scan_vec_kernel(x_ptr, stride_x, n, out_ptr, total_ptr, lo_ptr, hi_ptr, code_ptr, CH, NCHUNK,
+                            B: tl.constexpr, CB: tl.constexpr):
+    """Phase 2, ``CB`` chunk summaries at a time: one program per row.
 
-    Under the interpreter (one numpy call per block operation) larger blocks cost the same per call.
+    From the exact running sum ``s`` (binade ``u``), the start of every following chunk in units of ``u`` is
+    ``|s| / u`` plus an integer prefix of the chunks' totals, so all of their validity checks run at once; the
+    leading run of valid chunks is taken in one addition, the first invalid chunk is walked exactly, and the scan
+    resumes after it. Steps: about (chunks that cross a binade or were guessed wrong) + NCHUNK / CB.
     """
-    block = 4096 if triton_interpreting() else 1024
-    chunk = 8 * block if length >= 8 * 8 * block else block
-    return chunk, block
+    f = tl.program_id(0).to(tl.int64)
+    row_ptr = x_ptr + f * stride_x
+    lane = tl.arange(0, CB)
+    s = tl.full([], 0.0, tl.float64)
+    c = tl.full([], 0, tl.int32)
+    while c < NCHUNK:
+        idx = c + lane
+        m = idx < NCHUNK
+        base = f * NCHUNK + idx
+        code = tl.load(code_ptr + base, mask=m, other=0)
+        lo = tl.load(lo_ptr + base, mask=m, other=0)
+        hi = tl.load(hi_ptr + base, mask=m, other=0)
+        total = tl.load(total_ptr + base, mask=m, other=0)
+        eb = _biased_exponent(s)
+        fast = (eb >= 54) & (eb <= 2046)
+        ebc = tl.where(fast, eb, 1023)
+        s_code = tl.where(fast, tl.where(s < 0, -eb, eb), 0)
+        sg = tl.where(s < 0, -1.0, 1.0).to(tl.float64)
+        u = _pow2(ebc - 52)
+        inv_u = _pow2(2098 - ebc)
+        s0 = (s * sg * inv_u).to(tl.int64)
+        incl = tl.cumsum(total, 0)
+        start_units = s0 + incl - total  # exact start of each chunk if all before it are taken
+        ok = (code != 0) & (code == s_code) & (lo >= 4503599627370496 - start_units) & \
+            (hi <= 9007199254740991 - start_units)
+        nval = tl.minimum(NCHUNK - c, CB)
+        k = tl.min(tl.where(m & (~ok), lane, CB), 0)  # chunks taken now
+        k = tl.minimum(k, nval)
+        taken = tl.sum(tl.where(lane < k, total, 0), 0)
+        s = tl.where(k > 0, sg * (s0 + taken).to(tl.float64) * u, s)
+        c = c + k
+        if k < nval:  # chunk c cannot be taken from this sum: walk it term by term (exactly)
+            start = c * CH
+            end = tl.minimum(start + CH, n)
+            s = _walk(row_ptr, start, end, s, B)
+            c = c + 1
+    tl.store(out_ptr + f, s + 0.0)
 
 
-def sequential_sum_fwd(x: torch.Tensor, *, use_summary: bool = True, chunk: int | None = None,
-                       block: int | None = None) -> torch.Tensor:
+def _launch_params(length: int) -> tuple[int, int]:
+    """(chunk, block) sizes: short chunks make the exact walks of binade-crossing chunks short, and phase 2
+    checks ``_CB`` chunk summaries per step. Under the interpreter (one numpy call per block operation) larger
+    blocks cost the same per call.
+    """
+    if triton_interpreting():
+        block = 4096
+        return (8 * block if length >= 64 * block else block), block
+    block = 512
+    return (4 * block if length >= 64 * block else block), block
+
+
+_CB = 256  # chunk summaries per phase-2 step
+
+
+def _chunk_sums(x: torch.Tensor, ch: int, nchunk: int) -> torch.Tensor:
+    """Plain (any-order) float64 sums of the chunks of every row: only a guide for phase 1's binade guesses."""
+    n_rows, length = x.shape
+    full = length // ch
+    parts = []
+    if full:
+        parts.append(x[:, : full * ch].reshape(n_rows, full, ch).sum(dim=2))  # a view: no copy of x
+    if full < nchunk:
+        parts.append(x[:, full * ch :].sum(dim=1, keepdim=True))
+    return torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]
+
+
+def sequential_sum_fwd(x: torch.Tensor, *, use_summary: bool = True, vector_scan: bool = True,
+                       chunk: int | None = None, block: int | None = None) -> torch.Tensor:
     """Left-to-right double sum of each row of ``x`` ``(N, L)`` float64 (CUDA, or CPU under the interpreter).
 
     Bit-identical to ``s = 0.0; for v in row: s += v``. ``use_summary=False`` runs phase 2 alone (every chunk by
-    exact block steps), which is slower but needs no phase 1; both give the same bits.
+    exact block steps, no phase 1); ``vector_scan=False`` checks one chunk summary per step instead of ``_CB``.
+    All variants give the same bits; they differ in speed.
     """
     if x.dim() != 2:
         raise ValueError(f"x must be (N, L); got shape {tuple(x.shape)}")
@@ -233,21 +302,24 @@ def sequential_sum_fwd(x: torch.Tensor, *, use_summary: bool = True, chunk: int 
         raise ValueError(f"chunk ({ch}) must be a multiple of block ({blk})")
     nchunk = triton.cdiv(length, ch)
     i64 = dict(dtype=torch.int64, device=x.device)
-    if use_summary and nchunk > 1:
-        pad = nchunk * ch - length
-        xp = torch.nn.functional.pad(x, (0, pad)) if pad else x
-        chunk_sums = xp.reshape(n_rows, nchunk, ch).sum(dim=2)
-        approx = (torch.cumsum(chunk_sums, dim=1) - chunk_sums).contiguous()
-        total = torch.empty(n_rows, nchunk, **i64)
-        lo = torch.empty(n_rows, nchunk, **i64)
-        hi = torch.empty(n_rows, nchunk, **i64)
-        code = torch.empty(n_rows, nchunk, **i64)
-        _seqsum_summary_kernel[(nchunk, n_rows)](x, x.stride(0), length, approx, total, lo, hi, code, ch, nchunk,
-                                                 B=blk, num_warps=4, enable_fp_fusion=False)
-        use = True
+    opts = dict(num_warps=4, enable_fp_fusion=False)
+    if not use_summary or nchunk == 1:
+        dummy = torch.empty(1, **i64)
+        _seqsum_scan_kernel[(n_rows,)](x, x.stride(0), length, out, dummy, dummy, dummy, dummy, ch, nchunk,
+                                       USE_SUMMARY=False, B=blk, **opts)
+        return out
+    chunk_sums = _chunk_sums(x, ch, nchunk)
+    approx = (torch.cumsum(chunk_sums, dim=1) - chunk_sums).contiguous()
+    total = torch.empty(n_rows, nchunk, **i64)
+    lo = torch.empty(n_rows, nchunk, **i64)
+    hi = torch.empty(n_rows, nchunk, **i64)
+    code = torch.empty(n_rows, nchunk, **i64)
+    _seqsum_summary_kernel[(nchunk, n_rows)](x, x.stride(0), length, approx, total, lo, hi, code, ch, nchunk,
+                                             B=blk, **opts)
+    if vector_scan:
+        _seqsum_scan_vec_kernel[(n_rows,)](x, x.stride(0), length, out, total, lo, hi, code, ch, nchunk,
+                                           B=blk, CB=_CB, **opts)
     else:
-        total = lo = hi = code = torch.empty(1, **i64)
-        use = False
-    _seqsum_scan_kernel[(n_rows,)](x, x.stride(0), length, out, total, lo, hi, code, ch, nchunk, USE_SUMMARY=use,
-                                   B=blk, num_warps=4, enable_fp_fusion=False)
+        _seqsum_scan_kernel[(n_rows,)](x, x.stride(0), length, out, total, lo, hi, code, ch, nchunk,
+                                       USE_SUMMARY=True, B=blk, **opts)
     return out

@@ -166,8 +166,9 @@ def _iqa_ssim(ref: torch.Tensor, cmp: torch.Tensor) -> dict[str, torch.Tensor]:
     n = ref.shape[0]
     count = float(prod.shape[-1] * prod.shape[-2])
     flat = torch.cat([t.reshape(n, 1, -1) for t in (prod, lum, con, struct)], dim=1).reshape(n * 4, -1)
-    sums = _sequential_sum(flat).reshape(n, 4)
-    means = (sums / count).to(torch.float32).to(torch.float64)
+    sums = _sequential_sum(flat).reshape(n, 4).cpu().numpy()
+    # (float)(sum / (double)(w*h)): a true double division (numpy; PyTorch on CUDA would use the reciprocal)
+    means = torch.from_numpy((sums / count).astype(np.float32).astype(np.float64))
     return {"ssim": means[:, 0], "l": means[:, 1], "c": means[:, 2], "s": means[:, 3]}
 
 

@@ -125,4 +125,5 @@ def integer_ssim_ref(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int) -> t
     for i in range(n):
         terms = integer_ssim_terms_ref(ref[i : i + 1], dist[i : i + 1], bit_depth)
         out[i] = sequential_sum_ref(terms.reshape(1, h * w))[0].cpu()
-    return (out / float(integer_ssim_weight_sum(h, w))).to(ref.device)
+    # a tensor divisor: true IEEE division on every device (never a multiplication by the reciprocal)
+    return (out / torch.full_like(out, float(integer_ssim_weight_sum(h, w)))).to(ref.device)

@@ -103,11 +103,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="first shape only, fp32 only")
     parser.add_argument("--skip", default="", help="comma-separated providers to skip")
+    parser.add_argument("--fp32-only", action="store_true", help="skip the bfloat16 rows")
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     rows = []
     shapes = SHAPES[:1] if args.quick else SHAPES
-    dtypes = [torch.float32] if args.quick else [torch.float32, torch.bfloat16]
+    dtypes = [torch.float32] if args.quick or args.fp32_only else [torch.float32, torch.bfloat16]
     for dtype in dtypes:
         for shape in shapes:
             for name, fn in providers("ssim").items():

@@ -15,7 +15,8 @@ parallel; whether every step really stays in the binade is itself checkable exac
 * :func:`_advance` takes a block of terms from the current exact sum: it quantises, scans, finds the first term
   that leaves the binade (or is a tie, NaN, Inf, or the sum is 0 / tiny), takes every term before it in one step,
   and that term with one ordinary double addition. The number of such events is about the number of binades the
-  sum crosses (~30 for a video frame) plus ties, which are rare.
+  sum crosses (~30 for a video frame) plus ties, which are rare. A NaN or infinite sum, and runs of zeros from a
+  zero sum, are taken a whole block at a time.
 * Phase 1 (:func:`_seqsum_summary_kernel`, parallel over chunks of every row) guesses each chunk's binade from a
   plain (approximate) prefix of chunk sums and records, for that binade, the chunk's integer total and the
   range of start values for which it is valid.

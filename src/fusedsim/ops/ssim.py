@@ -211,7 +211,7 @@ def _(x, y, win, c1, c2, valid, symmetric, g_s, g_cs, g_map, need_dx, need_dy):
 def ssim_sums(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2: float,
               valid: bool, symmetric: bool) -> tuple[torch.Tensor, torch.Tensor]:
     s, cs, _ = ssim_sums_fwd(x, y, win, c1, c2, valid)
-    return s, cs
+    return s, cs.clone()  # the two sums are rows of one buffer; custom-op outputs may not alias
 
 
 @ssim_sums.register_fake

@@ -14,7 +14,8 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -318,8 +319,10 @@ def compute(ref_reader, dist_reader, features: Sequence[str], extract: Callable,
 
     columns: dict[str, list[np.ndarray]] = {}
     done = 0
-    ref_batches = ref_reader.batches(bf, limit=frames)
-    dist_batches = dist_reader.batches(bf, limit=frames)
+    # each clip is read one batch ahead on its own thread while the current batch is scored: end to end the
+    # command is bound by reading the files (benchmarks/README.md), so overlapping the reads is what pays
+    ref_batches = _read_ahead(ref_reader.batches(bf, limit=frames))
+    dist_batches = _read_ahead(dist_reader.batches(bf, limit=frames))
     while True:
         # (not zip_longest: its reused result tuple would keep the previous batch alive during the next read)
         ref_batch = next(ref_batches, None)
@@ -354,6 +357,20 @@ def compute(ref_reader, dist_reader, features: Sequence[str], extract: Callable,
     if frames is not None and done < frames:
         raise ValueError(f"--frames {frames}: both clips ended after {done} frames")
     return {name: np.concatenate(parts) for name, parts in columns.items()}
+
+
+def _read_ahead(batches: Iterator) -> Iterator:
+    """Yield the items of ``batches`` while a background thread already reads the next one (at most two batches
+    of a clip are alive at a time)."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(next, batches, None)
+        while True:
+            item = pending.result()
+            if item is None:
+                return
+            pending = pool.submit(next, batches, None)
+            yield item
+            del item
 
 
 def _check_extract_output(feature: str, out, n: int) -> None:

@@ -56,6 +56,7 @@ def use_backend(name: str) -> Iterator[None]:
         _forced.reset(token)
 
 
+@_constant_under_compile
 @functools.lru_cache(maxsize=1)
 def triton_available() -> bool:
     try:

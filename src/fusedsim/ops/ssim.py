@@ -25,6 +25,8 @@ from fusedsim.ops.ssim_source import render_forward, render_grad_conv, render_gr
 
 _RENDERERS = {"fwd": render_forward, "grad_maps": render_grad_maps, "grad_conv": render_grad_conv}
 
+# Kernels are launched with FMA contraction on (Triton's default up to 3.9, announced to change): it is part of
+# the measured speed, and the tolerances against the twin already allow for it.
 # Launch configuration: tiles are (columns per program, rows per program, warps) or None for the defaults.
 # benchmarks/tune_ssim.py sweeps them.
 CONFIG: dict = {"fwd_tile": None, "bwd_tile": None, "fwd_unroll": True, "bwd_unroll": False}
@@ -106,7 +108,8 @@ def ssim_sums_fwd(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float
     ssim_map = torch.empty(out_shape, dtype=acc, device=x.device) if write_map else partial_s
     LAST_LAUNCH["fwd"] = _kernel("fwd", taps, three_d, CONFIG["fwd_unroll"])[grid](
         x, y, win, partial_s, partial_cs, ssim_map, c, d, h, w, do, ho, wo, *sx, *sy, c1, c2,
-        OFF=off, BW=block_w, RS=rows, ACC=_tl_dtype(x.dtype), WRITE_MAP=write_map, num_warps=warps)
+        OFF=off, BW=block_w, RS=rows, ACC=_tl_dtype(x.dtype), WRITE_MAP=write_map, num_warps=warps,
+        enable_fp_fusion=True)
     sums = partials.view(2, n * c, -1).sum(-1)
     return sums[0], sums[1], (ssim_map if write_map else None)
 
@@ -145,7 +148,7 @@ def ssim_bwd(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2:
         x, y, win, gs, gcs, gmap, maps, ncd, c, d, h, w, do, ho, wo, *sx, *sy, c1, c2,
         OFF=off, BW=block_w, RS=rows, ACC=_tl_dtype(x.dtype), HAS_GS=g_s is not None or g_map is not None,
         HAS_GCS=g_cs is not None, HAS_GMAP=g_map is not None, AX_SLOT=ax_slot, AY_SLOT=ay_slot,
-        num_warps=warps)
+        num_warps=warps, enable_fp_fusion=True)
     dx = torch.empty(x.shape, dtype=x.dtype, device=x.device) if need_dx else None
     dy = torch.empty(y.shape, dtype=y.dtype, device=y.device) if need_dy else None
     block_w, rows, warps = _tile(w)
@@ -154,7 +157,7 @@ def ssim_bwd(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2:
         x, y, maps, _adjoint_window(win, symmetric), dx if dx is not None else maps, dy if dy is not None else maps,
         ncd, c, d, h, w, do, ho, wo, *sx, *sy,
         OFF=off, BW=block_w, RS=rows, ACC=_tl_dtype(x.dtype), AX_SLOT=ax_slot, AY_SLOT=ay_slot,
-        num_warps=warps)
+        num_warps=warps, enable_fp_fusion=True)
     return dx, dy
 
 
@@ -182,7 +185,8 @@ def _ssim_bwd_fused_2d(x, y, win, c1, c2, g_s, g_cs, g_map, need_dx, need_dy, of
         dx if dx is not None else dummy, dy if dy is not None else dummy, scratch,
         c, h, w, ho, wo, sx[0], sx[1], sx[3], sx[4], sy[0], sy[1], sy[3], sy[4], c1, c2,
         OFF=off, BW=block_w, RS=rows, ACC=_tl_dtype(x.dtype), HAS_GS=g_s is not None or g_map is not None,
-        HAS_GCS=g_cs is not None, HAS_GMAP=g_map is not None, SYMMETRIC=symmetric, num_warps=warps)
+        HAS_GCS=g_cs is not None, HAS_GMAP=g_map is not None, SYMMETRIC=symmetric, num_warps=warps,
+        enable_fp_fusion=True)
     return dx, dy
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import functools
 import os
 from collections.abc import Iterator
 
@@ -56,15 +55,21 @@ def use_backend(name: str) -> Iterator[None]:
         _forced.reset(token)
 
 
-@_constant_under_compile
-@functools.lru_cache(maxsize=1)
+_triton_importable: bool | None = None
+
+
 def triton_available() -> bool:
-    try:
-        import triton  # noqa: F401
-        import triton.language  # noqa: F401
-    except Exception:  # pragma: no cover - depends on the install
-        return False
-    return True
+    """Whether Triton imports (checked once; a plain global rather than lru_cache, which torch.compile traces)."""
+    global _triton_importable
+    if _triton_importable is None:
+        try:
+            import triton  # noqa: F401
+            import triton.language  # noqa: F401
+
+            _triton_importable = True
+        except Exception:  # pragma: no cover - depends on the install
+            _triton_importable = False
+    return _triton_importable
 
 
 @_constant_under_compile

@@ -47,6 +47,19 @@ def _column_taps(k: int, shift: str, limit: str, strides: dict[str, str]) -> lis
     return lines
 
 
+def _accumulate_tap(target: str, kw: int) -> list[str]:
+    """Add tap ``kw``'s weighted x, y, x², y², xy (from ``xv``, ``yv``) into ``{target}_*``."""
+    return [
+        f"wx = w{kw} * xv",
+        f"wy = w{kw} * yv",
+        f"{target}_x += wx",
+        f"{target}_y += wy",
+        f"{target}_xx += wx * xv",
+        f"{target}_yy += wy * yv",
+        f"{target}_xy += wx * yv",
+    ]
+
+
 def _stat_taps(k: int, three_d: bool) -> list[str]:
     """Horizontal (and depth) filtering of x, y, x², y², xy for the current input row into h_*."""
     lines = [f"h_{q} = tl.zeros([BW], ACC)" for q in STAT_NAMES]
@@ -67,14 +80,7 @@ def _stat_taps(k: int, three_d: bool) -> list[str]:
                 f"m = cm{kw} & {row_mask}",
                 f"xv = tl.load(xd + xo{kw}, mask=m, other=0.0).to(ACC)",
                 f"yv = tl.load(yd + yo{kw}, mask=m, other=0.0).to(ACC)",
-                f"wx = w{kw} * xv",
-                f"wy = w{kw} * yv",
-                f"{target}_x += wx",
-                f"{target}_y += wy",
-                f"{target}_xx += wx * xv",
-                f"{target}_yy += wy * yv",
-                f"{target}_xy += wx * yv",
-            ]
+            ] + _accumulate_tap(target, kw)
         if three_d:
             lines += [f"h_{q} += w{kd} * i_{q}" for q in STAT_NAMES]
     return lines
@@ -106,14 +112,7 @@ def _row_filter_2d(k: int, prefix: str) -> list[str]:
         lines += [
             f"xv = {prefix}x{kw}.to(ACC)",
             f"yv = {prefix}y{kw}.to(ACC)",
-            f"wx = w{kw} * xv",
-            f"wy = w{kw} * yv",
-            "h_x += wx",
-            "h_y += wy",
-            "h_xx += wx * xv",
-            "h_yy += wy * yv",
-            "h_xy += wx * yv",
-        ]
+        ] + _accumulate_tap("h", kw)
     return lines
 
 

@@ -31,9 +31,13 @@ def _check_name(name: str, source: str) -> str:
 
 
 def _constant_under_compile(fn):
-    """``torch.compile`` evaluates ``fn`` once while tracing (the backend is fixed per compiled graph)."""
-    marker = getattr(torch.compiler, "assume_constant_result", None)
-    return marker(fn) if marker is not None else fn
+    """``torch.compile`` evaluates ``fn`` once while tracing (the backend is fixed per compiled graph).
+
+    This is what ``torch.compiler.assume_constant_result`` does (it sets the marker attribute), without calling
+    it: that function lives in ``torch._dynamo``, whose import costs about a second that eager users and the CLI
+    should not pay."""
+    fn._dynamo_marked_constant = True
+    return fn
 
 
 @_constant_under_compile

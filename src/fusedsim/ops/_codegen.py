@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import linecache
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 
 def indent(lines: list[str], levels: int = 1) -> list[str]:
@@ -23,8 +23,9 @@ def _counter() -> list[int]:
     return [0]
 
 
-def jit_from_source(name: str, source: str) -> Callable:
-    """Execute ``source`` (which defines a function ``name``) and return it wrapped by ``triton.jit``."""
+def jit_from_source(name: str, source: str, do_not_specialize: Sequence[str] = ()) -> Callable:
+    """Execute ``source`` (which defines a function ``name``) and return it wrapped by ``triton.jit``.
+    ``do_not_specialize`` names integer arguments whose values change between launches of one plan."""
     import triton
     import triton.language as tl
 
@@ -34,4 +35,4 @@ def jit_from_source(name: str, source: str) -> Callable:
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
     namespace: dict = {"tl": tl, "triton": triton, "__name__": f"fusedsim.ops.generated.{name}"}
     exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - source is rendered by this package
-    return triton.jit(namespace[name])
+    return triton.jit(namespace[name], do_not_specialize=list(do_not_specialize))

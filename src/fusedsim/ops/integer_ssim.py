@@ -258,3 +258,4 @@ def pooled_ratio(sums: torch.Tensor, weight_sum: float) -> torch.Tensor:
     the reciprocal, which can be one unit in the last place off; a tensor divisor divides.)"""
     return sums / torch.full_like(sums, weight_sum)
 
+

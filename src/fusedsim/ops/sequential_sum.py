@@ -324,3 +324,4 @@ def sequential_sum_fwd(x: torch.Tensor, *, use_summary: bool = True, vector_scan
         _seqsum_scan_kernel[(n_rows,)](x, x.stride(0), length, out, total, lo, hi, code, ch, nchunk,
                                        USE_SUMMARY=True, B=blk, **opts)
     return out
+

@@ -1,16 +1,17 @@
-"""Fused SSIM kernels (Triton): forward partial sums / map, and the backward for both inputs.
+"""Fused SSIM kernels (Triton) and their plans for the ops ``ssim_reduce`` (SSIM, its reductions, the fused L1+SSIM loss, the map) and
+``ms_ssim_stats`` (2-D MS-SSIM: every level's per-plane SSIM and cs means in one autograd node).
 
-Entry points: ``ssim_sums_op`` / ``ssim_map_op``. In eager mode they run ``SSIMSumsFunction`` /
-``SSIMMapFunction`` (plain autograd.Functions); under ``torch.compile`` the same kernels are PyTorch custom
-ops (``torch.ops.fusedsim.*``), one opaque node each, with autograd through ``register_autograd``:
+    ssim_reduce(x, y, win, c1, c2, valid, symmetric, reduce, ssim_weight) -> out
 
-- ``ssim_sums(x, y, win, c1, c2, valid) -> (ssim_sum, cs_sum)``: per-plane sums of the SSIM and cs maps, shape
-  (N*C,), in the accumulation dtype (float32, or float64 for float64 inputs).
-- ``ssim_map(x, y, win, c1, c2, valid) -> map``: the SSIM map in the accumulation dtype.
+x, y: (N, C, H, W) or (N, C, D, H, W), any strides, float16/bfloat16/float32/float64; win: (C, K) window per
+channel in the accumulation dtype (float32, float64 for float64 inputs). ``valid=False`` is zero padding with the
+full-size map. ``reduce``: 1 mean (0-d), 2 per image (N,), 3 per plane (N, C), 0 per-plane SSIM and cs means
+(2, N, C), -1 the SSIM map. ``ssim_weight`` >= 0 turns each plane's value into the loss
+(1 - w)·mean|x - y| + w·(1 - mean SSIM) (2-D: L1 fused into the same pass; 3-D: PyTorch adds it).
 
-x, y: (N, C, H, W) or (N, C, D, H, W), any strides, float16/bfloat16/float32/float64. win: (C, K) window per
-channel (K odd), in the accumulation dtype. ``valid=False`` is zero padding with the full-size map.
-The backward recomputes the statistics instead of saving them: forward memory is O(1) beyond the inputs.
+One launch forward (the last program reduces the partial sums in a fixed order: deterministic), one launch
+backward for 2-D (two for 3-D). The backward recomputes the statistics instead of saving them, reads the upstream
+gradient from the device (no host synchronisation anywhere), and writes only the input gradients.
 """
 
 from __future__ import annotations
@@ -21,39 +22,38 @@ import torch
 import triton
 
 from fusedsim.ops._codegen import jit_from_source
-from fusedsim.ops.ssim_source import render_forward, render_grad_conv, render_grad_fused_2d, render_grad_maps
+from fusedsim.ops._launch import Launcher
+from fusedsim.ops.ssim_source import (
+    REDUCE_CHANNEL,
+    REDUCE_IMAGE,
+    REDUCE_MEAN,
+    REDUCE_NONE,
+    REDUCE_STATS,
+    render_forward,
+    render_grad_conv,
+    render_grad_fused_2d,
+    render_grad_maps,
+)
+from fusedsim.reference.ssim_ref import compute_dtype
 
-_RENDERERS = {"fwd": render_forward, "grad_maps": render_grad_maps, "grad_conv": render_grad_conv}
-
-# Kernels are launched with FMA contraction on (Triton's default up to 3.9, announced to change): it is part of
-# the measured speed, and the tolerances against the twin already allow for it.
-# Launch configuration: tiles are (columns per program, rows per program, warps) or None for the defaults.
-# benchmarks/tune_ssim.py sweeps them.
-CONFIG: dict = {"fwd_tile": None, "bwd_tile": None, "fwd_unroll": True, "bwd_unroll": False}
-LAST_LAUNCH: dict = {}  # kind -> compiled kernel of the latest launch (register/spill reports for tuning)
+# Ints that vary between calls of one plan (upstream-gradient offsets and strides) are not specialised on.
+_VARYING = ["g_off_s", "g_off_cs", "gsn", "gsc"]
+_RBLOCK = 256  # partial sums read per step by the reducing program
 
 
 @functools.lru_cache(maxsize=None)
 def _kernel(kind: str, taps: int, three_d: bool, unroll: bool = True):
     name = f"_ssim_{kind}_{'3d' if three_d else '2d'}_k{taps}{'' if unroll else '_nu'}_kernel"
-    if kind == "fwd":
-        return jit_from_source(name, render_forward(taps, three_d, name, unroll=unroll))
-    return jit_from_source(name, _RENDERERS[kind](taps, three_d, name))
+    renderers = {"fwd": lambda: render_forward(taps, three_d, name, unroll=unroll),
+                 "grad_maps": lambda: render_grad_maps(taps, three_d, name),
+                 "grad_conv": lambda: render_grad_conv(taps, three_d, name)}
+    return jit_from_source(name, renderers[kind](), do_not_specialize=_VARYING if kind == "grad_maps" else ())
 
 
 @functools.lru_cache(maxsize=None)
 def _fused_backward_kernel(taps: int, maps: tuple[str, ...], unroll: bool):
     name = f"_ssim_grad_fused_2d_k{taps}_{'_'.join(maps)}{'_u' if unroll else ''}_kernel"
-    return jit_from_source(name, render_grad_fused_2d(taps, maps, name, unroll=unroll))
-
-
-def _adjoint_window(win: torch.Tensor, symmetric: bool) -> torch.Tensor:
-    """The reversed window, used by the backward (the adjoint of a correlation); a symmetric one is itself."""
-    return win if symmetric else win.flip(-1).contiguous()
-
-
-def _acc_dtype(dtype: torch.dtype) -> torch.dtype:
-    return torch.float64 if dtype == torch.float64 else torch.float32
+    return jit_from_source(name, render_grad_fused_2d(taps, maps, name, unroll=unroll), do_not_specialize=_VARYING)
 
 
 def _tl_dtype(dtype: torch.dtype):
@@ -62,262 +62,319 @@ def _tl_dtype(dtype: torch.dtype):
     return tl.float64 if dtype == torch.float64 else tl.float32
 
 
+def _split(value: float) -> tuple[float, float]:
+    """A float64 constant as an fp32 (hi, lo) pair: Triton passes Python floats as fp32."""
+    import numpy as np
+
+    hi = float(np.float32(value))
+    return hi, float(np.float32(value - hi))
+
+
 def _tile(width: int) -> tuple[int, int, int]:
     """(columns per program, output rows per program, warps): one column per thread."""
     block_w = min(128, max(16, triton.next_power_of_2(width)))
     return block_w, 128, max(1, block_w // 32)
 
 
-def _geometry(x: torch.Tensor, taps: int, valid: bool):
-    """Spatial sizes as (D, H, W), output sizes (DO, HO, WO), 5-D strides and the centre offset."""
-    three_d = x.dim() == 5
-    if three_d:
-        d, h, w = x.shape[2:]
-        strides = x.stride()
-    else:
-        d, (h, w) = 1, x.shape[2:]
-        sn, sc, sh, sw = x.stride()
-        strides = (sn, sc, 0, sh, sw)
-    shrink = taps - 1 if valid else 0
-    out = (d - shrink if three_d else 1, h - shrink, w - shrink)
-    return three_d, (d, h, w), out, strides, taps // 2 if valid else 0
+def _strides5(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(strides) if len(shape) == 5 else (strides[0], strides[1], 0, strides[2], strides[3])
 
 
-def _check_offsets(x: torch.Tensor) -> None:
-    if x.shape[-1] * abs(x.stride(-1)) >= 2**31:
-        raise ValueError("input rows span more than 2**31 elements; make the tensor contiguous first")
+def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    out, acc = [], 1
+    for s in reversed(shape):
+        out.append(acc)
+        acc *= s
+    return tuple(reversed(out))
 
 
-def ssim_sums_fwd(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2: float, valid: bool,
-                  write_map: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """Launch the forward kernel. Returns per-plane SSIM and cs sums (N*C,) and the map when asked."""
-    win = win.contiguous()  # the kernels index the (C, K) table as dense rows
-    taps = win.shape[-1]
-    three_d, (d, h, w), (do, ho, wo), sx, off = _geometry(x, taps, valid)
-    _, _, _, sy, _ = _geometry(y, taps, valid)
-    _check_offsets(x)
-    _check_offsets(y)
-    acc = _acc_dtype(x.dtype)
-    n, c = x.shape[:2]
-    block_w, rows, warps = CONFIG["fwd_tile"] or _tile(wo)
-    grid = (triton.cdiv(wo, block_w), triton.cdiv(ho, rows), n * c * do)
-    programs = grid[2] * grid[1] * grid[0]
-    partials = torch.empty((2, programs), dtype=acc, device=x.device)  # SSIM sums, cs sums: one reduction
-    partial_s, partial_cs = partials[0], partials[1]
-    out_shape = (n, c, do, ho, wo) if three_d else (n, c, ho, wo)
-    ssim_map = torch.empty(out_shape, dtype=acc, device=x.device) if write_map else partial_s
-    LAST_LAUNCH["fwd"] = _kernel("fwd", taps, three_d, CONFIG["fwd_unroll"])[grid](
-        x, y, win, partial_s, partial_cs, ssim_map, c, d, h, w, do, ho, wo, *sx, *sy, c1, c2,
-        OFF=off, BW=block_w, RS=rows, ACC=_tl_dtype(x.dtype), WRITE_MAP=write_map, num_warps=warps,
-        enable_fp_fusion=True)
-    sums = partials.view(2, n * c, -1).sum(-1)
-    return sums[0], sums[1], (ssim_map if write_map else None)
+_counters: dict[tuple[int, int], torch.Tensor] = {}
 
 
-def ssim_bwd(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2: float, valid: bool,
-             g_s: torch.Tensor | None, g_cs: torch.Tensor | None, g_map: torch.Tensor | None,
-             need_dx: bool, need_dy: bool, symmetric: bool = False) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-    """Gradients of sum_p(g_s * ssim_sum + g_cs * cs_sum) + <g_map, ssim_map> w.r.t. x and y.
-
-    g_s, g_cs: per-plane scalars (N*C,) or None; g_map: same shape as the map, or None.
-    """
-    win = win.contiguous()
-    taps = win.shape[-1]
-    three_d, (d, h, w), (do, ho, wo), sx, off = _geometry(x, taps, valid)
-    _, _, _, sy, _ = _geometry(y, taps, valid)
-    if not three_d:
-        return _ssim_bwd_fused_2d(x, y, win, c1, c2, g_s, g_cs, g_map, need_dx, need_dy, off, sx, sy, (ho, wo),
-                                  symmetric)
-    acc = _acc_dtype(x.dtype)
-    n, c = x.shape[:2]
-    slots = 2
-    ax_slot = ay_slot = -1
-    if need_dx:
-        ax_slot, slots = slots, slots + 1
-    if need_dy:
-        ay_slot, slots = slots, slots + 1
-    ncd = n * c * do
-    maps = torch.empty((slots, ncd, ho, wo), dtype=acc, device=x.device)
-    dummy = maps
-    gs = g_s.to(acc).contiguous() if g_s is not None else dummy
-    gcs = g_cs.to(acc).contiguous() if g_cs is not None else dummy
-    gmap = g_map.contiguous() if g_map is not None else dummy
-    block_w, rows, warps = _tile(wo)
-    grid = (triton.cdiv(wo, block_w), triton.cdiv(ho, rows), ncd)
-    _kernel("grad_maps", taps, three_d)[grid](
-        x, y, win, gs, gcs, gmap, maps, ncd, c, d, h, w, do, ho, wo, *sx, *sy, c1, c2,
-        OFF=off, BW=block_w, RS=rows, ACC=_tl_dtype(x.dtype), HAS_GS=g_s is not None or g_map is not None,
-        HAS_GCS=g_cs is not None, HAS_GMAP=g_map is not None, AX_SLOT=ax_slot, AY_SLOT=ay_slot,
-        num_warps=warps, enable_fp_fusion=True)
-    dx = torch.empty(x.shape, dtype=x.dtype, device=x.device) if need_dx else None
-    dy = torch.empty(y.shape, dtype=y.dtype, device=y.device) if need_dy else None
-    block_w, rows, warps = _tile(w)
-    grid = (triton.cdiv(w, block_w), triton.cdiv(h, rows), n * c * d)
-    _kernel("grad_conv", taps, three_d)[grid](
-        x, y, maps, _adjoint_window(win, symmetric), dx if dx is not None else maps, dy if dy is not None else maps,
-        ncd, c, d, h, w, do, ho, wo, *sx, *sy,
-        OFF=off, BW=block_w, RS=rows, ACC=_tl_dtype(x.dtype), AX_SLOT=ax_slot, AY_SLOT=ay_slot,
-        num_warps=warps, enable_fp_fusion=True)
-    return dx, dy
+def _counter(device: torch.device) -> torch.Tensor:
+    """A zeroed int32 completion counter per (device, stream); the reducing program resets it to 0. While a CUDA
+    graph is being captured a fresh one is used (its zeroing is captured with the graph)."""
+    if device.type != "cuda":
+        return torch.zeros(1, dtype=torch.int32, device=device)
+    if torch.cuda.is_current_stream_capturing():
+        return torch.zeros(1, dtype=torch.int32, device=device)
+    key = (device.index if device.index is not None else torch.cuda.current_device(),
+           torch.cuda.current_stream(device).cuda_stream)
+    counter = _counters.get(key)
+    if counter is None:
+        counter = _counters[key] = torch.zeros(1, dtype=torch.int32, device=device)
+    return counter
 
 
-def _ssim_bwd_fused_2d(x, y, win, c1, c2, g_s, g_cs, g_map, need_dx, need_dy, off, sx, sy, out_hw, symmetric):
-    """2-D backward in one kernel (see ``render_grad_fused_2d``); extra memory is a 2-row scratch per program."""
-    taps = win.shape[-1]
-    n, c, h, w = x.shape
-    ho, wo = out_hw
-    acc = _acc_dtype(x.dtype)
-    maps = ("bm", "cm") + (("ax",) if need_dx else ()) + (("ay",) if need_dy else ())
-    block_w = max(min(128, triton.next_power_of_2(w + taps - 1)), triton.next_power_of_2(2 * (taps - 1)), 16)
-    rows, warps = 128, max(1, block_w // 32)
-    if CONFIG["bwd_tile"]:
-        block_w, rows, warps = CONFIG["bwd_tile"]
-    grid = (triton.cdiv(w, block_w - (taps - 1)), triton.cdiv(h, rows), n * c)
-    scratch = torch.empty(grid[0] * grid[1] * grid[2] * 2 * len(maps) * block_w, dtype=acc, device=x.device)
-    dx = torch.empty(x.shape, dtype=x.dtype, device=x.device) if need_dx else None
-    dy = torch.empty(y.shape, dtype=y.dtype, device=y.device) if need_dy else None
-    dummy = scratch
-    LAST_LAUNCH["bwd"] = _fused_backward_kernel(taps, maps, CONFIG["bwd_unroll"])[grid](
-        x, y, win, _adjoint_window(win, symmetric),
-        g_s.to(acc).contiguous() if g_s is not None else dummy,
-        g_cs.to(acc).contiguous() if g_cs is not None else dummy,
-        g_map.contiguous() if g_map is not None else dummy,
-        dx if dx is not None else dummy, dy if dy is not None else dummy, scratch,
-        c, h, w, ho, wo, sx[0], sx[1], sx[3], sx[4], sy[0], sy[1], sy[3], sy[4], c1, c2,
-        OFF=off, BW=block_w, RS=rows, ACC=_tl_dtype(x.dtype), HAS_GS=g_s is not None or g_map is not None,
-        HAS_GCS=g_cs is not None, HAS_GMAP=g_map is not None, SYMMETRIC=symmetric, num_warps=warps,
-        enable_fp_fusion=True)
-    return dx, dy
+class SSIMPlan:
+    """Launch geometry, kernels and constants of one SSIM computation, fixed by shapes, strides, dtypes and
+    options. ``forward(x, y, win) -> (out, ())``; ``backward((x, y, win), saved, g, needs) -> (dx, dy, None)``.
+    Tuning knobs: ``fwd_tile`` / ``bwd_tile`` = (columns, rows, warps), ``fwd_unroll`` / ``bwd_unroll``."""
+
+    def __init__(self, shape, sx, sy, dtype: torch.dtype, device: torch.device, taps: int, c1: float, c2: float,
+                 valid: bool, symmetric: bool, reduce: int, ssim_weight: float = -1.0, up_shape=None, *,
+                 fwd_tile=None, bwd_tile=None, fwd_unroll: bool = True, bwd_unroll: bool = False) -> None:
+        self.shape, self.dtype, self.device = tuple(shape), dtype, device
+        self.taps, self.c1, self.c2, self.valid, self.symmetric = taps, c1, c2, valid, symmetric
+        self.reduce, self.with_l1 = reduce, ssim_weight >= 0
+        self.ssim_weight = ssim_weight
+        self.three_d = len(shape) == 5
+        n, c = shape[:2]
+        d, h, w = shape[2:] if self.three_d else (1, *shape[2:])
+        shrink = taps - 1 if valid else 0
+        do, ho, wo = (d - shrink if self.three_d else 1), h - shrink, w - shrink
+        self.n, self.c, self.dhw, self.out_dhw = n, c, (d, h, w), (do, ho, wo)
+        self.sx, self.sy = _strides5(shape, sx), _strides5(shape, sy)
+        for s, name in ((self.sx, "x"), (self.sy, "y")):
+            if w * abs(s[4]) >= 2**31:
+                raise ValueError(f"{name} rows span more than 2**31 elements; make the tensor contiguous first")
+        self.off = taps // 2 if valid else 0
+        self.acc = compute_dtype(dtype)
+        self.acc_tl = _tl_dtype(dtype)
+        self.count = do * ho * wo
+        self.l1_count = d * h * w
+        self.up_shape = up_shape  # next MS-SSIM level (H, W), its gradient is added through the pooling adjoint
+        self.bwd_tile, self.bwd_unroll = bwd_tile, bwd_unroll
+        if self.with_l1 and self.three_d and reduce == REDUCE_STATS:
+            raise ValueError("the fused L1 term has no per-plane statistics output")
+
+        block_w, rows, warps = fwd_tile or _tile(wo)
+        grid = (triton.cdiv(wo, block_w), triton.cdiv(ho, rows), n * c * do)
+        self.nprog = grid[0] * grid[1] * grid[2]
+        kernel_l1 = self.with_l1 and not self.three_d
+        self.part_len = (3 if kernel_l1 else 2) * self.nprog
+        self.out_shape = {REDUCE_MEAN: (), REDUCE_IMAGE: (n,), REDUCE_CHANNEL: (n, c), REDUCE_STATS: (2, n, c),
+                          REDUCE_NONE: tuple(shape[:2]) + ((do,) if self.three_d else ()) + (ho, wo)}[reduce]
+        self._fwd = Launcher(_kernel("fwd", taps, self.three_d, fwd_unroll), grid, num_warps=warps,
+                             enable_fp_fusion=True)
+        w_hi, w_lo = _split(ssim_weight if self.with_l1 else 0.0)
+        self._fwd_tail = (c, d, h, w, do, ho, wo, *self.sx, *self.sy, c1, c2, self.count, self.l1_count, w_hi, w_lo,
+                          self.off, block_w, rows, self.acc_tl, reduce == REDUCE_NONE, kernel_l1, reduce, _RBLOCK)
+        self._bwd: dict = {}
+
+    # ----------------------------------------------------------------------------------------------- forward
+    def forward(self, x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, out: torch.Tensor | None = None):
+        part = torch.empty(self.part_len, dtype=self.acc, device=x.device)
+        if out is None:
+            out = torch.empty(self.out_shape, dtype=self.acc, device=x.device)
+        if self.reduce == REDUCE_NONE:
+            self._fwd(x, y, win, part, part, part, out, *self._fwd_tail)
+        else:
+            self._fwd(x, y, win, part, _counter(x.device), out, part, *self._fwd_tail)
+        if self.with_l1 and self.three_d:  # 3-D: the L1 term in PyTorch (same formula, not fused)
+            out = self._add_l1_3d(x, y, out)
+        return out, ()
+
+    def _add_l1_3d(self, x, y, ssim_value):
+        w = self.ssim_weight
+        l1 = (x.to(self.acc) - y.to(self.acc)).abs().flatten(2).mean(-1)
+        value = (1 - w) * l1 + w * (1 - ssim_value) if self.reduce == REDUCE_CHANNEL else None
+        if self.reduce == REDUCE_IMAGE:
+            value = (1 - w) * l1.mean(1) + w * (1 - ssim_value)
+        elif self.reduce == REDUCE_MEAN:
+            value = (1 - w) * l1.mean() + w * (1 - ssim_value)
+        return value
+
+    # ---------------------------------------------------------------------------------------------- backward
+    def _grad_layout(self, g: torch.Tensor, g_offset: int = 0):
+        """(G, offset of the SSIM slot, offset of the cs slot, stride over images, stride over channels, weight,
+        divisor) per the upstream-gradient convention of ``ssim_source``."""
+        planes = self.n * self.c
+        w = -self.ssim_weight if self.with_l1 else 1.0
+        if self.reduce == REDUCE_MEAN:
+            return g, g_offset, g_offset, 0, 0, w, planes * self.count
+        if self.reduce == REDUCE_IMAGE:
+            return g, g_offset, g_offset, g.stride(0), 0, w, self.c * self.count
+        if self.reduce == REDUCE_CHANNEL:
+            return g, g_offset, g_offset, g.stride(0), g.stride(1), w, self.count
+        s_slot, sn, sc = g.stride()[-3:]
+        return g, g_offset, g_offset + s_slot, sn, sc, 1.0, self.count
+
+    def _l1_scale(self) -> tuple[float, int]:
+        if not self.with_l1:
+            return 0.0, 1
+        planes = {REDUCE_MEAN: self.n * self.c, REDUCE_IMAGE: self.c}.get(self.reduce, 1)
+        return 1.0 - self.ssim_weight, planes * self.l1_count
+
+    def backward(self, tensors, saved, g, needs, g_offset: int = 0, up=(None, None)):
+        x, y, win = tensors[:3]
+        need_dx, need_dy = bool(needs[0]), bool(needs[1])
+        if not (need_dx or need_dy):
+            return None, None, None
+        if self.three_d:
+            dx, dy = self._backward_3d(x, y, win, g, need_dx, need_dy)
+            if self.with_l1:  # the 3-D L1 term runs in PyTorch: its gradient too
+                dx, dy = self._add_l1_grad_3d(x, y, g, dx, dy)
+            return dx, dy, None
+        return (*self._backward_2d(x, y, win, g, need_dx, need_dy, g_offset, up), None)
+
+    def _adjoint_window(self, win):
+        return win if self.symmetric else win.flip(-1).contiguous()
+
+    def _backward_2d(self, x, y, win, g, need_dx, need_dy, g_offset, up):
+        taps, (n, c), (_, h, w), (_, ho, wo) = self.taps, (self.n, self.c), self.dhw, self.out_dhw
+        maps = ("bm", "cm") + (("ax",) if need_dx else ()) + (("ay",) if need_dy else ())
+        has_up = up[0] is not None or up[1] is not None
+        key = (maps, has_up)
+        entry = self._bwd.get(key)
+        if entry is None:
+            block_w = max(min(128, triton.next_power_of_2(w + taps - 1)), triton.next_power_of_2(2 * (taps - 1)), 16)
+            rows, warps = 128, max(1, block_w // 32)
+            if self.bwd_tile:
+                block_w, rows, warps = self.bwd_tile
+            grid = (triton.cdiv(w, block_w - (taps - 1)), triton.cdiv(h, rows), n * c)
+            launcher = Launcher(_fused_backward_kernel(taps, maps, self.bwd_unroll), grid, num_warps=warps,
+                                enable_fp_fusion=True)
+            scratch = grid[0] * grid[1] * grid[2] * 2 * len(maps) * block_w
+            entry = self._bwd[key] = (launcher, scratch, block_w, rows)
+        launcher, scratch_len, block_w, rows = entry
+        scratch = torch.empty(scratch_len, dtype=self.acc, device=x.device)
+        dx = torch.empty(x.shape, dtype=x.dtype, device=x.device) if need_dx else None
+        dy = torch.empty(y.shape, dtype=y.dtype, device=y.device) if need_dy else None
+        is_map = self.reduce == REDUCE_NONE
+        if is_map:
+            gmap, G, off_s, off_cs, gsn, gsc, ws, div_s = g.contiguous(), g, 0, 0, 0, 0, 1.0, 1
+        else:
+            gmap = scratch
+            G, off_s, off_cs, gsn, gsc, ws, div_s = self._grad_layout(g, g_offset)
+        ws_hi, ws_lo = _split(ws)
+        wl, div_l1 = self._l1_scale()
+        wl_hi, wl_lo = _split(wl)
+        hu, wu = self.up_shape or (1, 1)
+        upx = up[0] if up[0] is not None else scratch
+        upy = up[1] if up[1] is not None else scratch
+        sx, sy = self.sx, self.sy
+        launcher(x, y, win, self._adjoint_window(win), G, off_s, off_cs, gsn, gsc, ws_hi, ws_lo, div_s,
+                 wl_hi, wl_lo, div_l1, gmap if is_map else G, upx, upy, hu, wu,
+                 dx if dx is not None else scratch, dy if dy is not None else scratch, scratch,
+                 c, h, w, ho, wo, sx[0], sx[1], sx[3], sx[4], sy[0], sy[1], sy[3], sy[4], self.c1, self.c2,
+                 self.off, block_w, rows, self.acc_tl, True, self.reduce == REDUCE_STATS, is_map, self.with_l1,
+                 has_up, self.symmetric)
+        return dx, dy
+
+    def _backward_3d(self, x, y, win, g, need_dx, need_dy):
+        taps, (n, c), (d, h, w), (do, ho, wo) = self.taps, (self.n, self.c), self.dhw, self.out_dhw
+        slots, ax_slot, ay_slot = 2, -1, -1
+        if need_dx:
+            ax_slot, slots = slots, slots + 1
+        if need_dy:
+            ay_slot, slots = slots, slots + 1
+        ncd = n * c * do
+        maps = torch.empty((slots, ncd, ho, wo), dtype=self.acc, device=x.device)
+        is_map = self.reduce == REDUCE_NONE
+        if is_map:
+            gmap, G, off_s, off_cs, gsn, gsc, ws, div_s = g.contiguous(), g, 0, 0, 0, 0, 1.0, 1
+        else:
+            gmap = maps
+            G, off_s, off_cs, gsn, gsc, ws, div_s = self._grad_layout(g)
+        ws_hi, ws_lo = _split(ws)
+        block_w, rows, warps = _tile(wo)
+        grid = (triton.cdiv(wo, block_w), triton.cdiv(ho, rows), ncd)
+        _kernel("grad_maps", taps, True)[grid](
+            x, y, win, G, off_s, off_cs, gsn, gsc, ws_hi, ws_lo, div_s, gmap, maps, ncd, c, d, h, w, do, ho, wo,
+            *self.sx, *self.sy, self.c1, self.c2, OFF=self.off, BW=block_w, RS=rows, ACC=self.acc_tl,
+            HAS_GS=True, HAS_GCS=self.reduce == REDUCE_STATS, HAS_GMAP=is_map, AX_SLOT=ax_slot,
+            AY_SLOT=ay_slot, num_warps=warps, enable_fp_fusion=True)
+        dx = torch.empty(x.shape, dtype=x.dtype, device=x.device) if need_dx else None
+        dy = torch.empty(y.shape, dtype=y.dtype, device=y.device) if need_dy else None
+        block_w, rows, warps = _tile(w)
+        grid = (triton.cdiv(w, block_w), triton.cdiv(h, rows), n * c * d)
+        _kernel("grad_conv", taps, True)[grid](
+            x, y, maps, self._adjoint_window(win), dx if dx is not None else maps, dy if dy is not None else maps,
+            ncd, c, d, h, w, do, ho, wo, *self.sx, *self.sy, OFF=self.off, BW=block_w, RS=rows, ACC=self.acc_tl,
+            AX_SLOT=ax_slot, AY_SLOT=ay_slot, num_warps=warps, enable_fp_fusion=True)
+        return dx, dy
+
+    def _add_l1_grad_3d(self, x, y, g, dx, dy):
+        wl, div = self._l1_scale()
+        shape = {REDUCE_MEAN: (1, 1), REDUCE_IMAGE: (-1, 1), REDUCE_CHANNEL: (self.n, self.c)}[self.reduce]
+        coef = (g.to(self.acc).reshape(shape) * (wl / div)).reshape(*shape, 1, 1, 1)
+        sign = torch.sign(x.to(self.acc) - y.to(self.acc)) * coef
+        dx = (dx + sign).to(x.dtype) if dx is not None else None
+        dy = (dy - sign).to(y.dtype) if dy is not None else None
+        return dx, dy
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# Custom ops: one opaque node each for torch.compile, autograd through register_autograd.
+@functools.lru_cache(maxsize=256)
+def _plan_cached(shape, sx, sy, dtype, device, taps, c1, c2, valid, symmetric, reduce, ssim_weight) -> SSIMPlan:
+    return SSIMPlan(shape, sx, sy, dtype, device, taps, c1, c2, valid, symmetric, reduce, ssim_weight)
 
 
-def _empty_grad(t: torch.Tensor) -> torch.Tensor:
-    return t.new_empty(0)
+def ssim_plan(tensors, scalars) -> SSIMPlan:
+    """The cached plan of ``ssim_reduce`` for these tensors (shapes, strides, dtype, device) and scalars."""
+    x, y, win = tensors
+    c1, c2, valid, symmetric, reduce, ssim_weight = scalars
+    return _plan_cached(tuple(x.shape), x.stride(), y.stride(), x.dtype, x.device, win.shape[-1], float(c1),
+                        float(c2), bool(valid), bool(symmetric), int(reduce), float(ssim_weight))
 
 
-@torch.library.custom_op("fusedsim::ssim_backward", mutates_args=())
-def ssim_backward(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2: float, valid: bool,
-                  symmetric: bool, g_s: torch.Tensor | None, g_cs: torch.Tensor | None,
-                  g_map: torch.Tensor | None, need_dx: bool, need_dy: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    dx, dy = ssim_bwd(x, y, win, c1, c2, valid, g_s, g_cs, g_map, need_dx, need_dy, symmetric)
-    return (dx if dx is not None else _empty_grad(x)), (dy if dy is not None else _empty_grad(y))
+# ------------------------------------------------------------------------------------------------------ MS-SSIM
+class MSSSIMPlan:
+    """2-D MS-SSIM statistics: per level, per plane, the SSIM and cs means, shape (levels, 2, N, C).
+
+    Forward: pyramid by the fused x/y pooling kernel, one SSIM launch per level writing into its slice. Backward:
+    coarsest level first; each level's backward adds the coarser level's gradient through the pooling adjoint,
+    so the whole backward is one launch per level."""
+
+    def __init__(self, shape, sx, sy, dtype, device, taps, c1, c2, symmetric, levels) -> None:
+        from fusedsim.ops.avg_pool import avg_pool_plan
+
+        self.levels = levels
+        sizes = [tuple(shape[2:])]
+        for _ in range(levels - 1):
+            sizes.append(tuple((s + s % 2) // 2 for s in sizes[-1]))
+        self.level_plans, self.pool_plans = [], []
+        for lvl, hw in enumerate(sizes):
+            level_shape = tuple(shape[:2]) + hw
+            strides = (sx, sy) if lvl == 0 else (_contiguous_strides(level_shape),) * 2
+            up = sizes[lvl + 1] if lvl + 1 < levels else None
+            self.level_plans.append(SSIMPlan(level_shape, *strides, dtype, device, taps, c1, c2, True, symmetric,
+                                             REDUCE_STATS, up_shape=up))
+            if lvl + 1 < levels:
+                self.pool_plans.append(avg_pool_plan(level_shape, *strides, dtype, device))
+        self.out_shape = (levels, 2, shape[0], shape[1])
+
+    def _pyramid(self, x, y):
+        xs, ys = [x], [y]
+        for pool in self.pool_plans:
+            pooled = pool.forward(xs[-1], ys[-1])[0]
+            xs.append(pooled[0])
+            ys.append(pooled[1])
+        return xs, ys
+
+    def forward(self, x, y, win):
+        xs, ys = self._pyramid(x, y)
+        out = torch.empty(self.out_shape, dtype=self.level_plans[0].acc, device=x.device)
+        for lvl, plan in enumerate(self.level_plans):
+            plan.forward(xs[lvl], ys[lvl], win, out=out[lvl])
+        return out, tuple(xs[1:] + ys[1:])
+
+    def backward(self, tensors, saved, g, needs):
+        x, y, win = tensors[:3]
+        if not saved:
+            xs, ys = self._pyramid(x, y)
+        else:
+            k = self.levels - 1
+            xs, ys = [x, *saved[:k]], [y, *saved[k:]]
+        up = (None, None)
+        for lvl in range(self.levels - 1, -1, -1):
+            up = self.level_plans[lvl].backward((xs[lvl], ys[lvl], win), (), g, needs, g_offset=lvl * g.stride(0),
+                                                up=up)[:2]
+        return up[0], up[1], None
 
 
-@ssim_backward.register_fake
-def _(x, y, win, c1, c2, valid, symmetric, g_s, g_cs, g_map, need_dx, need_dy):
-    return (torch.empty_like(x) if need_dx else _empty_grad(x)), (torch.empty_like(y) if need_dy else _empty_grad(y))
+@functools.lru_cache(maxsize=64)
+def _ms_plan_cached(shape, sx, sy, dtype, device, taps, c1, c2, symmetric, levels) -> MSSSIMPlan:
+    return MSSSIMPlan(shape, sx, sy, dtype, device, taps, c1, c2, symmetric, levels)
 
 
-@torch.library.custom_op("fusedsim::ssim_sums", mutates_args=())
-def ssim_sums(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2: float,
-              valid: bool, symmetric: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    s, cs, _ = ssim_sums_fwd(x, y, win, c1, c2, valid)
-    return s, cs.clone()  # the two sums are rows of one buffer; custom-op outputs may not alias
+def ms_ssim_plan(tensors, scalars) -> MSSSIMPlan:
+    x, y, win = tensors
+    c1, c2, symmetric, levels = scalars
+    if x.dim() != 4:
+        raise ValueError("ms_ssim_stats runs on (N, C, H, W) images; 3-D MS-SSIM composes ssim_reduce per level")
+    return _ms_plan_cached(tuple(x.shape), x.stride(), y.stride(), x.dtype, x.device, win.shape[-1], float(c1),
+                           float(c2), bool(symmetric), int(levels))
 
 
-@ssim_sums.register_fake
-def _(x, y, win, c1, c2, valid, symmetric):
-    planes = x.shape[0] * x.shape[1]
-    acc = _acc_dtype(x.dtype)
-    return x.new_empty(planes, dtype=acc), x.new_empty(planes, dtype=acc)
-
-
-@torch.library.custom_op("fusedsim::ssim_map", mutates_args=())
-def ssim_map(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2: float, valid: bool,
-             symmetric: bool) -> torch.Tensor:
-    _, _, out = ssim_sums_fwd(x, y, win, c1, c2, valid, write_map=True)
-    return out
-
-
-@ssim_map.register_fake
-def _(x, y, win, c1, c2, valid, symmetric):
-    shrink = win.shape[-1] - 1 if valid else 0
-    shape = list(x.shape[:2]) + [s - shrink for s in x.shape[2:]]
-    return x.new_empty(shape, dtype=_acc_dtype(x.dtype))
-
-
-def _save(ctx, inputs, output) -> None:
-    x, y, win, c1, c2, valid, symmetric = inputs
-    ctx.save_for_backward(x, y, win)
-    ctx.consts = (c1, c2, valid, symmetric)
-
-
-def _grads(ctx, dx: torch.Tensor, dy: torch.Tensor):
-    need_dx, need_dy = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
-    return (dx if need_dx else None), (dy if need_dy else None), None, None, None, None, None
-
-
-def _sums_backward(ctx, g_s, g_cs):
-    x, y, win = ctx.saved_tensors
-    dx, dy = torch.ops.fusedsim.ssim_backward(x, y, win, *ctx.consts, g_s, g_cs, None,
-                                              ctx.needs_input_grad[0], ctx.needs_input_grad[1])
-    return _grads(ctx, dx, dy)
-
-
-def _map_backward(ctx, g_map):
-    x, y, win = ctx.saved_tensors
-    dx, dy = torch.ops.fusedsim.ssim_backward(x, y, win, *ctx.consts, None, None, g_map,
-                                              ctx.needs_input_grad[0], ctx.needs_input_grad[1])
-    return _grads(ctx, dx, dy)
-
-
-ssim_sums.register_autograd(_sums_backward, setup_context=_save)
-ssim_map.register_autograd(_map_backward, setup_context=_save)
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Eager autograd path: the same kernels without the custom-op dispatcher (tens of microseconds per call less).
-
-
-def _backward_for(ctx, g_s, g_cs, g_map):
-    x, y, win = ctx.saved_tensors
-    c1, c2, valid, symmetric = ctx.consts
-    need_dx, need_dy = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
-    dx, dy = ssim_bwd(x, y, win, c1, c2, valid, g_s, g_cs, g_map, need_dx, need_dy, symmetric)
-    return dx, dy, None, None, None, None, None
-
-
-class SSIMSumsFunction(torch.autograd.Function):
-    """Per-plane SSIM and cs sums (N*C,) with gradients for x and y."""
-
-    @staticmethod
-    def forward(ctx, x, y, win, c1, c2, valid, symmetric):
-        s, cs, _ = ssim_sums_fwd(x, y, win, c1, c2, valid)
-        ctx.save_for_backward(x, y, win)
-        ctx.consts = (c1, c2, valid, symmetric)
-        return s, cs
-
-    @staticmethod
-    def backward(ctx, g_s, g_cs):
-        return _backward_for(ctx, g_s, g_cs, None)
-
-
-class SSIMMapFunction(torch.autograd.Function):
-    """The SSIM map with gradients for x and y."""
-
-    @staticmethod
-    def forward(ctx, x, y, win, c1, c2, valid, symmetric):
-        _, _, out = ssim_sums_fwd(x, y, win, c1, c2, valid, write_map=True)
-        ctx.save_for_backward(x, y, win)
-        ctx.consts = (c1, c2, valid, symmetric)
-        return out
-
-    @staticmethod
-    def backward(ctx, g_map):
-        return _backward_for(ctx, None, None, g_map)
-
-
-def ssim_sums_op(x, y, win, c1, c2, valid, symmetric):
-    """Dispatch: the custom op while ``torch.compile`` traces, the lighter autograd.Function in eager mode."""
-    if torch.compiler.is_compiling():
-        return torch.ops.fusedsim.ssim_sums(x, y, win, c1, c2, valid, symmetric)
-    return SSIMSumsFunction.apply(x, y, win, c1, c2, valid, symmetric)
-
-
-def ssim_map_op(x, y, win, c1, c2, valid, symmetric):
-    if torch.compiler.is_compiling():
-        return torch.ops.fusedsim.ssim_map(x, y, win, c1, c2, valid, symmetric)
-    return SSIMMapFunction.apply(x, y, win, c1, c2, valid, symmetric)
+__all__ = ["MSSSIMPlan", "SSIMPlan", "ms_ssim_plan", "ssim_plan"]

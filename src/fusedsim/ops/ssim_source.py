@@ -1,197 +1,40 @@
-"""Source renderers for the separable-window SSIM kernels (2-D and 3-D), one variant per window size K.
+"""Source renderers for the SSIM kernels (2-D and 3-D), built on the windowed-moments block.
 
-Design (per program: one column strip of BW pixels, one segment of RS output rows, one plane or 3-D slice):
-- the W axis (and, in 3-D, the D axis) is filtered with shifted masked loads, which hit L1/L2;
-- the H axis is filtered while streaming down the rows: K-1 register accumulators per quantity form a shift
-  chain, so each input row is read and filtered once and every output row pops out K-1 rows later;
-- zero padding is the load mask, so ``same`` (zero-padded) and ``valid`` differ only by a centre offset OFF.
-Output coordinates o map to source coordinates o + SHIFT - R + k (k = 0..K-1, R = K // 2): SHIFT = OFF for the
-forward correlation, SHIFT = -OFF for its adjoint in the backward pass (with the flipped window).
+- ``render_forward``: SSIM / cs (and, fused, L1) partial sums per program; the last program to finish reduces
+  them in a fixed order into the requested output (scalar mean, per image, per channel, per-plane statistics),
+  so one launch returns exactly what the caller returns. Optionally writes the SSIM map.
+- ``render_grad_fused_2d``: the whole 2-D backward in one pass; reads the upstream gradient from the device
+  (any reduction, any strides), adds the fused L1 term and, for MS-SSIM, the adjoint of the 2x average pooling
+  of the next coarser level.
+- ``render_grad_maps`` / ``render_grad_conv``: the 3-D backward in two passes (gradient maps, then the adjoint
+  filter).
+
+Upstream gradient convention (all backward kernels): per plane ``nc = n*C + c`` the scalar upstream gradient is
+``G[g_off + (nc // C) * gsn + (nc % C) * gsc]`` times ``weight / divisor`` (weights travel as an fp32 hi/lo pair
+so float64 runs keep float64 accuracy). A 0-d mean has gsn = gsc = 0, a per-image (N,) output gsc = 0.
 """
 
 from __future__ import annotations
 
 from fusedsim.ops._codegen import indent
-
-STAT_NAMES = ("x", "y", "xx", "yy", "xy")
-
-
-def _weights(k: int, table: str) -> list[str]:
-    return [f"w{i} = tl.load({table} + c * {k} + {i}).to(ACC)" for i in range(k)]
-
-
-def _chain(q: str, k: int) -> list[str]:
-    """Shift-chain vertical filter: ``v_q`` is the completed output; a_q_j are the pending rows."""
-    if k == 1:
-        return [f"v_{q} = w0 * h_{q}"]
-    lines = [f"v_{q} = a_{q}_0 + w{k - 1} * h_{q}"]
-    for j in range(k - 2):
-        lines.append(f"a_{q}_{j} = a_{q}_{j + 1} + w{k - 2 - j} * h_{q}")
-    lines.append(f"a_{q}_{k - 2} = w0 * h_{q}")
-    return lines
-
-
-def _chain_init(names: tuple[str, ...], k: int) -> list[str]:
-    return [f"a_{q}_{j} = tl.zeros([BW], ACC)" for q in names for j in range(k - 1)]
-
-
-def _column_taps(k: int, shift: str, limit: str, strides: dict[str, str]) -> list[str]:
-    """Per W-tap in-bounds masks and element offsets relative to the row pointer (loop invariant; with a unit
-    stride the offsets are compile-time constants that fold into the load instructions)."""
-    lines = []
-    for kw in range(k):
-        col = f"(cols + ({shift} - {k // 2} + {kw}))"
-        lines.append(f"cm{kw} = ({col} >= 0) & ({col} < {limit})")
-        for tag, stride in strides.items():
-            lines.append(f"{tag}o{kw} = ({shift} - {k // 2} + {kw}) * {stride}")
-    return lines
-
-
-def _accumulate_tap(target: str, kw: int) -> list[str]:
-    """Add tap ``kw``'s weighted x, y, x², y², xy (from ``xv``, ``yv``) into ``{target}_*``."""
-    return [
-        f"wx = w{kw} * xv",
-        f"wy = w{kw} * yv",
-        f"{target}_x += wx",
-        f"{target}_y += wy",
-        f"{target}_xx += wx * xv",
-        f"{target}_yy += wy * yv",
-        f"{target}_xy += wx * yv",
-    ]
-
-
-def _stat_taps(k: int, three_d: bool) -> list[str]:
-    """Horizontal (and depth) filtering of x, y, x², y², xy for the current input row into h_*."""
-    lines = [f"h_{q} = tl.zeros([BW], ACC)" for q in STAT_NAMES]
-    depth_taps = range(k) if three_d else [None]
-    for kd in depth_taps:
-        target = "i" if three_d else "h"
-        if three_d:
-            lines += [f"i_{q} = tl.zeros([BW], ACC)" for q in STAT_NAMES]
-            lines.append(f"xd = xr + dd{kd}.to(tl.int64) * sxd")
-            lines.append(f"yd = yr + dd{kd}.to(tl.int64) * syd")
-            row_mask = f"rok & dok{kd}"
-        else:
-            lines.append("xd = xr")
-            lines.append("yd = yr")
-            row_mask = "rok"
-        for kw in range(k):
-            lines += [
-                f"m = cm{kw} & {row_mask}",
-                f"xv = tl.load(xd + xo{kw}, mask=m, other=0.0).to(ACC)",
-                f"yv = tl.load(yd + yo{kw}, mask=m, other=0.0).to(ACC)",
-            ] + _accumulate_tap(target, kw)
-        if three_d:
-            lines += [f"h_{q} += w{kd} * i_{q}" for q in STAT_NAMES]
-    return lines
-
-
-def _row_loads_2d(k: int, prefix: str, row: str) -> list[str]:
-    """Issue the 2K shifted, masked loads of one input row into registers ``{prefix}x{kw}``, ``{prefix}y{kw}``.
-    (An unmasked variant for programs away from the borders measured no faster: the loop is latency-bound.)"""
-    lines = [
-        f"{prefix}yin = {row}",
-        f"{prefix}ry = tl.zeros([BW], tl.int32) + {prefix}yin",
-        f"{prefix}rok = ({prefix}ry >= 0) & ({prefix}ry < H)",
-        f"{prefix}xr = xb + {prefix}yin.to(tl.int64) * sxh + xcol",
-        f"{prefix}yr = yb + {prefix}yin.to(tl.int64) * syh + ycol",
-    ]
-    for kw in range(k):
-        lines += [
-            f"m = cm{kw} & {prefix}rok",
-            f"{prefix}x{kw} = tl.load({prefix}xr + xo{kw}, mask=m, other=0.0)",
-            f"{prefix}y{kw} = tl.load({prefix}yr + yo{kw}, mask=m, other=0.0)",
-        ]
-    return lines
-
-
-def _row_filter_2d(k: int, prefix: str) -> list[str]:
-    """Horizontal filtering of x, y, x², y², xy from registers loaded by ``_row_loads_2d``."""
-    lines = [f"h_{q} = tl.zeros([BW], ACC)" for q in STAT_NAMES]
-    for kw in range(k):
-        lines += [
-            f"xv = {prefix}x{kw}.to(ACC)",
-            f"yv = {prefix}y{kw}.to(ACC)",
-        ] + _accumulate_tap("h", kw)
-    return lines
-
-
-def _streamed_rows_2d(k: int, first_row: str, per_row: list[str], unroll: bool) -> tuple[list[str], list[str]]:
-    """Software-pipelined row stream: the loads of row t+1 are issued before row t is filtered. ``per_row`` (the
-    vertical chains and the guarded emission) runs after each row's filtering with ``t`` set. ``unroll`` doubles
-    the body so the prefetched registers alternate between the ``p`` and ``n`` sets without moves (fewer
-    instructions, more registers)."""
-    prologue = _row_loads_2d(k, "p", f"{first_row}")
-    if not unroll:
-        body = ["t = tt"] + _row_loads_2d(k, "n", f"{first_row} + t + 1") + _row_filter_2d(k, "p") + per_row
-        body += [f"p{a}{kw} = n{a}{kw}" for kw in range(k) for a in "xy"]
-        return prologue, ["for tt in range(0, steps):"] + indent(body)
-    loop = ["for tt in range(0, steps, 2):"]
-    body = ["t = tt"] + _row_loads_2d(k, "n", f"{first_row} + t + 1") + _row_filter_2d(k, "p") + per_row
-    body += ["t = tt + 1"] + _row_loads_2d(k, "p", f"{first_row} + t + 1") + _row_filter_2d(k, "n") + per_row
-    return prologue, loop + indent(body)
-
-
-def _depth_taps(k: int, shift: str, limit: str) -> list[str]:
-    lines = []
-    for kd in range(k):
-        lines.append(f"dd{kd} = d_out + ({shift} - {k // 2} + {kd})")
-        # masks are full vectors: Triton's interpreter mis-types a block mask combined with a scalar one
-        lines.append(f"dv{kd} = tl.zeros([BW], tl.int32) + dd{kd}")
-        lines.append(f"dok{kd} = (dv{kd} >= 0) & (dv{kd} < {limit})")
-    return lines
-
-
-_STATS_SIG = (
-    "X, Y, WIN, {outputs}, C, D, H, W, DO, HO, WO, "
-    "sxn, sxc, sxd, sxh, sxw, syn, syc, syd, syh, syw, c1, c2, "
-    "OFF: tl.constexpr, BW: tl.constexpr, RS: tl.constexpr, ACC: tl.constexpr{flags}"
+from fusedsim.ops.moments_source import (
+    STAT_NAMES,
+    STATS_SIG,
+    chain,
+    chain_init,
+    column_taps,
+    depth_taps,
+    moments_stream,
+    stats_prologue,
+    stats_row,
+    streamed_rows_2d,
+    weights,
 )
 
+# REDUCE codes of the forward kernel
+REDUCE_NONE, REDUCE_MEAN, REDUCE_IMAGE, REDUCE_CHANNEL, REDUCE_STATS = -1, 1, 2, 3, 0
 
-def _stats_prologue(k: int, three_d: bool) -> list[str]:
-    lines = [
-        "pid_w = tl.program_id(0)",
-        "pid_h = tl.program_id(1)",
-        "pid_p = tl.program_id(2)",
-        "d_out = pid_p % DO",
-        "nc = pid_p // DO",
-        "n = nc // C",
-        "c = nc % C",
-        "cols = pid_w * BW + tl.arange(0, BW)",
-        "col_ok = cols < WO",
-        "xb = X + n.to(tl.int64) * sxn + c.to(tl.int64) * sxc",
-        "yb = Y + n.to(tl.int64) * syn + c.to(tl.int64) * syc",
-        "xcol = cols * sxw",
-        "ycol = cols * syw",
-    ]
-    lines += _weights(k, "WIN")
-    lines += _column_taps(k, "OFF", "W", {"x": "sxw", "y": "syw"})
-    if three_d:
-        lines += _depth_taps(k, "OFF", "D")
-    lines += [
-        "o0 = pid_h * RS",
-        f"steps = tl.minimum(RS, HO - o0) + {k - 1}",
-    ]
-    lines += _chain_init(STAT_NAMES, k)
-    return lines
-
-
-def _stats_row(k: int, three_d: bool) -> list[str]:
-    lines = [
-        f"yin = o0 + OFF - {k // 2} + t",
-        "ry = tl.zeros([BW], tl.int32) + yin",
-        "rok = (ry >= 0) & (ry < H)",
-        "xr = xb + yin.to(tl.int64) * sxh + xcol",
-        "yr = yb + yin.to(tl.int64) * syh + ycol",
-    ]
-    lines += _stat_taps(k, three_d)
-    for q in STAT_NAMES:
-        lines += _chain(q, k)
-    return lines
-
-
-_SSIM_TERMS = [
+SSIM_TERMS = [
     "mx = v_x",
     "my = v_y",
     "sxx = v_xx - mx * mx",
@@ -202,47 +45,125 @@ _SSIM_TERMS = [
 ]
 
 
+def _l1_row(k: int, prefix: str) -> list[str]:
+    """Fused L1: add |x - y| of the input row in registers ``{prefix}*`` for the pixels this program owns.
+
+    Rows: [o0, o0 + RS), the last row segment up to H. Columns: the centre tap's column (``cols``); in ``valid``
+    mode the grid spans only the output width, so the last column strip also owns the columns beyond it, read
+    from tap K-1 (column ``cols + K - 1``)."""
+    r = k // 2
+    return [
+        "if WITH_L1:",
+        f"    own = ({prefix}ry >= o0) & ({prefix}ry < row_hi)",
+        "    if OFF == 0:",
+        f"        acc_l1 += tl.where(cm{r} & own, tl.abs({prefix}x{r}.to(ACC) - {prefix}y{r}.to(ACC)), 0.0)",
+        "    else:",
+        f"        acc_l1 += tl.where(cm0 & own, tl.abs({prefix}x0.to(ACC) - {prefix}y0.to(ACC)), 0.0)",
+        f"        tail = cm{k - 1} & own & (cols + {k - 1} >= wlim)",
+        f"        acc_l1 += tl.where(tail, tl.abs({prefix}x{k - 1}.to(ACC) - {prefix}y{k - 1}.to(ACC)), 0.0)",
+    ]
+
+
+def _plane_sum(buf: str, base: str) -> list[str]:
+    return [
+        f"acc = tl.zeros([RBLOCK], ACC)",
+        "for start in range(0, per_plane, RBLOCK):",
+        "    idx = start + tl.arange(0, RBLOCK)",
+        f"    acc += tl.load({buf} + {base} + idx, mask=idx < per_plane, other=0.0, cache_modifier='.cg')",
+    ]
+
+
+# The last program to finish reduces all partial sums in a fixed order (deterministic, one launch).
+_LAST_PROGRAM_REDUCE = [
+    "tl.debug_barrier()",
+    "done = tl.atomic_add(CNT, 1, sem='acq_rel', scope='gpu')",
+    "if done == nprog - 1:",
+    "    per_plane = DO * tl.num_programs(1) * tl.num_programs(0)",
+    "    planes = tl.num_programs(2) // DO",
+    "    zero = tl.sum(tl.zeros([RBLOCK], ACC), axis=0)",
+    "    total = zero",
+    "    w_s = tl.cast(w_hi, ACC) + tl.cast(w_lo, ACC)",
+    "    for ni in range(0, planes // C):",
+    "        img = zero",
+    "        for ci in range(0, C):",
+    "            p = ni * C + ci",
+    "            base = p * per_plane",
+    *indent(_plane_sum("PART", "base"), 3),
+    "            s_mean = tl.sum(acc, axis=0) / count",
+    *indent(_plane_sum("PART", "nprog + base"), 3),
+    "            cs_mean = tl.sum(acc, axis=0) / count",
+    "            val = s_mean",
+    "            if WITH_L1:",
+    *indent(_plane_sum("PART", "2 * nprog + base"), 4),
+    "                l1_mean = tl.sum(acc, axis=0) / l1_count",
+    "                val = (1.0 - w_s) * l1_mean + w_s * (1.0 - s_mean)",
+    "            if REDUCE == 0:",
+    "                tl.store(RESULT + p, s_mean)",
+    "                tl.store(RESULT + planes + p, cs_mean)",
+    "            if REDUCE == 3:",
+    "                tl.store(RESULT + p, val)",
+    "            img += val",
+    "        if REDUCE == 2:",
+    "            tl.store(RESULT + ni, img / C)",
+    "        total += img",
+    "    if REDUCE == 1:",
+    "        tl.store(RESULT, total / planes)",
+    "    tl.atomic_xchg(CNT, 0)",
+]
+
+
 def render_forward(k: int, three_d: bool, name: str, unroll: bool = True) -> str:
-    """Forward: per-program partial sums of the SSIM and cs maps, and optionally the SSIM map itself."""
-    sig = _STATS_SIG.format(outputs="PS, PCS, MAP", flags=", WRITE_MAP: tl.constexpr")
-    body = _stats_prologue(k, three_d)
-    body += ["acc_s = tl.zeros([BW], ACC)", "acc_cs = tl.zeros([BW], ACC)"]
+    """Forward: SSIM / cs / L1 partial sums per program, reduced by the last program into RESULT:
+
+    REDUCE 1: the mean (0-d); 2: per image (N,); 3: per plane (N, C); 0: per-plane SSIM and cs means (2, N, C);
+    -1: no reduction (the map only). With WITH_L1 each plane's value is (1-w)·mean|x-y| + w·(1 - mean SSIM)."""
+    sig = STATS_SIG.format(
+        outputs="PART, CNT, RESULT, MAP",
+        scalars="c1, c2, count, l1_count, w_hi, w_lo, ",
+        flags=", WRITE_MAP: tl.constexpr, WITH_L1: tl.constexpr, REDUCE: tl.constexpr, RBLOCK: tl.constexpr",
+    )
+    body = stats_prologue(k, three_d)
+    body += ["acc_s = tl.zeros([BW], ACC)", "acc_cs = tl.zeros([BW], ACC)", "acc_l1 = tl.zeros([BW], ACC)"]
+    if not three_d:
+        body += ["row_hi = tl.where(pid_h == tl.num_programs(1) - 1, H, tl.minimum(o0 + RS, H))",
+                 "wlim = tl.num_programs(0) * BW"]
     emit = [
         f"o = o0 + t - {k - 1}",
-        *_SSIM_TERMS,
+        *SSIM_TERMS,
         "s = lum * cs",
         "acc_s += tl.where(col_ok, s, 0.0)",
         "acc_cs += tl.where(col_ok, cs, 0.0)",
         "if WRITE_MAP:",
         "    tl.store(MAP + (pid_p.to(tl.int64) * HO + o) * WO + cols, s.to(MAP.dtype.element_ty), mask=col_ok)",
     ]
-    if not three_d:
-        chains = [line for q in STAT_NAMES for line in _chain(q, k)]
-        per_row = chains + [f"if (t >= {k - 1}) & (t < steps):"] + indent(emit)
-        prologue, loop = _streamed_rows_2d(k, f"o0 + OFF - {k // 2}", per_row, unroll)
-        body += prologue + loop
-    else:
-        loop = _stats_row(k, three_d) + [f"if t >= {k - 1}:"] + indent(emit)
-        body += ["for t in range(0, steps):"] + indent(loop)
+    l1_hook = None if three_d else (lambda prefix: _l1_row(k, prefix))
+    body += moments_stream(k, three_d, emit, unroll, l1_hook)
     body += [
         "lin = (pid_p * tl.num_programs(1) + pid_h) * tl.num_programs(0) + pid_w",
-        "tl.store(PS + lin, tl.sum(acc_s, axis=0))",
-        "tl.store(PCS + lin, tl.sum(acc_cs, axis=0))",
+        "nprog = tl.num_programs(0) * tl.num_programs(1) * tl.num_programs(2)",
+        "tl.store(PART + lin, tl.sum(acc_s, axis=0))",
+        "tl.store(PART + nprog + lin, tl.sum(acc_cs, axis=0))",
+        "if WITH_L1:",
+        "    tl.store(PART + 2 * nprog + lin, tl.sum(acc_l1, axis=0))",
+        "if REDUCE >= 0:",
+        *indent(_LAST_PROGRAM_REDUCE),
     ]
     return f"def {name}({sig}):\n" + "\n".join(indent(body)) + "\n"
 
 
-# per-plane upstream gradients of the SSIM sum (gs) and the cs sum (gcs); absent ones are zero
+# per-plane upstream gradients of the SSIM sum (gs), the cs sum (gcs) and the fused L1 term (gl1)
 _UPSTREAM_SCALARS = [
+    "gidx = (nc // C) * gsn + (nc % C) * gsc",
     "gs = 0.0",
     "gcs = 0.0",
     "if HAS_GS:",
-    "    gs = tl.load(GS + nc).to(ACC)",
+    "    gs = tl.load(G + g_off_s + gidx).to(ACC) * (tl.cast(ws_hi, ACC) + tl.cast(ws_lo, ACC)) / div_s",
     "if HAS_GCS:",
-    "    gcs = tl.load(GCS + nc).to(ACC)",
+    "    gcs = tl.load(G + g_off_cs + gidx).to(ACC) * (tl.cast(ws_hi, ACC) + tl.cast(ws_lo, ACC)) / div_s",
 ]
+_UPSTREAM_SIG = "G, g_off_s, g_off_cs, gsn, gsc, ws_hi, ws_lo, div_s"
 
-_GRAD_MAPS = [
+GRAD_MAPS = [
     # F = gs * lum * cs + gcs * cs at each output pixel; derivatives w.r.t. mu_x, mu_y, E[x²], E[y²], E[xy].
     "b1 = mx * mx + my * my + c1",
     "inv_b2 = 1.0 / (sxx + syy + c2)",
@@ -261,25 +182,24 @@ _GRAD_MAPS = [
 
 
 def render_grad_maps(k: int, three_d: bool, name: str) -> str:
-    """Backward, step 1: recompute the statistics and write the gradient maps (bm, cm, ax, ay) on the output grid.
-
-    Upstream gradients: per-plane scalars GS (for the SSIM sum) and GCS (for the cs sum), or a per-pixel map GMAP.
-    """
-    sig = _STATS_SIG.format(
-        outputs="GS, GCS, GMAP, MAPS, NCD",
+    """Backward, step 1 (3-D): recompute the statistics and write the gradient maps (bm, cm, ax, ay) on the
+    output grid. Upstream gradients: per-plane scalars (see the module docstring) or a per-pixel map GMAP."""
+    sig = STATS_SIG.format(
+        outputs=f"{_UPSTREAM_SIG}, GMAP, MAPS, NCD",
+        scalars="c1, c2, ",
         flags=", HAS_GS: tl.constexpr, HAS_GCS: tl.constexpr, HAS_GMAP: tl.constexpr, "
         "AX_SLOT: tl.constexpr, AY_SLOT: tl.constexpr",
     )
-    body = _stats_prologue(k, three_d)
+    body = stats_prologue(k, three_d)
     body += _UPSTREAM_SCALARS + ["plane_sz = HO.to(tl.int64) * WO"]
     emit = [
         f"o = o0 + t - {k - 1}",
         "pix = (pid_p.to(tl.int64) * HO + o) * WO + cols",
-        *_SSIM_TERMS,
+        *SSIM_TERMS,
         "gp = gs",
         "if HAS_GMAP:",
         "    gp = tl.load(GMAP + pix, mask=col_ok, other=0.0).to(ACC)",
-        *_GRAD_MAPS,
+        *GRAD_MAPS,
         "tl.store(MAPS + pix, bm, mask=col_ok)",
         "tl.store(MAPS + NCD * plane_sz + pix, cm, mask=col_ok)",
         "if AX_SLOT >= 0:",
@@ -287,14 +207,14 @@ def render_grad_maps(k: int, three_d: bool, name: str) -> str:
         "if AY_SLOT >= 0:",
         "    tl.store(MAPS + AY_SLOT * NCD * plane_sz + pix, ay, mask=col_ok)",
     ]
-    loop = _stats_row(k, three_d) + [f"if t >= {k - 1}:"] + indent(emit)
+    loop = stats_row(k, three_d) + [f"if t >= {k - 1}:"] + indent(emit)
     body += ["for t in range(0, steps):"] + indent(loop)
     return f"def {name}({sig}):\n" + "\n".join(indent(body)) + "\n"
 
 
 def render_grad_conv(k: int, three_d: bool, name: str) -> str:
-    """Backward, step 2: correlate the gradient maps with the flipped window (the adjoint of the forward filter)
-    and combine: dx = W*ax + 2 x (W*bm) + y (W*cm), dy = W*ay + 2 y (W*bm) + x (W*cm)."""
+    """Backward, step 2 (3-D): correlate the gradient maps with the flipped window (the adjoint of the forward
+    filter) and combine: dx = W*ax + 2 x (W*bm) + y (W*cm), dy = W*ay + 2 y (W*bm) + x (W*cm)."""
     sig = (
         "X, Y, MAPS, WIN, DX, DY, NCD, C, D, H, W, DO, HO, WO, "
         "sxn, sxc, sxd, sxh, sxw, syn, syc, syd, syh, syw, "
@@ -316,12 +236,12 @@ def render_grad_conv(k: int, three_d: bool, name: str) -> str:
         "mb = MAPS + nc.to(tl.int64) * DO * plane_sz",
         "slot_sz = NCD * plane_sz",
     ]
-    body += _weights(k, "WIN")
-    body += _column_taps(k, "-OFF", "WO", {"m": "1"})
+    body += weights(k, "WIN")
+    body += column_taps(k, "-OFF", "WO", {"m": "1"})
     if three_d:
-        body += _depth_taps(k, "-OFF", "DO")
+        body += depth_taps(k, "-OFF", "DO")
     body += ["o0 = pid_h * RS", f"steps = tl.minimum(RS, H - o0) + {k - 1}"]
-    body += _chain_init(tuple(maps), k)
+    body += chain_init(tuple(maps), k)
     row = [
         f"srow = o0 - OFF - {k // 2} + t",
         "ry = tl.zeros([BW], tl.int32) + srow",
@@ -350,7 +270,7 @@ def render_grad_conv(k: int, three_d: bool, name: str) -> str:
         if three_d:
             row += [f"h_{q} += w{kd} * i_{q}" for q in maps]
     for q in maps:
-        row += _chain(q, k)
+        row += chain(q, k)
     emit = [
         f"p = o0 + t - {k - 1}",
         "xv = tl.load(X + n.to(tl.int64) * sxn + c.to(tl.int64) * sxc + d_out.to(tl.int64) * sxd"
@@ -368,6 +288,13 @@ def render_grad_conv(k: int, three_d: bool, name: str) -> str:
     return f"def {name}({sig}):\n" + "\n".join(indent(body)) + "\n"
 
 
+def _upsampled(ptr: str) -> str:
+    """The next coarser level's gradient at this level's pixel: the adjoint of 2x average pooling with
+    pytorch-msssim's zero padding of (size % 2) counted in the mean (row r belongs to pooled row (r + H%2)//2)."""
+    return (f"0.25 * tl.load({ptr} + (nc.to(tl.int64) * HU + (p + H % 2) // 2) * WU + (cols + W % 2) // 2, "
+            "mask=out_ok, other=0.0).to(ACC)")
+
+
 def render_grad_fused_2d(k: int, maps: tuple[str, ...], name: str, unroll: bool = False) -> str:
     """Backward in one pass for 2-D inputs: nothing full-size is written but the gradients.
 
@@ -375,14 +302,16 @@ def render_grad_fused_2d(k: int, maps: tuple[str, ...], name: str, unroll: bool 
     (2) gradient maps at q, fed to a second shift chain that filters them vertically (adjoint, flipped window);
     (3) the vertically filtered row goes to a two-row scratch buffer private to the program, and after a barrier
     shifted loads filter it horizontally. A program of BW columns yields BW - (K - 1) output columns.
-    ``maps`` lists the gradient maps needed: bm, cm, and ax (for dx) / ay (for dy).
+    ``maps`` lists the gradient maps needed: bm, cm, and ax (for dx) / ay (for dy). HAS_L1 adds the fused
+    L1 term's gradient; HAS_UP adds the next MS-SSIM level's gradient through the pooling adjoint.
     """
     r = k // 2
     sig = (
-        "X, Y, WIN, WINF, GS, GCS, GMAP, DX, DY, SCR, C, H, W, HO, WO, "
-        "sxn, sxc, sxh, sxw, syn, syc, syh, syw, c1, c2, "
+        f"X, Y, WIN, WINF, {_UPSTREAM_SIG}, wl_hi, wl_lo, div_l1, GMAP, UPX, UPY, HU, WU, DX, DY, SCR, "
+        "C, H, W, HO, WO, sxn, sxc, sxh, sxw, syn, syc, syh, syw, c1, c2, "
         "OFF: tl.constexpr, BW: tl.constexpr, RS: tl.constexpr, ACC: tl.constexpr, "
-        "HAS_GS: tl.constexpr, HAS_GCS: tl.constexpr, HAS_GMAP: tl.constexpr, SYMMETRIC: tl.constexpr"
+        "HAS_GS: tl.constexpr, HAS_GCS: tl.constexpr, HAS_GMAP: tl.constexpr, HAS_L1: tl.constexpr, "
+        "HAS_UP: tl.constexpr, SYMMETRIC: tl.constexpr"
     )
     body = [
         "pid_w = tl.program_id(0)",
@@ -400,36 +329,39 @@ def render_grad_fused_2d(k: int, maps: tuple[str, ...], name: str, unroll: bool 
         "xcol = cols * sxw",
         "ycol = cols * syw",
     ]
-    body += _weights(k, "WIN")
+    body += weights(k, "WIN")
     # the adjoint uses the reversed window; a symmetric one (the Gaussian) reuses the forward taps' registers
     body += [f"f{i} = w{i}" for i in range(k)]
     body += ["if not SYMMETRIC:"] + indent([f"f{i} = tl.load(WINF + c * {k} + {i}).to(ACC)" for i in range(k)])
-    body += _column_taps(k, f"-{r}", "W", {"x": "sxw", "y": "syw"})
+    body += column_taps(k, f"-{r}", "W", {"x": "sxw", "y": "syw"})
     body += _UPSTREAM_SCALARS
     body += [
+        "gl1 = 0.0",
+        "if HAS_L1:",
+        "    gl1 = tl.load(G + g_off_s + gidx).to(ACC) * (tl.cast(wl_hi, ACC) + tl.cast(wl_lo, ACC)) / div_l1",
         "p0 = pid_h * RS",
         f"steps = tl.minimum(RS, H - p0) + {4 * r}",
         "scr = SCR + ((pid_h * tl.num_programs(0) + pid_w) + nc * tl.num_programs(0) * tl.num_programs(1)).to(tl.int64)"
         f" * {2 * len(maps)} * BW",
     ]
-    body += _chain_init(STAT_NAMES, k)
+    body += chain_init(STAT_NAMES, k)
     body += [f"b_{q}_{jj} = tl.zeros([BW], ACC)" for q in maps for jj in range(k - 1)]
     row: list[str] = []
     for q in STAT_NAMES:
-        row += _chain(q, k)
+        row += chain(q, k)
     row += [
         f"q = p0 - OFF - {3 * r} + t",
         "qv = tl.zeros([BW], tl.int32) + q",
         f"mvalid = mc_ok & (qv >= 0) & (qv < HO) & ((tl.zeros([BW], tl.int32) + t) >= {2 * r})",
-        *_SSIM_TERMS,
+        *SSIM_TERMS,
         "gp = gs",
         "if HAS_GMAP:",
         "    gp = tl.load(GMAP + (nc.to(tl.int64) * HO + q) * WO + mc, mask=mvalid, other=0.0).to(ACC)",
-        *_GRAD_MAPS,
+        *GRAD_MAPS,
     ]
     row += [f"h_{q} = tl.where(mvalid, {q}, 0.0)" for q in maps]
     for q in maps:
-        row += [line.replace("a_", "b_").replace(" w", " f").replace("= w", "= f") for line in _chain(q, k)]
+        row += [line.replace("a_", "b_").replace(" w", " f").replace("= w", "= f") for line in chain(q, k)]
     emit = [f"p = p0 + t - {4 * r}", "buf = scr + (t % 2) * " + f"{len(maps)} * BW"]
     emit += [f"tl.store(buf + {i} * BW + j, v_{q})" for i, q in enumerate(maps)]
     emit += ["tl.debug_barrier()"]
@@ -442,12 +374,21 @@ def render_grad_fused_2d(k: int, maps: tuple[str, ...], name: str, unroll: bool 
         "xv = tl.load(xb + p.to(tl.int64) * sxh + xcol, mask=out_ok, other=0.0).to(ACC)",
         "yv = tl.load(yb + p.to(tl.int64) * syh + ycol, mask=out_ok, other=0.0).to(ACC)",
         "pix = (nc.to(tl.int64) * H + p) * W + cols",
+        "sgn = tl.where(xv > yv, 1.0, 0.0) - tl.where(xv < yv, 1.0, 0.0)",
     ]
-    if "ax" in maps:
-        emit.append("tl.store(DX + pix, (d_ax + 2.0 * xv * d_bm + yv * d_cm).to(DX.dtype.element_ty), mask=out_ok)")
-    if "ay" in maps:
-        emit.append("tl.store(DY + pix, (d_ay + 2.0 * yv * d_bm + xv * d_cm).to(DY.dtype.element_ty), mask=out_ok)")
+    for grad, out, up, own, other, l1_sign in (("ax", "DX", "UPX", "xv", "yv", "+"),
+                                                ("ay", "DY", "UPY", "yv", "xv", "-")):
+        if grad not in maps:
+            continue
+        emit += [
+            f"g_val = d_{grad} + 2.0 * {own} * d_bm + {other} * d_cm",
+            "if HAS_L1:",
+            f"    g_val = g_val {l1_sign} gl1 * sgn",
+            "if HAS_UP:",
+            f"    g_val += {_upsampled(up)}",
+            f"tl.store({out} + pix, g_val.to({out}.dtype.element_ty), mask=out_ok)",
+        ]
     row += [f"if (t >= {4 * r}) & (t < steps):"] + indent(emit)
-    prologue, loop = _streamed_rows_2d(k, f"p0 - {2 * r}", row, unroll)
+    prologue, loop = streamed_rows_2d(k, f"p0 - {2 * r}", row, unroll)
     body += prologue + loop
     return f"def {name}({sig}):\n" + "\n".join(indent(body)) + "\n"

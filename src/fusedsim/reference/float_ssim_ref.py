@@ -23,11 +23,16 @@ scores are float32 values for ``float_ssim*`` and a double for ``float_ms_ssim``
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import torch
 
 from fusedsim.reference.sequential_sum_ref import sequential_sum_ref
+
+# Left-to-right double sum of each row, (N, L) -> (N,): the twin by default; the public functions pass the
+# registered op, which runs the exact Triton scan on GPU tensors.
+RowSum = Callable[[torch.Tensor], torch.Tensor]
 
 __all__ = [
     "FLOAT_SSIM_BIT_DEPTHS",
@@ -134,7 +139,7 @@ def _conv_valid(img: torch.Tensor) -> torch.Tensor:
     return acc.to(torch.float32)
 
 
-def _iqa_ssim(ref: torch.Tensor, cmp: torch.Tensor) -> dict[str, torch.Tensor]:
+def _iqa_ssim(ref: torch.Tensor, cmp: torch.Tensor, row_sum: RowSum = sequential_sum_ref) -> dict[str, torch.Tensor]:
     """``_iqa_ssim`` default path on float32 frames ``(N, H, W)``: float32 means of ``l*c*s``, ``l``, ``c``, ``s``."""
     mu_r = _conv_valid(ref)
     mu_c = _conv_valid(cmp)
@@ -166,21 +171,14 @@ def _iqa_ssim(ref: torch.Tensor, cmp: torch.Tensor) -> dict[str, torch.Tensor]:
     n = ref.shape[0]
     count = float(prod.shape[-1] * prod.shape[-2])
     flat = torch.cat([t.reshape(n, 1, -1) for t in (prod, lum, con, struct)], dim=1).reshape(n * 4, -1)
-    sums = _sequential_sum(flat).reshape(n, 4).cpu().numpy()
+    sums = row_sum(flat).reshape(n, 4).cpu().numpy()
     # (float)(sum / (double)(w*h)): a true double division (numpy; PyTorch on CUDA would use the reciprocal)
     means = torch.from_numpy((sums / count).astype(np.float32).astype(np.float64))
     return {"ssim": means[:, 0], "l": means[:, 1], "c": means[:, 2], "s": means[:, 3]}
 
 
-def _sequential_sum(x: torch.Tensor) -> torch.Tensor:
-    if x.device.type == "cuda":
-        from fusedsim.ops.sequential_sum import sequential_sum_fwd
-
-        return sequential_sum_fwd(x)
-    return sequential_sum_ref(x)
-
-
-def float_ssim_ref(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, scale: int = 0) -> dict[str, torch.Tensor]:
+def float_ssim_ref(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, scale: int = 0,
+                   row_sum: RowSum = sequential_sum_ref) -> dict[str, torch.Tensor]:
     """libvmaf ``float_ssim`` (+ ``_l``, ``_c``, ``_s``) per frame of integer luma ``(N, H, W)``.
 
     ``scale=0`` picks libvmaf's automatic downscale; ``1..10`` forces one. Returns float64 tensors on the CPU
@@ -195,7 +193,7 @@ def float_ssim_ref(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, scale:
         box = np.full((s, s), np.float32(1.0) / np.float32(s * s), dtype=np.float32)
         r = _decimate(r, s, box)
         d = _decimate(d, s, box)
-    out = _iqa_ssim(r, d)
+    out = _iqa_ssim(r, d, row_sum)
     return {
         "float_ssim": out["ssim"].cpu(),
         "float_ssim_l": out["l"].cpu(),
@@ -225,7 +223,8 @@ def ms_ssim_min_side_ok(width: int, height: int) -> bool:
     return True
 
 
-def float_ms_ssim_ref(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int) -> dict[str, torch.Tensor]:
+def float_ms_ssim_ref(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int,
+                      row_sum: RowSum = sequential_sum_ref) -> dict[str, torch.Tensor]:
     """libvmaf ``float_ms_ssim`` per frame of integer luma ``(N, H, W)``.
 
     Returns CPU float64 tensors: ``float_ms_ssim`` and the per-scale float32 means ``float_ms_ssim_{l,c,s}_scale{i}``
@@ -241,7 +240,7 @@ def float_ms_ssim_ref(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int) -> 
         if idx > 0:
             r = _decimate(r, 2, _LPF)
             d = _decimate(d, 2, _LPF)
-        per_scale.append(_iqa_ssim(r, d))
+        per_scale.append(_iqa_ssim(r, d, row_sum))
     n = ref.shape[0]
     scores = np.empty(n, dtype=np.float64)
     for i in range(n):

@@ -67,6 +67,30 @@ def ssim_plane_means_ref(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1
     ssim_map, cs_map = ssim_maps_ref(x, y, win, c1, c2, padding)
     return ssim_map.flatten(2).mean(-1), cs_map.flatten(2).mean(-1)
 
+def ssim_reduce_ref(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2: float, valid: bool,
+                    symmetric: bool, reduce: int, ssim_weight: float = -1.0) -> torch.Tensor:
+    """Twin of the ``ssim_reduce`` op (same signature, same output shapes).
+
+    ``reduce``: 1 mean (0-d), 2 per image (N,), 3 per plane (N, C), 0 per-plane SSIM and cs means stacked (2, N, C),
+    -1 the SSIM map. With ``ssim_weight`` w >= 0 each plane's value is (1-w)·mean|x-y| + w·(1 - mean SSIM) (the
+    fused L1+SSIM loss). ``symmetric`` only tells the kernels they may reuse the taps; the twin ignores it.
+    """
+    ssim_map, cs_map = ssim_maps_ref(x, y, win, c1, c2, "valid" if valid else "same")
+    if reduce == -1:
+        return ssim_map
+    s_mean, cs_mean = ssim_map.flatten(2).mean(-1), cs_map.flatten(2).mean(-1)
+    if reduce == 0:
+        return torch.stack([s_mean, cs_mean])
+    value = s_mean
+    if ssim_weight >= 0:
+        dt = compute_dtype(x.dtype)
+        l1 = (x.to(dt) - y.to(dt)).abs().flatten(2).mean(-1)
+        value = (1 - ssim_weight) * l1 + ssim_weight * (1 - s_mean)
+    if reduce == 1:
+        return value.mean()
+    return value.mean(1) if reduce == 2 else value
+
+
 def avg_pool_half_ref(x: torch.Tensor) -> torch.Tensor:
     """MS-SSIM downsampling: 2x average pooling with zero padding of (size % 2) counted in the mean."""
     pool = F.avg_pool2d if x.dim() == 4 else F.avg_pool3d
@@ -92,14 +116,48 @@ def ms_ssim_min_size(win_size: int, levels: int) -> int:
     """Smallest allowed spatial side: every pyramid level must hold at least one full window."""
     return (win_size - 1) * 2 ** (levels - 1) + 1
 
+
+
+
+def windowed_moments_ref(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, valid: bool) -> torch.Tensor:
+    """Twin of the ``windowed_moments`` op: mu_x, mu_y, E[x²], E[y²], E[xy] under the separable window ``win``
+    (C, K), stacked (5, N, C, *S') in the accumulation dtype (``valid``: S' = S - K + 1, else zero padding)."""
+    dt = compute_dtype(x.dtype)
+    x, y = x.to(dt), y.to(dt)
+    stacked = torch.cat([x, y, x * x, y * y, x * y], dim=1)
+    with torch.autocast(x.device.type, enabled=False):
+        stats = separable_filter(stacked, win.to(dt).repeat(5, 1), "valid" if valid else "same")
+    return torch.stack(stats.chunk(5, dim=1))
+
+
+
+def ms_ssim_stats_ref(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2: float, symmetric: bool,
+                      levels: int) -> torch.Tensor:
+    """Twin of the ``ms_ssim_stats`` op: per level, per plane, the SSIM and cs means (valid window) with
+    pytorch-msssim's pooling between levels, shape (levels, 2, N, C)."""
+    out = []
+    for level in range(levels):
+        out.append(ssim_reduce_ref(x, y, win, c1, c2, True, symmetric, 0))
+        if level + 1 < levels:
+            x, y = avg_pool_half_ref(x), avg_pool_half_ref(y)
+    return torch.stack(out)
+
+
+def avg_pool_half_pair_ref(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Twin of the ``avg_pool_half`` op: both images pooled by :func:`avg_pool_half_ref`, stacked (2, N, C, H', W')."""
+    return torch.stack([avg_pool_half_ref(x), avg_pool_half_ref(y)])
+
 __all__ = [
+    "avg_pool_half_pair_ref",
     "avg_pool_half_ref",
     "compute_dtype",
     "gaussian_window",
     "ms_ssim_min_size",
     "ms_ssim_ref",
+    "ms_ssim_stats_ref",
     "separable_filter",
     "ssim_maps_ref",
     "ssim_plane_means_ref",
+    "ssim_reduce_ref",
+    "windowed_moments_ref",
 ]
-

@@ -1,15 +1,20 @@
-"""Public SSIM API: ``fused_ssim`` (fused-ssim / fussim drop-in), ``ssim`` and ``ms_ssim`` (pytorch-msssim drop-ins).
+"""Public SSIM API: ``fused_ssim`` (fused-ssim / fussim drop-in), ``ssim`` and ``ms_ssim`` (pytorch-msssim
+drop-ins).
 
 All functions take (N, C, H, W) or (N, C, D, H, W) tensors, are differentiable in both inputs, run the Triton
 kernels on GPU tensors and the PyTorch twin elsewhere (see :mod:`fusedsim.backend`), and accumulate in float32
 (float64 for float64 inputs). Results are returned in that accumulation dtype.
+
+The host path is part of the kernel: a call is looked up by its arguments' metadata (shapes, strides, dtypes,
+devices, options, backend) in a table of validated *calls*; only a miss validates and plans. Nothing on the
+default path synchronises with the device (NaN/Inf inputs give a NaN result; ``check_finite=True`` names the
+culprit at the cost of one synchronisation).
 """
 
 from __future__ import annotations
 
 import functools
-import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -21,33 +26,108 @@ from fusedsim._validation import (
     check_window_size,
     raise_if_not_finite,
 )
-from fusedsim.backend import choose_backend
+from fusedsim.backend import choose_backend, requested_backend
 from fusedsim.reference.ssim_ref import (
     avg_pool_half_ref,
     compute_dtype,
     gaussian_window,
     ms_ssim_min_size,
-    ssim_maps_ref,
-    ssim_plane_means_ref,
+    ssim_reduce_ref,
 )
 
 MS_SSIM_WEIGHTS = (0.0448, 0.2856, 0.3001, 0.2363, 0.1333)
 REDUCTIONS = ("mean", "image", "channel", "none")
+# ssim_reduce's output codes (see fusedsim.ops.catalog)
+_REDUCE = {"none": -1, "stats": 0, "mean": 1, "image": 2, "channel": 3}
+FUSED_C1, FUSED_C2 = 0.01**2, 0.03**2
+
+# --------------------------------------------------------------------------------------------- call table
+_CALLS: dict[tuple, Callable] = {}
+_MAX_CALLS = 512
 
 
-# --------------------------------------------------------------------------------------------------- internals
+def _cached_call(key: tuple | None, build: Callable[[], Callable]) -> Callable:
+    """The validated call for ``key`` (``None``: not cacheable, e.g. a user window), building it on a miss."""
+    if key is None:
+        return build()
+    call = _CALLS.get(key)
+    if call is None:
+        call = build()
+        if len(_CALLS) >= _MAX_CALLS:
+            _CALLS.clear()
+        _CALLS[key] = call
+    return call
+
+
+def _pair_key(a: object, b: object) -> tuple | None:
+    """Metadata that fixes validation and the kernel plan: shapes, strides, dtypes, devices and the backend."""
+    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+        return None
+    return (a.shape, b.shape, a.stride(), b.stride(), a.dtype, b.dtype, a.device, b.device, requested_backend())
+
+
+class _KernelCall:
+    """One op with its plan: the eager lean path (no dispatcher, no argument binding)."""
+
+    __slots__ = ("op", "plan", "win", "device_index")
+
+    def __init__(self, op_name: str, x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, scalars: tuple) -> None:
+        from fusedsim.ops import op
+
+        self.op = op(op_name)
+        self.plan = self.op.make_plan((x, y, win), scalars)
+        self.win = win
+        self.device_index = x.device.index if x.device.type == "cuda" else None
+
+    def __call__(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        idx = self.device_index
+        if idx is not None and idx != torch.cuda.current_device():
+            with torch.cuda.device(idx):
+                return self.op.run_plan(self.plan, x, y, self.win)
+        return self.op.run_plan(self.plan, x, y, self.win)
+
+
+class _TwinCall:
+    """The PyTorch twin with fixed scalars."""
+
+    __slots__ = ("fn", "win", "scalars")
+
+    def __init__(self, fn: Callable, win: torch.Tensor, scalars: tuple) -> None:
+        self.fn, self.win, self.scalars = fn, win, scalars
+
+    def __call__(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return self.fn(x, y, self.win, *self.scalars)
+
+
+def reduce_call(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2: float, valid: bool,
+                symmetric: bool, reduce: str, ssim_weight: float = -1.0) -> Callable:
+    """A call computing ``ssim_reduce`` (see fusedsim.ops.catalog) for tensors like x, y on the chosen backend."""
+    scalars = (c1, c2, valid, symmetric, _REDUCE[reduce], ssim_weight)
+    if choose_backend(x, op="SSIM") == "triton":
+        return _KernelCall("ssim_reduce", x, y, win, scalars)
+    return _TwinCall(ssim_reduce_ref, win, scalars)
+
+
+def _traced_reduce(x, y, win, c1, c2, valid, symmetric, reduce, ssim_weight=-1.0):
+    """Under torch.compile: the registered op (a custom op on the Triton side), no call table."""
+    from fusedsim.ops import op
+
+    return op("ssim_reduce")(x, y, win, c1, c2, valid, symmetric, _REDUCE[reduce], ssim_weight)
+
+
+# ------------------------------------------------------------------------------------------------ windows
 @functools.lru_cache(maxsize=64)
 def _cached_gaussian_table(win_size: int, win_sigma: float, channels: int, dtype: torch.dtype,
                            device: torch.device) -> torch.Tensor:
     # built once per configuration: a per-call host-to-device copy would stall the stream
-    table = gaussian_window(win_size, win_sigma, dtype=dtype, device=device).expand(channels, -1).contiguous()
-    return table
+    return gaussian_window(win_size, win_sigma, dtype=dtype, device=device).expand(channels, -1).contiguous()
 
 
-def _window_table(win: torch.Tensor | None, win_size: int, win_sigma: float,
-                  x: torch.Tensor) -> tuple[torch.Tensor, bool]:
+def window_table(win: torch.Tensor | None, win_size: int, win_sigma: float,
+                 x: torch.Tensor) -> tuple[torch.Tensor, bool]:
     """The per-channel window as a (C, K) tensor in the accumulation dtype on x's device, and whether every row
-    equals its reverse (the backward then reuses the forward taps)."""
+    equals its reverse (the backward then reuses the forward taps). A user window on the GPU is not inspected
+    (that would synchronise): it is treated as asymmetric, which is always correct."""
     channels, dtype = x.shape[1], compute_dtype(x.dtype)
     if win is None:  # a Gaussian: symmetric by construction
         if torch.compiler.is_compiling():
@@ -65,77 +145,19 @@ def _window_table(win: torch.Tensor | None, win_size: int, win_sigma: float,
         table = table.expand(channels, -1)
     if table.shape[0] != channels:
         raise ValueError(f"win holds {table.shape[0]} channel windows but the images have {channels} channels")
-    if not bool(torch.isfinite(table).all()):
-        raise ValueError("win contains NaN or Inf values")
-    table = table.to(device=x.device, dtype=dtype).contiguous()
-    return table, bool(torch.equal(table, table.flip(-1)))
+    symmetric = False
+    if table.device.type == "cpu":
+        if not bool(torch.isfinite(table).all()):
+            raise ValueError("win contains NaN or Inf values")
+        symmetric = bool(torch.equal(table, table.flip(-1)))
+    return table.to(device=x.device, dtype=dtype).contiguous(), symmetric
 
 
+# --------------------------------------------------------------------------------------------- arguments
 def _squeeze_like_pytorch_msssim(x: torch.Tensor) -> torch.Tensor:
     for dim in range(x.dim() - 1, 1, -1):
         x = x.squeeze(dim=dim)
     return x
-
-
-def plane_means(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2: float, valid: bool,
-                symmetric: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mean SSIM and mean cs per (n, c) plane, each (N, C), through the chosen backend (differentiable)."""
-    if choose_backend(x, op="SSIM") == "triton":
-        from fusedsim.ops import ssim as ops
-
-        s_sum, cs_sum = ops.ssim_sums_op(x, y, win, c1, c2, valid, symmetric)
-        shrink = win.shape[-1] - 1 if valid else 0
-        count = math.prod([s - shrink for s in x.shape[2:]])
-        return (s_sum / count).view(x.shape[:2]), (cs_sum / count).view(x.shape[:2])
-    return ssim_plane_means_ref(x, y, win, c1, c2, "valid" if valid else "same")
-
-
-def ssim_map(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2: float, valid: bool,
-             symmetric: bool = False) -> torch.Tensor:
-    """Per-pixel SSIM map through the chosen backend (differentiable)."""
-    if choose_backend(x, op="SSIM") == "triton":
-        from fusedsim.ops import ssim as ops
-
-        return ops.ssim_map_op(x, y, win, c1, c2, valid, symmetric)
-    return ssim_maps_ref(x, y, win, c1, c2, "valid" if valid else "same")[0]
-
-
-def _weight_list(weights: Sequence[float] | torch.Tensor) -> tuple[float, ...]:
-    values = weights.detach().cpu().flatten().tolist() if isinstance(weights, torch.Tensor) else weights
-    try:
-        result = tuple(float(w) for w in values)
-    except (TypeError, ValueError) as exc:
-        raise ValueError("weights must be a non-empty 1-D sequence of finite numbers") from exc
-    if not result or not all(math.isfinite(w) for w in result):
-        raise ValueError("weights must be a non-empty 1-D sequence of finite numbers")
-    return result
-
-
-@functools.lru_cache(maxsize=64)
-def _cached_weights(weights: tuple[float, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    return torch.tensor(weights, dtype=dtype, device=device)
-
-
-def _device_weights(weights: tuple[float, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    """MS-SSIM exponents on the device, built once (a per-call host-to-device copy would stall the stream)."""
-    if torch.compiler.is_compiling():
-        return torch.tensor(weights, dtype=dtype, device=device)
-    return _cached_weights(weights, dtype, device)
-
-
-def _reduce(per_channel: torch.Tensor, reduction: str) -> torch.Tensor:
-    if reduction == "mean":
-        return per_channel.mean()
-    if reduction == "image":
-        return per_channel.mean(1)
-    return per_channel
-
-
-def _resolve_reduction(reduction: str | None, size_average: bool) -> str:
-    if reduction is None:
-        return "mean" if size_average else "image"
-    check_choice(reduction, "reduction", REDUCTIONS)
-    return reduction
 
 
 def _check_constants(data_range: float, K: Sequence[float]) -> tuple[float, float]:
@@ -146,105 +168,230 @@ def _check_constants(data_range: float, K: Sequence[float]) -> tuple[float, floa
     return (k1 * data_range) ** 2, (k2 * data_range) ** 2
 
 
-def _pytorch_msssim_arguments(X, Y, data_range, size_average, win_size, win_sigma, win, K, reduction):
-    """Checks shared by ``ssim`` and ``ms_ssim``; returns the squeezed inputs, window size, C1, C2, reduction."""
+def _resolve_reduction(reduction: str | None, size_average: bool) -> str:
+    if reduction is None:
+        return "mean" if size_average else "image"
+    check_choice(reduction, "reduction", REDUCTIONS)
+    return reduction
+
+
+def _pytorch_msssim_inputs(X, Y) -> tuple[torch.Tensor, torch.Tensor, Callable]:
+    """Checks X and Y as given, then squeezes trailing singleton dimensions as pytorch-msssim does; errors name
+    the user's shapes. Returns the squeezed tensors and the per-call squeeze."""
     check_image_pair(X, Y, ("X", "Y"), ndims=range(2, 7))
-    X, Y = _squeeze_like_pytorch_msssim(X), _squeeze_like_pytorch_msssim(Y)
-    check_image_pair(X, Y, ("X", "Y"))
-    win_size = check_window_size(win.shape[-1] if isinstance(win, torch.Tensor) else win_size,
-                                 "win size" if win is not None else "win_size")
-    if win is None:
-        check_positive(win_sigma, "win_sigma")
-    c1, c2 = _check_constants(data_range, K)
-    return X, Y, win_size, c1, c2, _resolve_reduction(reduction, size_average)
+    Xs = _squeeze_like_pytorch_msssim(X)
+    if Xs.dim() not in (4, 5):
+        raise ValueError(f"X must be (N, C, H, W) or (N, C, D, H, W) (trailing singleton dimensions are dropped, as "
+                         f"pytorch-msssim does); got shape {tuple(X.shape)}")
+    squeeze = _squeeze_like_pytorch_msssim if Xs.dim() != X.dim() else _identity
+    return Xs, squeeze(Y), squeeze
 
 
-# --------------------------------------------------------------------------------------------------- public API
+def _identity(x: torch.Tensor) -> torch.Tensor:
+    return x
+
+
+def _check_size(x: torch.Tensor, user_shape: tuple, min_side: int, name: str, why: str) -> None:
+    if min(x.shape[2:]) < min_side:
+        raise ValueError(f"{name}: every spatial side must be at least {min_side} ({why}); got {name} of shape "
+                         f"{tuple(user_shape)}")
+
+
+# ------------------------------------------------------------------------------------------------ public API
 def fused_ssim(img1: torch.Tensor, img2: torch.Tensor, padding: str = "same", train: bool = True,
                window_size: int = 11, *, window_sigma: float = 1.5, reduction: str = "mean",
-               check_finite: bool = True) -> torch.Tensor:
+               check_finite: bool = False) -> torch.Tensor:
     """SSIM with fused-ssim / fussim semantics: data range 1 (C1 = 0.01², C2 = 0.03²), Gaussian window.
 
     img1, img2: (N, C, H, W) or (N, C, D, H, W). ``padding='same'`` zero-pads (no renormalisation) and averages
     every pixel; ``'valid'`` averages only the pixels whose window lies inside the image. ``train=False`` records
     no autograd graph. ``reduction``: ``mean`` (scalar), ``image`` (N,), ``channel`` (N, C) or ``none`` (the map).
     Unlike fussim, every odd ``window_size`` from 3 to 31 uses an exact normalised Gaussian of ``window_sigma``.
+    NaN/Inf inputs give a NaN result; ``check_finite=True`` raises naming the input instead (one host sync).
     """
-    check_image_pair(img1, img2, ("img1", "img2"))
-    check_choice(padding, "padding", ("same", "valid"))
-    check_window_size(window_size, "window_size")
-    check_positive(window_sigma, "window_sigma")
-    check_choice(reduction, "reduction", REDUCTIONS)
-    check_min_size(img1, window_size, "img1", f"window_size is {window_size}")
-    win, sym = _window_table(None, window_size, window_sigma, img1)
-    valid = padding == "valid"
-    with torch.set_grad_enabled(train and torch.is_grad_enabled()):
-        if reduction == "none":
-            out = ssim_map(img1, img2, win, 0.01**2, 0.03**2, valid, sym)
-        else:
-            out = _reduce(plane_means(img1, img2, win, 0.01**2, 0.03**2, valid, sym)[0], reduction)
+    if torch.compiler.is_compiling():
+        call = _build_fused_ssim(img1, img2, padding, window_size, window_sigma, reduction, traced=True)
+    else:
+        key = _pair_key(img1, img2)
+        if key is not None:
+            key = ("fused_ssim", padding, window_size, window_sigma, reduction, *key)
+        call = _cached_call(key, lambda: _build_fused_ssim(img1, img2, padding, window_size, window_sigma,
+                                                           reduction))
+    if train or not torch.is_grad_enabled():
+        out = call(img1, img2)
+    else:
+        with torch.no_grad():
+            out = call(img1, img2)
     if check_finite:
         raise_if_not_finite(out if reduction != "none" else out.sum(), {"img1": img1, "img2": img2})
     return out
 
 
+def _build_fused_ssim(img1, img2, padding, window_size, window_sigma, reduction, traced: bool = False) -> Callable:
+    check_image_pair(img1, img2, ("img1", "img2"))
+    check_choice(padding, "padding", ("same", "valid"))
+    check_window_size(window_size, "window_size")
+    sigma = check_positive(window_sigma, "window_sigma")
+    check_choice(reduction, "reduction", REDUCTIONS)
+    check_min_size(img1, window_size, "img1", f"window_size is {window_size}")
+    win, sym = window_table(None, window_size, sigma, img1)
+    args = (win, FUSED_C1, FUSED_C2, padding == "valid", sym, reduction)
+    if traced:
+        return lambda x, y: _traced_reduce(x, y, *args)
+    return reduce_call(img1, img2, *args)
+
+
 def ssim(X: torch.Tensor, Y: torch.Tensor, data_range: float = 255, size_average: bool = True, win_size: int = 11,
          win_sigma: float = 1.5, win: torch.Tensor | None = None, K: Sequence[float] = (0.01, 0.03),
-         nonnegative_ssim: bool = False, *, reduction: str | None = None, check_finite: bool = True) -> torch.Tensor:
+         nonnegative_ssim: bool = False, *, reduction: str | None = None, check_finite: bool = False) -> torch.Tensor:
     """SSIM with pytorch-msssim 1.0.0 semantics (valid filtering, per-channel means).
 
     X, Y: (N, C, H, W) or (N, C, D, H, W) (trailing singleton dimensions are squeezed, as pytorch-msssim does).
     Returns the mean over everything (``size_average=True``) or per image (N,). ``reduction`` overrides that:
     ``mean``, ``image``, ``channel`` (N, C) or ``none`` (the SSIM map, shape (N, C, H-K+1, W-K+1)).
-    ``nonnegative_ssim`` applies relu to the per-channel values (not to the map).
+    ``nonnegative_ssim`` applies relu to the per-channel values (not to the map). ``data_range`` may be a Python
+    number, a numpy scalar or a 0-d tensor. NaN/Inf inputs give NaN; ``check_finite=True`` raises instead.
     """
-    X, Y, win_size, c1, c2, reduction = _pytorch_msssim_arguments(X, Y, data_range, size_average, win_size,
-                                                                  win_sigma, win, K, reduction)
-    check_min_size(X, win_size, "X", f"the window is {win_size} wide")
-    table, sym = _window_table(win, win_size, win_sigma, X)
-    if reduction == "none":
-        out = ssim_map(X, Y, table, c1, c2, True, sym)
+    options = (data_range, size_average, win_size, win_sigma, tuple(K) if isinstance(K, (list, tuple)) else K,
+               nonnegative_ssim, reduction)
+    if torch.compiler.is_compiling():
+        call = _build_ssim(X, Y, win, *options, traced=True)
     else:
-        per_channel = plane_means(X, Y, table, c1, c2, True, sym)[0]
-        if nonnegative_ssim:
-            per_channel = torch.relu(per_channel)
-        out = _reduce(per_channel, reduction)
+        key = _pair_key(X, Y)
+        cacheable = key is not None and win is None and type(data_range) in (int, float)
+        call = _cached_call(("ssim", *options, *key) if cacheable else None,
+                            lambda: _build_ssim(X, Y, win, *options))
+    out = call(X, Y)
     if check_finite:
         raise_if_not_finite(out if reduction != "none" else out.sum(), {"X": X, "Y": Y})
     return out
 
 
+def _build_ssim(X, Y, win, data_range, size_average, win_size, win_sigma, K, nonnegative_ssim, reduction,
+                traced: bool = False) -> Callable:
+    Xs, Ys, squeeze = _pytorch_msssim_inputs(X, Y)
+    win_size = check_window_size(win.shape[-1] if isinstance(win, torch.Tensor) else win_size,
+                                 "win size" if win is not None else "win_size")
+    if win is None:
+        check_positive(win_sigma, "win_sigma")
+    c1, c2 = _check_constants(data_range, K)
+    reduction = _resolve_reduction(reduction, size_average)
+    _check_size(Xs, X.shape, win_size, "X", f"the window is {win_size} wide")
+    table, sym = window_table(win, win_size, win_sigma, Xs)
+    kernel_reduction = "channel" if nonnegative_ssim and reduction != "none" else reduction
+    args = (table, c1, c2, True, sym, kernel_reduction)
+    inner = (lambda x, y: _traced_reduce(x, y, *args)) if traced else reduce_call(Xs, Ys, *args)
+    if kernel_reduction == reduction and squeeze is _identity:
+        return inner
+
+    def call(x, y):
+        out = inner(squeeze(x), squeeze(y))
+        if kernel_reduction != reduction:  # nonnegative_ssim: relu on the per-channel values, then reduce
+            out = _reduce(torch.relu(out), reduction)
+        return out
+
+    return call
+
+
+def _reduce(per_channel: torch.Tensor, reduction: str) -> torch.Tensor:
+    if reduction == "mean":
+        return per_channel.mean()
+    if reduction == "image":
+        return per_channel.mean(1)
+    return per_channel
+
+
+def _weight_list(weights: Sequence[float] | torch.Tensor) -> tuple[float, ...]:
+    values = weights.detach().cpu().flatten().tolist() if isinstance(weights, torch.Tensor) else weights
+    try:
+        result = tuple(float(w) for w in values)
+    except (TypeError, ValueError) as exc:
+        raise ValueError("weights must be a non-empty 1-D sequence of finite numbers") from exc
+    if not result or not all(abs(w) < float("inf") for w in result):
+        raise ValueError("weights must be a non-empty 1-D sequence of finite numbers")
+    return result
+
+
 def ms_ssim(X: torch.Tensor, Y: torch.Tensor, data_range: float = 255, size_average: bool = True,
             win_size: int = 11, win_sigma: float = 1.5, win: torch.Tensor | None = None,
             weights: Sequence[float] | torch.Tensor | None = None, K: Sequence[float] = (0.01, 0.03), *,
-            reduction: str | None = None, check_finite: bool = True) -> torch.Tensor:
+            reduction: str | None = None, check_finite: bool = False) -> torch.Tensor:
     """MS-SSIM with pytorch-msssim 1.0.0 semantics: relu(cs) at each level but the last, relu(ssim) at the last,
     2x average pooling (zero padding of size % 2, counted) between levels, weighted geometric product.
 
     ``reduction``: ``mean``, ``image`` or ``channel`` (a map is not defined for MS-SSIM). Every spatial side must
-    exceed (win_size - 1) * 2**(levels - 1) (160 for the defaults), which pytorch-msssim asserts.
+    exceed (win_size - 1) * 2**(levels - 1) (160 for the defaults), which pytorch-msssim asserts. 2-D inputs on
+    the GPU run the whole pyramid as one autograd node (pooling fused, one backward launch per level).
     """
-    X, Y, win_size, c1, c2, reduction = _pytorch_msssim_arguments(X, Y, data_range, size_average, win_size,
-                                                                  win_sigma, win, K, reduction)
+    options = (data_range, size_average, win_size, win_sigma, tuple(K) if isinstance(K, (list, tuple)) else K,
+               reduction)
+    if torch.compiler.is_compiling():
+        call = _build_ms_ssim(X, Y, win, weights, *options, traced=True)
+    else:
+        key = _pair_key(X, Y)
+        cacheable = (key is not None and win is None and type(data_range) in (int, float)
+                     and (weights is None or isinstance(weights, (list, tuple))))
+        wkey = tuple(weights) if isinstance(weights, (list, tuple)) else None
+        call = _cached_call(("ms_ssim", wkey, *options, *key) if cacheable else None,
+                            lambda: _build_ms_ssim(X, Y, win, weights, *options))
+    out = call(X, Y)
+    if check_finite:
+        raise_if_not_finite(out, {"X": X, "Y": Y})
+    return out
+
+
+def _build_ms_ssim(X, Y, win, weights, data_range, size_average, win_size, win_sigma, K, reduction,
+                   traced: bool = False) -> Callable:
+    Xs, Ys, squeeze = _pytorch_msssim_inputs(X, Y)
+    win_size = check_window_size(win.shape[-1] if isinstance(win, torch.Tensor) else win_size,
+                                 "win size" if win is not None else "win_size")
+    if win is None:
+        check_positive(win_sigma, "win_sigma")
+    c1, c2 = _check_constants(data_range, K)
+    reduction = _resolve_reduction(reduction, size_average)
     if reduction == "none":
         raise ValueError("reduction='none' (a map) is not defined for MS-SSIM; use 'mean', 'image' or 'channel'")
     weight_list = _weight_list(MS_SSIM_WEIGHTS if weights is None else weights)
     levels = len(weight_list)
-    min_side = ms_ssim_min_size(win_size, levels)
-    check_min_size(X, min_side, "X", f"{levels} MS-SSIM levels with a {win_size}-wide window")
-    table, sym = _window_table(win, win_size, win_sigma, X)
-    factors = []
-    x, y = X, Y
-    for level in range(levels):
-        ssim_pc, cs_pc = plane_means(x, y, table, c1, c2, True, sym)
-        if level < levels - 1:
-            factors.append(torch.relu(cs_pc))
-            x, y = avg_pool_half_ref(x), avg_pool_half_ref(y)
-    factors.append(torch.relu(ssim_pc))
-    stacked = torch.stack(factors, dim=0)
-    exponents = _device_weights(weight_list, stacked.dtype, stacked.device).view(-1, 1, 1)
-    per_channel = torch.prod(stacked**exponents, dim=0)
-    out = _reduce(per_channel, reduction)
-    if check_finite:
-        raise_if_not_finite(out, {"X": X, "Y": Y})
-    return out
+    _check_size(Xs, X.shape, ms_ssim_min_size(win_size, levels), "X",
+                f"{levels} MS-SSIM levels with a {win_size}-wide window")
+    table, sym = window_table(win, win_size, win_sigma, Xs)
+    dtype = compute_dtype(Xs.dtype)
+    exponents = torch.tensor(weight_list, dtype=dtype).view(-1, 1, 1).to(Xs.device)
+    last = (torch.arange(levels) == levels - 1).view(-1, 1, 1).to(Xs.device)
+    stats_fn = _ms_stats_fn(Xs, Ys, table, c1, c2, sym, levels, traced)
+
+    def call(x, y):
+        stats = stats_fn(squeeze(x), squeeze(y))  # (levels, 2, N, C): SSIM and cs means per level and plane
+        factors = torch.where(last, stats[:, 0], stats[:, 1])  # cs at every level but the last, SSIM there
+        per_channel = torch.prod(torch.relu(factors) ** exponents, dim=0)
+        return _reduce(per_channel, reduction)
+
+    return call
+
+
+def _ms_stats_fn(Xs, Ys, table, c1, c2, sym, levels, traced) -> Callable:
+    """Per-level statistics: the fused 2-D op on the Triton side, else per-level SSIM with PyTorch pooling."""
+    fused_2d = Xs.dim() == 4 and choose_backend(Xs, op="MS-SSIM") == "triton"
+    if fused_2d and traced:
+        from fusedsim.ops import op
+
+        return lambda x, y: op("ms_ssim_stats")(x, y, table, c1, c2, sym, levels)
+    if fused_2d:
+        return _KernelCall("ms_ssim_stats", Xs, Ys, table, (c1, c2, sym, levels))
+    per_level = []
+    x, y = Xs, Ys
+    for _ in range(levels):
+        per_level.append((lambda x, y, a=(table, c1, c2, True, sym, "stats"): _traced_reduce(x, y, *a)) if traced
+                         else reduce_call(x, y, table, c1, c2, True, sym, "stats"))
+        x, y = avg_pool_half_ref(x), avg_pool_half_ref(y)
+
+    def stats(x, y):
+        out = []
+        for level, level_call in enumerate(per_level):
+            if level:
+                x, y = avg_pool_half_ref(x), avg_pool_half_ref(y)
+            out.append(level_call(x, y))
+        return torch.stack(out)
+
+    return stats

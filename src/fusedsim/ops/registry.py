@@ -1,0 +1,186 @@
+"""The op registry: every kernel op registered once, with its Triton implementation, its PyTorch twin and its
+shape function, and one dispatcher.
+
+An op takes tensors first, then scalars: ``op(*tensors, *scalars)``. Its Triton side is a *plan* built from the
+tensors' metadata and the scalars (``make_plan(tensors, scalars)``, cached by the kernel module), with
+``plan.forward(*tensors) -> (out, saved)`` and, for differentiable ops,
+``plan.backward(tensors, saved, grad_out, needs) -> grads`` (one entry per tensor, None where not needed).
+From that one definition the registry derives both callers, so eager and compiled runs cannot drift apart:
+
+- eager: one generic ``autograd.Function`` (no dispatcher round trip: tens of microseconds less per call);
+- ``torch.compile``: a ``torch.library`` custom op ``fusedsim::<name>`` (+ ``<name>_backward``) with the shape
+  function as its fake implementation and the backward wired through ``register_autograd`` (one opaque node,
+  no graph break, CUDA-graph capturable).
+
+The twin (``reference``) has the same signature and returns tensors of the same shapes; it is the CPU path and
+the oracle of ``tests/ops/test_registry.py``, which runs every registered op against its twin (values and every
+gradient) on the op's ``examples``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+from fusedsim.backend import choose_backend
+
+OPS: dict[str, KernelOp] = {}
+
+
+@dataclass(frozen=True)
+class Example:
+    """Arguments for the generic twin test; ``grads`` lists the tensor positions to differentiate."""
+
+    tensors: tuple[torch.Tensor, ...]
+    scalars: tuple = ()
+    grads: tuple[int, ...] = ()
+    note: str = ""
+
+
+@dataclass
+class KernelOp:
+    """One registered op. ``schema`` is the torch.library schema of the forward, e.g.
+    ``"(Tensor x, Tensor y, float c) -> Tensor"``; ``fake(*tensors, *scalars)`` returns empty outputs of the right
+    shapes; ``examples(device)`` yields :class:`Example` inputs; ``tolerance`` maps a dtype to (values, gradients)
+    relative tolerances against the float64 twin (``None``: results must be identical)."""
+
+    name: str
+    schema: str
+    n_tensors: int
+    plan_for: str
+    reference: Callable[..., torch.Tensor]
+    fake: Callable[..., torch.Tensor]
+    examples: Callable[[torch.device], list[Example]]
+    differentiable: bool = True
+    tolerance: dict | None = None
+    doc: str = ""
+    _plan_factory: Callable | None = field(default=None, repr=False)
+
+    def make_plan(self, tensors: tuple[torch.Tensor, ...], scalars: tuple):
+        """The Triton plan for these tensors and scalars. ``plan_for`` is ``"module:attr"``, imported on first use
+        (so the twins work without Triton): either a plan factory ``(tensors, scalars) -> plan`` (name ending in
+        ``_plan``) or a plain forward-only launcher ``fn(*tensors, *scalars) -> out``."""
+        if self._plan_factory is None:
+            module, attr = self.plan_for.split(":")
+            target = getattr(importlib.import_module(module), attr)
+            self._plan_factory = target if attr.endswith("_plan") else function_plan(target)
+        return self._plan_factory(tensors, scalars)
+
+    # ---------------------------------------------------------------------------------------------- dispatch
+    def __call__(self, *args):
+        """Run the op on the backend :func:`fusedsim.backend.choose_backend` picks for its first tensor."""
+        tensors = args[: self.n_tensors]
+        if choose_backend(*tensors, op=self.name) == "reference":
+            return self.reference(*args)
+        return self.triton(*args)
+
+    def triton(self, *args):
+        """The Triton implementation (eager: planned autograd Function; compiling: the custom op)."""
+        if torch.compiler.is_compiling():
+            return getattr(torch.ops.fusedsim, self.name)(*args)
+        tensors, scalars = args[: self.n_tensors], args[self.n_tensors:]
+        return self.run_plan(self.make_plan(tensors, scalars), *tensors)
+
+    def run_plan(self, plan, *tensors):
+        """Eager call with a plan the caller already holds (the lean path of the public functions)."""
+        if not self.differentiable:
+            return plan.forward(*tensors)[0]
+        return PlannedFunction.apply(plan, *tensors)
+
+
+class PlannedFunction(torch.autograd.Function):
+    """Generic eager autograd for planned ops: forward and backward are the plan's."""
+
+    @staticmethod
+    def forward(ctx, plan, *tensors):
+        out, saved = plan.forward(*tensors)
+        ctx.plan, ctx.n_tensors = plan, len(tensors)
+        ctx.save_for_backward(*tensors, *saved)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        stored = ctx.saved_tensors
+        tensors, saved = stored[: ctx.n_tensors], stored[ctx.n_tensors:]
+        grads = ctx.plan.backward(tensors, saved, grad_out, ctx.needs_input_grad[1:])
+        return (None, *grads)
+
+
+def _define_custom_ops(op: KernelOp) -> None:
+    """``fusedsim::<name>`` (and ``<name>_backward``) for torch.compile, from the same plan."""
+    lib_name = f"fusedsim::{op.name}"
+    n = op.n_tensors
+
+    def forward_impl(*args):
+        tensors, scalars = args[:n], args[n:]
+        out = op.make_plan(tensors, scalars).forward(*tensors)[0]
+        # custom-op outputs may not alias inputs or each other
+        return out.clone() if out._base is not None else out
+
+    torch.library.custom_op(lib_name, forward_impl, mutates_args=(), schema=op.schema)
+    torch.library.register_fake(lib_name, op.fake)
+    if not op.differentiable:
+        return
+    inputs = op.schema.split("->")[0].strip()[1:-1]
+    tensor_params = ", ".join(f"Tensor t{i}" for i in range(n))
+    scalar_params = inputs.split(",")[n:]
+    bwd_schema = (f"({tensor_params}, Tensor grad_out, bool[] needs"
+                  + "".join("," + p for p in scalar_params) + ") -> Tensor[]")
+
+    def backward_impl(*args):
+        tensors, grad_out, needs, scalars = args[:n], args[n], args[n + 1], args[n + 2:]
+        plan = op.make_plan(tensors, scalars)
+        grads = plan.backward(tensors, (), grad_out, needs)
+        return [g if g is not None else t.new_empty(0) for g, t in zip(grads, tensors)]
+
+    def backward_fake(*args):
+        tensors, needs = args[:n], args[n + 1]
+        return [torch.empty_like(t) if need else t.new_empty(0) for t, need in zip(tensors, needs)]
+
+    torch.library.custom_op(f"{lib_name}_backward", backward_impl, mutates_args=(), schema=bwd_schema)
+    torch.library.register_fake(f"{lib_name}_backward", backward_fake)
+
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(*inputs[:n])
+        ctx.scalars = tuple(inputs[n:])
+
+    def backward(ctx, grad_out):
+        tensors = ctx.saved_tensors
+        needs = list(ctx.needs_input_grad[:n])
+        grads = getattr(torch.ops.fusedsim, f"{op.name}_backward")(*tensors, grad_out, needs, *ctx.scalars)
+        return (*[g if need else None for g, need in zip(grads, needs)], *[None] * len(ctx.scalars))
+
+    torch.library.register_autograd(lib_name, backward, setup_context=setup_context)
+
+
+class FunctionPlan:
+    """Plan of a forward-only op whose launcher needs no per-shape preparation: ``fn(*tensors, *scalars)``."""
+
+    def __init__(self, fn: Callable[..., torch.Tensor], scalars: tuple) -> None:
+        self.fn, self.scalars = fn, scalars
+
+    def forward(self, *tensors):
+        return self.fn(*tensors, *self.scalars), ()
+
+
+def function_plan(fn: Callable[..., torch.Tensor]) -> Callable[[tuple, tuple], FunctionPlan]:
+    return lambda tensors, scalars: FunctionPlan(fn, tuple(scalars))
+
+
+def register_op(op: KernelOp) -> KernelOp:
+    """Register ``op`` once: dispatcher entry, custom ops for torch.compile, enrolment in the twin tests."""
+    if op.name in OPS:
+        raise ValueError(f"op {op.name!r} is already registered")
+    _define_custom_ops(op)
+    OPS[op.name] = op
+    return op
+
+
+def registered_ops() -> Sequence[KernelOp]:
+    """Every op, after importing the modules that define them."""
+    import fusedsim.ops.catalog  # noqa: F401 - registers every op
+
+    return tuple(OPS.values())

@@ -1,0 +1,74 @@
+"""Every registered op against its PyTorch twin: values, every gradient (random cotangents), the shape function,
+float64 and float32, on the op's own examples (odd sizes, several programs, non-contiguous inputs).
+
+Registering an op in ``fusedsim.ops.catalog`` enrols it here. Kernels run on the GPU when there is one, else on
+the CPU through Triton's interpreter. Tolerances are the op's own (``KernelOp.tolerance``, with their reasons in
+the catalog); ``None`` means bit-identical.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from fusedsim.backend import use_backend
+from fusedsim.ops.registry import registered_ops
+
+OPS = registered_ops()
+CASES = [(op, i) for op in OPS for i in range(len(op.examples(torch.device("cpu"))))]
+
+
+def _cast(tensors, dtype):
+    return tuple(t.to(dtype) if t.is_floating_point() else t for t in tensors)
+
+
+def _run(op, backend, tensors, scalars, grads, seed=1):
+    leaves = tuple(t.detach().clone().requires_grad_(i in grads) for i, t in enumerate(tensors))
+    with use_backend(backend):
+        out = op(*leaves, *scalars)
+    if not grads:
+        return out.detach(), ()
+    gen = torch.Generator().manual_seed(seed)
+    cot = torch.randn(out.shape, generator=gen, dtype=torch.float64).to(out)
+    return out.detach(), torch.autograd.grad(out, [leaves[i] for i in grads], cot)
+
+
+def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
+    a, b = a.double().cpu(), b.double().cpu()
+    return ((a - b).norm() / b.norm().clamp_min(1e-30)).item()
+
+
+@pytest.mark.parametrize("op,index", CASES, ids=[f"{op.name}-{i}" for op, i in CASES])
+def test_op_matches_its_twin(op, index, kernel_device):
+    example = op.examples(kernel_device)[index]
+    dtypes = [None] if op.tolerance is None else list(op.tolerance)
+    twin, twin_grads = _run(op, "reference", tuple(t.cpu() for t in example.tensors), example.scalars, example.grads)
+    for dtype in dtypes:
+        tensors = example.tensors if dtype is None else _cast(example.tensors, dtype)
+        got, got_grads = _run(op, "triton", tensors, example.scalars, example.grads)
+        fake = op.fake(*tensors, *example.scalars)
+        assert got.shape == twin.shape == fake.shape, example.note
+        assert got.dtype == fake.dtype, example.note
+        if dtype is None:
+            assert torch.equal(got.cpu(), twin), example.note
+            continue
+        val_tol, grad_tol = op.tolerance[dtype]
+        torch.testing.assert_close(got.double().cpu(), twin.double(), atol=val_tol, rtol=val_tol, msg=example.note)
+        for g, r in zip(got_grads, twin_grads):
+            assert g.shape == r.shape and g.dtype == dtype, example.note
+            assert _rel(g, r) < grad_tol, (example.note, _rel(g, r))
+
+
+def test_every_differentiable_op_has_gradient_examples():
+    for op in OPS:
+        if op.differentiable:
+            assert any(ex.grads for ex in op.examples(torch.device("cpu"))), op.name
+
+
+@pytest.mark.parametrize("op", [op for op in OPS if op.differentiable], ids=lambda op: op.name)
+def test_twin_gradients_pass_gradcheck(op):
+    """The twin is the specification of the gradients: check it against finite differences in float64."""
+    example = next(ex for ex in op.examples(torch.device("cpu")) if ex.grads)
+    small = tuple(t[..., :12, :13] if t.dim() >= 4 else t for t in example.tensors)
+    leaves = tuple(t.detach().clone().requires_grad_(i in example.grads) for i, t in enumerate(small))
+    assert torch.autograd.gradcheck(lambda *ts: op.reference(*ts, *example.scalars), leaves, eps=1e-6, atol=1e-6)

@@ -68,7 +68,7 @@ def test_every_differentiable_op_has_gradient_examples():
 @pytest.mark.parametrize("op", [op for op in OPS if op.differentiable], ids=lambda op: op.name)
 def test_twin_gradients_pass_gradcheck(op):
     """The twin is the specification of the gradients: check it against finite differences in float64."""
-    example = next(ex for ex in op.examples(torch.device("cpu")) if ex.grads)
-    small = tuple(t[..., :12, :13] if t.dim() >= 4 else t for t in example.tensors)
+    example = min((ex for ex in op.examples(torch.device("cpu")) if ex.grads), key=lambda ex: ex.tensors[0].numel())
+    small = tuple(t[:1, ..., :12, :13] if t.dim() >= 4 else t for t in example.tensors)
     leaves = tuple(t.detach().clone().requires_grad_(i in example.grads) for i, t in enumerate(small))
     assert torch.autograd.gradcheck(lambda *ts: op.reference(*ts, *example.scalars), leaves, eps=1e-6, atol=1e-6)

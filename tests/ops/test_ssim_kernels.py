@@ -1,6 +1,8 @@
-"""Triton SSIM kernels against the PyTorch twin: values and both gradients (random cotangents), odd sizes,
-several blocks, batch/channels > 1, non-contiguous inputs, 16-bit inputs, 2-D and 3-D.
+"""The public SSIM functions on the Triton side against the PyTorch twin: 16-bit inputs, loop variants, the fused
+L1+SSIM loss against its unfused composition, MS-SSIM; and, on a GPU, what the host path promises: no device
+synchronisation, the current stream, CUDA-graph capture and ``torch.compile(mode="reduce-overhead")``.
 
+(Every registered op is also checked against its twin, gradients included, by ``test_registry.py``.)
 Runs on the GPU when there is one, else on the CPU through Triton's interpreter (small sizes).
 """
 
@@ -11,11 +13,9 @@ import torch
 
 import fusedsim
 
-# Tolerances: float64 runs the same formulas in a different order (rounding ~1e-15, amplified by the variance
-# cancellation to ~1e-11). float32 against a float64 twin: ~1e-7 relative per statistic, up to ~1e-5 on SSIM and
-# ~1e-4 on gradients in flat regions where sigma² = E[x²] - mu² cancels.
-# Gradients of 16-bit inputs are returned in that dtype, so they carry its rounding (2**-11 for float16,
-# 2**-8 for bfloat16, relative) on top.
+# float32 against a float64 twin: ~1e-7 relative per statistic, up to ~1e-5 on SSIM and ~1e-4 on gradients in
+# flat regions where sigma² = E[x²] - mu² cancels. Gradients of 16-bit inputs are returned in that dtype, so
+# they carry its rounding (2**-11 for float16, 2**-8 for bfloat16, relative) on top.
 TOL = {torch.float64: (1e-9, 1e-8), torch.float32: (2e-5, 2e-4), torch.float16: (2e-5, 1e-3),
        torch.bfloat16: (2e-5, 8e-3)}
 
@@ -27,21 +27,19 @@ def _pair(shape, device, dtype=torch.float64, seed=0):
     return x.to(device=device, dtype=dtype), y.to(device=device, dtype=dtype)
 
 
-def _run(fn, backend, x, y, cotangent_seed=1, both=True):
-    xr = x.detach().clone().requires_grad_(True)
-    yr = y.detach().clone().requires_grad_(both)
+def _run(fn, backend, x, y, cotangent_seed=1):
+    xr, yr = x.detach().clone().requires_grad_(True), y.detach().clone().requires_grad_(True)
     with fusedsim.use_backend(backend):
         out = fn(xr, yr)
     gen = torch.Generator().manual_seed(cotangent_seed)
     cot = torch.randn(out.shape, generator=gen, dtype=torch.float64).to(out)
-    grads = torch.autograd.grad(out, (xr, yr) if both else (xr,), cot)
-    return out.detach(), grads
+    return out.detach(), torch.autograd.grad(out, (xr, yr), cot)
 
 
-def _compare(fn, x, y, both=True, dtype=torch.float64):
-    """Kernel on (x, y) in ``dtype`` against the twin in float64 on the same values."""
-    got, got_g = _run(fn, "triton", x.to(dtype), y.to(dtype), both=both)
-    ref, ref_g = _run(fn, "reference", x.double().cpu(), y.double().cpu(), both=both)
+def _compare(fn, x, y, dtype=torch.float64, reference=None):
+    """Kernel on (x, y) in ``dtype`` against ``reference`` (default: the same function on the twin) in float64."""
+    got, got_g = _run(fn, "triton", x.to(dtype), y.to(dtype))
+    ref, ref_g = _run(reference or fn, "reference", x.double().cpu(), y.double().cpu())
     val_tol, grad_tol = TOL[dtype]
     torch.testing.assert_close(got.double().cpu(), ref, atol=val_tol, rtol=val_tol)
     for g, r in zip(got_g, ref_g):
@@ -50,56 +48,28 @@ def _compare(fn, x, y, both=True, dtype=torch.float64):
         assert err < grad_tol, err
 
 
-@pytest.mark.parametrize("padding", ["same", "valid"])
-@pytest.mark.parametrize("shape", [(1, 1, 11, 11), (2, 3, 13, 17)])
-def test_fused_ssim_values_and_grads(kernel_device, shape, padding):
-    x, y = _pair(shape, kernel_device)
-    _compare(lambda a, b: fusedsim.fused_ssim(a, b, padding=padding, reduction="channel"), x, y)
-
-
-def test_map_output_and_map_gradient_prime_sizes(kernel_device):
-    x, y = _pair((1, 2, 31, 37), kernel_device, seed=2)
-    _compare(lambda a, b: fusedsim.fused_ssim(a, b, padding="valid", reduction="none"), x, y)
-    _compare(lambda a, b: fusedsim.ssim(a, b, data_range=1.0, win_size=7, reduction="none"), x, y)
-
-
-def test_several_blocks_and_row_segments(kernel_device):
-    # 133 columns > one 128-wide strip, 70 rows > one 64-row segment
-    x, y = _pair((1, 1, 70, 133), kernel_device, seed=3)
-    _compare(lambda a, b: fusedsim.fused_ssim(a, b, window_size=3, reduction="image"), x, y)
-
-
-@pytest.mark.parametrize("padding", ["same", "valid"])
-def test_interior_and_edge_programs(kernel_device, padding):
-    # 300 columns: the middle column strips read no out-of-image column and take the unmasked load path
-    x, y = _pair((1, 1, 20, 300), kernel_device, seed=10)
-    _compare(lambda a, b: fusedsim.fused_ssim(a, b, padding=padding, reduction="image"), x, y)
-
-
-def test_only_first_input_requires_grad(kernel_device):
-    x, y = _pair((2, 1, 12, 15), kernel_device, seed=4)
-    _compare(lambda a, b: fusedsim.ssim(a, b, data_range=1.0, win_size=5, size_average=False), x, y, both=False)
-
-
-def test_non_contiguous_inputs(kernel_device):
-    big_x, big_y = _pair((2, 3, 30, 36), kernel_device, seed=5)
-    x = big_x[:, :, 3:28, ::2]  # sliced rows, stride-2 columns
-    y = big_y.to(memory_format=torch.channels_last)[:, :, 3:28, 1::2]
-    assert not x.is_contiguous() and not y.is_contiguous()
-    _compare(lambda a, b: fusedsim.fused_ssim(a, b, window_size=9, reduction="channel"), x, y)
-
-
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 def test_low_precision_inputs_accumulate_in_float32(kernel_device, dtype):
     x, y = _pair((1, 2, 16, 19), kernel_device, seed=6)
     x, y = x.to(dtype).double(), y.to(dtype).double()  # values representable in `dtype`
     _compare(lambda a, b: fusedsim.ssim(a, b, data_range=1.0, win_size=5, reduction="channel"), x, y, dtype=dtype)
+    _compare(lambda a, b: fusedsim.l1_ssim_loss(a, b, window_size=5), x, y, dtype=dtype)
 
 
 @pytest.mark.parametrize("padding", ["same", "valid"])
-def test_3d_volumes(kernel_device, padding):
-    x, y = _pair((1, 2, 9, 8, 10), kernel_device, seed=7)
-    _compare(lambda a, b: fusedsim.fused_ssim(a, b, padding=padding, window_size=3, reduction="channel"), x, y)
+@pytest.mark.parametrize("reduction", ["mean", "image"])
+def test_fused_l1_ssim_equals_the_unfused_composition(kernel_device, padding, reduction):
+    x, y = _pair((2, 3, 19, 23), kernel_device, seed=3)
+
+    def fused(a, b):
+        return fusedsim.l1_ssim_loss(a, b, 0.3, window_size=7, padding=padding, reduction=reduction)
+
+    def composed(a, b):
+        ssim = fusedsim.fused_ssim(a, b, padding=padding, window_size=7, reduction=reduction)
+        l1 = (a - b).abs().flatten(1).mean(1)
+        return 0.7 * (l1.mean() if reduction == "mean" else l1) + 0.3 * (1 - ssim)
+
+    _compare(fused, x, y, reference=composed)
 
 
 def test_ms_ssim_kernels_match_twin(kernel_device):
@@ -108,32 +78,154 @@ def test_ms_ssim_kernels_match_twin(kernel_device):
                                            size_average=False), x, y)
 
 
-def test_asymmetric_window_gradient_uses_flipped_taps(kernel_device):
-    x, y = _pair((1, 1, 14, 16), kernel_device, seed=9)
-    win = torch.tensor([0.1, 0.2, 0.3, 0.25, 0.15], dtype=torch.float64)
-    _compare(lambda a, b: fusedsim.ssim(a, b, data_range=1.0, win=win, reduction="channel"), x, y)
-
-
 @pytest.mark.parametrize("unroll", [True, False])
-def test_loop_variants_agree(kernel_device, monkeypatch, unroll):
-    from fusedsim.ops import ssim as ops
+def test_loop_variants_agree(kernel_device, unroll):
+    from fusedsim.ops.ssim import SSIMPlan
+    from fusedsim.reference.ssim_ref import gaussian_window, ssim_reduce_ref
 
-    monkeypatch.setitem(ops.CONFIG, "fwd_unroll", unroll)
-    monkeypatch.setitem(ops.CONFIG, "bwd_unroll", unroll)
     x, y = _pair((1, 2, 15, 40), kernel_device, seed=11)
-    _compare(lambda a, b: fusedsim.fused_ssim(a, b, window_size=7, reduction="channel"), x, y)
+    win = gaussian_window(7, 1.5, device=kernel_device).expand(2, -1).contiguous()
+    plan = SSIMPlan(x.shape, x.stride(), y.stride(), x.dtype, x.device, 7, 1e-4, 9e-4, False, True, 3, 0.2,
+                    fwd_unroll=unroll, bwd_unroll=unroll, fwd_tile=(16, 8, 1), bwd_tile=(32, 8, 1))
+    got, _ = plan.forward(x, y, win)
+    xr, yr = x.detach().clone().requires_grad_(), y.detach().clone().requires_grad_()
+    ref = ssim_reduce_ref(xr, yr, win, 1e-4, 9e-4, False, True, 3, 0.2)
+    torch.testing.assert_close(got, ref.detach(), atol=1e-9, rtol=1e-9)
+    g = torch.randn(ref.shape, dtype=torch.float64, device=kernel_device)
+    dx, dy, _ = plan.backward((x, y, win), (), g, (True, True))
+    rx, ry = torch.autograd.grad(ref, (xr, yr), g)
+    torch.testing.assert_close(dx, rx, atol=1e-9, rtol=1e-8)
+    torch.testing.assert_close(dy, ry, atol=1e-9, rtol=1e-8)
+
+
+def test_expanded_upstream_gradient(kernel_device):
+    """A per-image result summed by the caller hands the kernel a stride-0 gradient: read it in place."""
+    x, y = _pair((3, 2, 14, 15), kernel_device, seed=13)
+    _compare(lambda a, b: fusedsim.fused_ssim(a, b, window_size=5, reduction="image").sum().expand(3), x, y)
+
+
+# ----------------------------------------------------------------------------------------- GPU host path
+def _gpu(kernel_device):
+    if kernel_device.type != "cuda":
+        pytest.skip("needs a GPU")
+
+
+PUBLIC_CALLS = {
+    "fused_ssim": lambda a, b: fusedsim.fused_ssim(a, b),
+    "fused_ssim_valid": lambda a, b: fusedsim.fused_ssim(a, b, padding="valid", reduction="image").sum(),
+    "ssim": lambda a, b: fusedsim.ssim(a, b, data_range=1.0),
+    "ms_ssim": lambda a, b: fusedsim.ms_ssim(a, b, data_range=1.0),
+    "l1_ssim_loss": lambda a, b: fusedsim.l1_ssim_loss(a, b),
+    "ssim_3d": lambda a, b: fusedsim.fused_ssim(a[:, :1, :32, :32, None].expand(-1, -1, -1, -1, 32).contiguous(),
+                                                b[:, :1, :32, :32, None].expand(-1, -1, -1, -1, 32).contiguous()),
+}
+
+
+@pytest.mark.parametrize("name", list(PUBLIC_CALLS))
+def test_default_path_never_synchronises(kernel_device, name):
+    _gpu(kernel_device)
+    x, y = _pair((1, 3, 200, 210), kernel_device, dtype=torch.float32, seed=14)
+    x.requires_grad_(True)
+    fn = PUBLIC_CALLS[name]
+    fn(x, y).backward()  # first call: compiles and plans (may synchronise)
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for _ in range(2):
+            fn(x, y).backward()
+            with torch.no_grad():
+                fn(x, y)
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
 
 
 def test_runs_on_the_current_cuda_stream(kernel_device):
-    if kernel_device.type != "cuda":
-        pytest.skip("needs a GPU")
+    _gpu(kernel_device)
     x, y = _pair((2, 3, 64, 80), kernel_device, dtype=torch.float32, seed=12)
     expected = fusedsim.fused_ssim(x, y)
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
-        got = fusedsim.fused_ssim(x, y, check_finite=False)
+        got = fusedsim.fused_ssim(x, y)
         done = torch.cuda.Event()
         done.record(side)
     done.synchronize()
     torch.testing.assert_close(got, expected)
+
+
+def test_training_step_replays_in_a_cuda_graph(kernel_device):
+    _gpu(kernel_device)
+    target = _pair((1, 3, 96, 130), kernel_device, dtype=torch.float32, seed=15)[1]
+    image = torch.rand_like(target, requires_grad=True)
+    opt = torch.optim.Adam([image], lr=1e-2, capturable=True)
+
+    def step():
+        opt.zero_grad(set_to_none=False)
+        loss = fusedsim.l1_ssim_loss(image, target) + (1 - fusedsim.fused_ssim(image, target))
+        loss.backward()
+        opt.step()
+        return loss
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):  # warm-up: compile, plan, allocate
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    start = image.detach().clone()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_loss = step()
+    graph_losses = []
+    for _ in range(20):
+        graph.replay()
+        graph_losses.append(static_loss.clone())
+    torch.cuda.synchronize()
+    assert all(torch.isfinite(v) for v in graph_losses)
+    assert not torch.equal(image.detach(), start)  # the replays trained the image
+    assert graph_losses[-1] < graph_losses[0]
+
+
+def test_graph_replay_is_identical_to_eager(kernel_device):
+    _gpu(kernel_device)
+    x, y = _pair((1, 3, 120, 97), kernel_device, dtype=torch.float32, seed=16)
+    x.requires_grad_(True)
+
+    def fwd_bwd():
+        loss = fusedsim.l1_ssim_loss(x, y)
+        (g,) = torch.autograd.grad(loss, x)
+        return loss, g
+
+    eager_loss, eager_grad = fwd_bwd()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fwd_bwd()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_loss, static_grad = fwd_bwd()
+    for _ in range(2):
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(static_loss, eager_loss)  # deterministic reductions: bit-identical
+        assert torch.equal(static_grad, eager_grad)
+
+
+def test_compile_reduce_overhead_fullgraph(kernel_device):
+    _gpu(kernel_device)
+    x, y = _pair((1, 3, 64, 72), kernel_device, dtype=torch.float32, seed=17)
+    x.requires_grad_(True)
+
+    def loss(a, b):
+        return fusedsim.l1_ssim_loss(a, b) + (1 - fusedsim.ms_ssim(a.repeat(1, 1, 3, 3), b.repeat(1, 1, 3, 3),
+                                                                     data_range=1.0))
+
+    eager = loss(x, y)
+    (g_eager,) = torch.autograd.grad(eager, x)
+    compiled = torch.compile(loss, mode="reduce-overhead", fullgraph=True)
+    for _ in range(3):
+        value = compiled(x, y)
+        (g_compiled,) = torch.autograd.grad(value, x)
+    torch.testing.assert_close(value, eager)
+    torch.testing.assert_close(g_compiled, g_eager)

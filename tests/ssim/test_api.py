@@ -37,13 +37,18 @@ def test_dtype_mismatch():
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf")])
-def test_non_finite_input_is_named(bad):
+def test_non_finite_input_gives_nan_by_default_and_is_named_on_request(bad):
     x, y = _pair()
     y[0, 1, 3, 4] = bad
+    assert torch.isnan(fusedsim.ssim(x, y, data_range=1.0))  # the default path never synchronises
+    assert torch.isnan(fusedsim.fused_ssim(x, y))
+    assert torch.isnan(fusedsim.l1_ssim_loss(x, y))
     with pytest.raises(ValueError, match="Y contains NaN or Inf"):
-        fusedsim.ssim(x, y, data_range=1.0)
+        fusedsim.ssim(x, y, data_range=1.0, check_finite=True)
     with pytest.raises(ValueError, match="img2 contains NaN or Inf"):
-        fusedsim.fused_ssim(x, y)
+        fusedsim.fused_ssim(x, y, check_finite=True)
+    with pytest.raises(ValueError, match="target contains NaN or Inf"):
+        fusedsim.l1_ssim_loss(x, y, check_finite=True)
 
 
 def test_image_smaller_than_window():

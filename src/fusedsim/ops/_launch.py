@@ -23,32 +23,38 @@ def _fast_launch_supported() -> bool:
     if _FAST_OK is None:
         import triton
 
-        from fusedsim.backend import triton_interpreting
-
         try:
             major, minor = (int(p) for p in triton.__version__.split(".")[:2])
         except ValueError:  # pragma: no cover - unusual version strings
             major, minor = 0, 0
-        _FAST_OK = (major, minor) >= (3, 4) and hasattr(triton, "knobs") and not triton_interpreting()
+        _FAST_OK = (major, minor) >= (3, 4) and hasattr(triton, "knobs")
     return _FAST_OK
+
+
+def _is_compiled_kernel(kernel) -> bool:
+    """A kernel jitted for a device (not Triton's interpreter, which is chosen when the kernel is decorated)."""
+    from triton.runtime.jit import JITFunction
+
+    return type(kernel) is JITFunction
 
 
 class Launcher:
     """One kernel, one grid, fixed options: ``launcher(*args)`` with every kernel argument in signature order
     (constexprs included, as Triton's own launcher expects them)."""
 
-    __slots__ = ("kernel", "grid", "options", "_compiled", "_tensor_pos", "_stream_of")
+    __slots__ = ("kernel", "grid", "options", "_fast", "_compiled", "_tensor_pos", "_stream_of")
 
     def __init__(self, kernel, grid: Sequence[int], **options) -> None:
         self.kernel = kernel
         self.grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
         self.options = options
+        self._fast = _fast_launch_supported() and _is_compiled_kernel(kernel)
         self._compiled: dict[int, object] = {}
         self._tensor_pos: tuple[int, ...] | None = None
         self._stream_of: Callable[[int], int] | None = None
 
     def __call__(self, *args) -> None:
-        if not _fast_launch_supported():
+        if not self._fast:
             self.kernel[self.grid](*args, **self.options)
             return
         import triton

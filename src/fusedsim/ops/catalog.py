@@ -49,7 +49,7 @@ def _window(taps: int, channels: int, device, asymmetric: bool = False, box: boo
 
 def _strided_pair(device, seed):
     """Non-contiguous inputs: sliced rows and stride-2 columns; one of them channels-last."""
-    big_x, big_y = _pair((2, 3, 30, 36), device, seed)
+    big_x, big_y = _pair((1, 2, 22, 30), device, seed)
     return big_x[:, :, 3:28, ::2], big_y.to(memory_format=torch.channels_last)[:, :, 3:28, 1::2]
 
 
@@ -75,10 +75,10 @@ def _ssim_examples(device: torch.device) -> list[Example]:
         ((1, 3, 21, 19), 5, True, IMAGE, 0.7, False),
         ((1, 2, 16, 19), 5, False, CHANNEL, 0.0, False),
         ((1, 1, 70, 133), 3, True, MEAN, 0.2, False),  # several column strips
-        ((1, 1, 20, 300), 3, False, IMAGE, -1.0, False),  # interior programs
-        ((1, 2, 9, 8, 10), 3, False, CHANNEL, -1.0, False),
-        ((1, 1, 9, 8, 10), 3, True, MEAN, 0.4, False),
-        ((1, 1, 7, 9, 8), 3, True, MAP, -1.0, False),
+        ((1, 1, 12, 300), 3, False, IMAGE, -1.0, False),  # interior programs
+        ((1, 2, 6, 7, 8), 3, False, CHANNEL, -1.0, False),
+        ((1, 1, 7, 6, 8), 3, True, MEAN, 0.4, False),
+        ((1, 1, 5, 7, 6), 3, True, MAP, -1.0, False),
     ]
     out = []
     for i, (shape, taps, valid, reduce, weight, asym) in enumerate(cases):
@@ -87,7 +87,7 @@ def _ssim_examples(device: torch.device) -> list[Example]:
                            (1e-4, 9e-4, valid, not asym, reduce, weight), grads=(0, 1),
                            note=f"{shape} K={taps} valid={valid} reduce={reduce} w={weight}"))
     x, y = _strided_pair(device, 99)
-    out.append(Example((x, y, _window(9, 3, device)), (1e-4, 9e-4, False, True, CHANNEL, 0.2), grads=(0, 1),
+    out.append(Example((x, y, _window(9, 2, device)), (1e-4, 9e-4, False, True, CHANNEL, 0.2), grads=(0, 1),
                        note="non-contiguous"))
     x, y = _pair((2, 1, 12, 15), device, 98)
     out.append(Example((x, y, _window(5, 1, device)), (1e-4, 9e-4, True, True, IMAGE, -1.0), grads=(0,),
@@ -117,12 +117,12 @@ def _ms_fake(x, y, win, c1, c2, symmetric, levels):
 def _ms_examples(device: torch.device) -> list[Example]:
     out = []
     for i, (shape, taps, levels) in enumerate([((2, 2, 21, 23), 3, 3), ((1, 1, 40, 37), 5, 3),
-                                               ((1, 3, 34, 35), 3, 4)]):
+                                               ((1, 1, 34, 35), 3, 4)]):
         x, y = _pair(shape, device, 50 + i)
         out.append(Example((x, y, _window(taps, shape[1], device)), (1e-4, 9e-4, True, levels), grads=(0, 1),
                            note=f"{shape} K={taps} levels={levels}"))
     x, y = _strided_pair(device, 60)
-    out.append(Example((x, y, _window(3, 3, device)), (1e-4, 9e-4, True, 3), grads=(0, 1), note="non-contiguous"))
+    out.append(Example((x, y, _window(3, 2, device)), (1e-4, 9e-4, True, 3), grads=(0, 1), note="non-contiguous"))
     return out
 
 
@@ -224,7 +224,7 @@ integer_ssim = register_op(KernelOp(
 
 def _seqsum_examples(device: torch.device) -> list[Example]:
     gen = torch.Generator().manual_seed(0)
-    rows = torch.randn(3, 5000, generator=gen, dtype=torch.float64) * torch.logspace(-8, 8, 5000, dtype=torch.float64)
+    rows = torch.randn(2, 1500, generator=gen, dtype=torch.float64) * torch.logspace(-8, 8, 1500, dtype=torch.float64)
     ties = torch.tensor([[2.0**53, 1.0, 1.0, -(2.0**53), 0.5, 2.0**-60, 3.0]], dtype=torch.float64)
     return [Example((rows.to(device),), note="magnitudes over 16 decades"), Example((ties.to(device),), note="ties"),
             Example((torch.zeros(2, 0, dtype=torch.float64, device=device),), note="empty rows")]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 
 import torch
@@ -42,10 +43,30 @@ def check_window_size(win_size: object, name: str = "win_size") -> int:
 
 
 def check_positive(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number; got {type(value).__name__}")
+    """``value`` as a finite float > 0.
+
+    Accepts Python ints and floats, numpy scalars (``np.float32(1)``) and 0-d integer or floating tensors, as
+    pytorch-msssim does. A 0-d CUDA tensor is read with one device-to-host synchronisation: pass a Python number
+    in training loops. Refuses bools, strings, other types, tensors with more than one element, NaN, Inf and
+    values <= 0.
+    """
+    if type(value) is not float and type(value) is not int:  # fast path for the usual Python numbers
+        value = _scalar(value, name)
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be a finite number > 0; got {value}")
+    return float(value)
+
+
+def _scalar(value: object, name: str) -> float:
+    """A real scalar of another type (numpy scalar, 0-d tensor, numbers.Real subclass) as a float."""
+    if isinstance(value, torch.Tensor):
+        if value.dim() != 0:
+            raise TypeError(f"{name} must be a number or a 0-d tensor; got a tensor of shape {tuple(value.shape)}")
+        if value.dtype == torch.bool or value.is_complex():
+            raise TypeError(f"{name} must be a real number; got a {value.dtype} tensor")
+        return float(value.detach())  # CUDA tensors: one synchronisation (documented above)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):  # np.bool_ is not a numbers.Real
+        raise TypeError(f"{name} must be a number; got {type(value).__name__}")
     return float(value)
 
 

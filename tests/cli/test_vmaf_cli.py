@@ -378,6 +378,16 @@ def test_cuda_request_without_cuda(clips, fake, capsys):
     assert "no CUDA device" in err
 
 
+def test_device_names_use_the_package_resolver(clips, fake, capsys):
+    ref, dist = clips / "c333x217_8b_ref.y4m", clips / "c333x217_8b_mixed.y4m"
+    with pytest.raises(SystemExit) as exc:
+        fusedsim("vmaf", ref, dist, "--device", "gpu")
+    assert exc.value.code == 2
+    assert "device must be auto, cpu or cuda[:N]; got 'gpu'" in capsys.readouterr().err
+    assert fusedsim("vmaf", ref, dist, "--device", "CPU") == 0
+    assert {call[3] for call in fake.calls} == {"cpu"}
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # streaming through the command: memory stays flat on a long clip
 

@@ -56,3 +56,14 @@ def test_bad_input():
         psnr(x.astype(float), x, 8)
     with pytest.raises(ValueError, match="bit_depth=11 is not supported"):
         psnr(x, x, 11)
+
+
+def test_forced_triton_backend_is_an_error_not_a_silent_pytorch_run():
+    from fusedsim import use_backend
+    from fusedsim.backend import BackendUnavailableError
+
+    x = np.zeros((2, 8, 8), np.uint8)
+    with use_backend("triton"), pytest.raises(BackendUnavailableError, match="psnr has no Triton kernel"):
+        psnr(x, x, 8)
+    with use_backend("reference"):
+        assert psnr(x, x, 8)["psnr_y"].tolist() == [60.0, 60.0]

@@ -1,7 +1,8 @@
 """Entry point of ``fusedsim``: one sub-command per module in this package.
 
-Each command module exposes ``add_parser(subparsers)`` and ``run(args) -> int``; they are imported lazily so
-that ``fusedsim --help`` stays fast.
+Each command module exposes ``add_parser(subparsers)`` and ``run(args) -> int``. Building the parser must not
+import torch (``add_parser`` reads only the torch-free metric registry; ``run`` imports what it needs), so
+``fusedsim --help``, ``--version`` and usage errors answer at once.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 # command name -> module under fusedsim.cli
-COMMANDS = {"score": "score", "vmaf": "vmaf"}
+COMMANDS = {"score": "score", "vmaf": "vmaf", "list-metrics": "list_metrics"}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,16 +1,31 @@
-"""``fusedsim score REF DIST``: compare two image files."""
+"""``fusedsim score REF DIST``: compare two image files with the image metrics of the registry.
+
+Building the parser imports neither torch nor a metric (the choices come from :mod:`fusedsim.metrics.registry`);
+``run`` imports them.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
-import math
 from importlib import resources
 from pathlib import Path
 
-import torch
+from fusedsim._device import DEVICE_HELP, check_device_name
+from fusedsim.metrics.registry import MetricSpec, get_metric, list_metrics
 
-METRICS = ("ssim", "ms-ssim", "psnr")
+DEFAULT_METRICS = ("ssim",)
+
+DESCRIPTION = """\
+Compare a distorted image file with its reference (8- or 16-bit, grey or RGB).
+The data range is the files' (255 or 65535); both files must have the same
+size, channels and bit depth. Opaque alpha is dropped, transparency refused,
+palette images are read as RGB.
+
+metrics:
+{metrics}
+
+--format json writes valid JSON; non-finite values (PSNR of identical images
+is +inf) are written as null."""
 
 
 def example_pair() -> tuple[Path, Path]:
@@ -19,41 +34,56 @@ def example_pair() -> tuple[Path, Path]:
     return Path(str(root / "example_ref.png")), Path(str(root / "example_dist.png"))
 
 
+def _image_metric(text: str) -> str:
+    """argparse type of ``--metric``: an image metric's name or alias, returned as its registry name."""
+    try:
+        spec = get_metric(text)
+    except ValueError:
+        spec = None
+    if spec is None or spec.kind != "image":
+        names = ", ".join(s.name for s in list_metrics("image"))
+        raise argparse.ArgumentTypeError(f"unknown image metric {text!r}; choose from {names}")
+    return spec.name
+
+
+def _device(text: str) -> str:
+    try:
+        return check_device_name(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    specs = list_metrics("image")
+    width = max(len(s.name) for s in specs)
+    table = "\n".join(f"  {s.name:<{width}}  {s.summary}" for s in specs)
     parser = sub.add_parser("score", help="score a distorted image against a reference image",
-                            description="Compare two image files (RGB, data range 255, pytorch-msssim semantics).")
-    parser.add_argument("ref", nargs="?", help="reference image file")
-    parser.add_argument("dist", nargs="?", help="distorted image file")
+                            description=DESCRIPTION.format(metrics=table),
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("ref", metavar="REF", nargs="?", help="reference image file")
+    parser.add_argument("dist", metavar="DIST", nargs="?", help="distorted image file")
     parser.add_argument("--example", action="store_true", help="score the bundled example photo pair")
-    parser.add_argument("--metric", action="append", choices=METRICS,
-                        help="metric to compute; repeat for several (default: ssim)")
+    parser.add_argument("--metric", action="append", type=_image_metric, metavar="NAME",
+                        help=f"metric to compute, repeatable: {', '.join(s.name for s in specs)} "
+                             f"(default: {', '.join(DEFAULT_METRICS)})")
     parser.add_argument("--format", choices=("plain", "json"), default="plain", help="output format")
-    parser.add_argument("--device", default="auto", help="auto, cpu or cuda[:N] (auto: cuda when available)")
+    parser.add_argument("--device", type=_device, default="auto",
+                        help=f"{DEVICE_HELP} (auto: cuda when available)")
     parser.set_defaults(run=run)
 
 
-def _device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(name)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError("--device cuda was asked for, but PyTorch sees no CUDA device")
-    return device
-
-
-def compute(metric: str, x: torch.Tensor, y: torch.Tensor) -> float:
-    import fusedsim
-    from fusedsim.metrics import psnr
-
-    if metric == "ssim":
-        return float(fusedsim.ssim(x, y, data_range=255))
-    if metric == "ms-ssim":
-        return float(fusedsim.ms_ssim(x, y, data_range=255))
-    return float(psnr(x, y, data_range=255))
+def check_min_size(specs: list[MetricSpec], width: int, height: int) -> None:
+    """Raise ``ValueError`` naming REF/DIST and their size if an image is too small for a metric."""
+    for spec in specs:
+        if min(width, height) < spec.min_size:
+            raise ValueError(f"REF and DIST are {width}×{height} but {spec.name} needs at least {spec.min_size} px "
+                             f"per side ({spec.min_size_reason})")
 
 
 def run(args: argparse.Namespace) -> int:
-    from fusedsim.io.images import load_image
+    from fusedsim._device import resolve_device
+    from fusedsim.cli._json import dumps
+    from fusedsim.io.images import check_image_pair, read_image
 
     if args.example:
         if args.ref or args.dist:
@@ -63,17 +93,17 @@ def run(args: argparse.Namespace) -> int:
         ref_path, dist_path = Path(args.ref), Path(args.dist)
     else:
         raise ValueError("REF and DIST image files are required (or --example)")
-    device = _device(args.device)
-    x = load_image(ref_path).to(device)
-    y = load_image(dist_path).to(device)
-    if x.shape != y.shape:
-        raise ValueError(f"images differ in size: {ref_path} is {tuple(x.shape[2:])} (H, W), "
-                         f"{dist_path} is {tuple(y.shape[2:])}")
-    results = {m: compute(m, x, y) for m in (args.metric or ["ssim"])}
+    specs = [get_metric(name) for name in dict.fromkeys(args.metric or DEFAULT_METRICS)]
+    ref = read_image(ref_path, "REF")
+    dist = read_image(dist_path, "DIST")
+    check_image_pair(ref, dist)
+    check_min_size(specs, ref.width, ref.height)
+    device = resolve_device(args.device)
+    x, y = ref.pixels.to(device), dist.pixels.to(device)
+    results = {spec.name: float(spec.load()(x, y, data_range=ref.data_range)) for spec in specs}
     if args.format == "json":
-        payload = {"reference": str(ref_path), "distorted": str(dist_path),
-                   "metrics": {k: (v if math.isfinite(v) else str(v)) for k, v in results.items()}}
-        print(json.dumps(payload, indent=2))
+        print(dumps({"reference": str(ref_path), "distorted": str(dist_path), "data_range": ref.data_range,
+                     "metrics": results}))
     else:
         for name, value in results.items():
             print(f"{name}: {value:.6f}")

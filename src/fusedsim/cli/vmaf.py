@@ -15,33 +15,40 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
+from fusedsim._device import DEVICE_HELP, check_device_name
+from fusedsim.metrics.registry import list_metrics
+
+if TYPE_CHECKING:  # numpy loads in run(): building the parser stays light
+    import numpy as np
 
 #: Features used when no ``--feature`` is given.
 DEFAULT_FEATURES = ("ssim",)
-#: Shown in ``--help``; the registry in ``fusedsim.vmaf.features`` is what is enforced.
-HELP_FEATURES = ("ssim", "float_ssim", "float_ms_ssim", "psnr")
+# the libvmaf features are the registry's video metrics named vmaf:<feature> (reading it imports no torch)
+_FEATURE_SPECS = {s.short_name: s for s in list_metrics("video") if s.name.startswith("vmaf:")}
+#: Shown in ``--help``; ``fusedsim.vmaf.features`` enforces the same registry entries.
+HELP_FEATURES = tuple(_FEATURE_SPECS)
 #: Metric columns a feature must produce (libvmaf names); guards against a backend answering with another algorithm.
-EXPECTED_METRICS = {
-    "ssim": ("ssim",),
-    "float_ssim": ("float_ssim",),
-    "float_ms_ssim": ("float_ms_ssim",),
-    "psnr": ("psnr_y", "psnr_cb", "psnr_cr"),
-}
-DEVICES = ("auto", "cpu", "cuda")
+EXPECTED_METRICS = {name: spec.outputs for name, spec in _FEATURE_SPECS.items()}
 _AUTO_BATCH_BYTES = 128 * 2**20  # per clip, when --batch-frames is not given
 _MAX_AUTO_BATCH = 32
+
+
+def _feature_lines() -> str:
+    lines = []
+    for name, spec in _FEATURE_SPECS.items():
+        lines.append(f"  {name:<14} {spec.summary}")
+        if spec.min_size > 1:
+            lines.append(f"  {'':<14} (frames of {spec.min_size}x{spec.min_size} or more)")
+    return "\n".join(lines)
+
 
 DESCRIPTION = """\
 Compare a distorted clip with its reference frame by frame using libvmaf's
 SSIM features:
-  ssim           libvmaf's integer SSIM (luma)
-  float_ssim     libvmaf's float_ssim (luma)
-  float_ms_ssim  libvmaf's float_ms_ssim (luma; frames of 176x176 or more)
-  psnr           libvmaf's psnr: psnr_y, psnr_cb, psnr_cr
+""" + _feature_lines() + """
 Without --feature, ssim is computed. A feature is computed exactly as named
 or not at all: a device that cannot run it is an error, never a substitute.
 
@@ -75,8 +82,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "--feature", action="append", metavar="NAME", dest="features",
         help=f"feature to compute, repeatable: {', '.join(HELP_FEATURES)} (default: {', '.join(DEFAULT_FEATURES)})",
     )
-    parser.add_argument("--device", choices=DEVICES, default="auto",
-                        help="where to compute: auto (GPU when available), cpu or cuda (default: auto)")
+    parser.add_argument("--device", type=_device, default="auto",
+                        help=f"where to compute: {DEVICE_HELP} (default: auto, the GPU when available)")
     parser.add_argument("--json", metavar="OUT", help="write libvmaf-style JSON to OUT (- for standard output)")
     parser.add_argument("--csv", metavar="OUT", help="write per-frame CSV to OUT (- for standard output)")
     parser.add_argument("--frames", type=_non_negative_int, metavar="N",
@@ -86,6 +93,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     parser.set_defaults(run=run)
     return parser
+
+
+def _device(text: str) -> str:
+    try:
+        return check_device_name(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _positive_int(text: str) -> int:
@@ -312,6 +326,8 @@ def compute(ref_reader, dist_reader, features: Sequence[str], extract: Callable,
             f"reference {ref_reader.path} has {n_ref} frames but distorted {dist_reader.path} has {n_dist}; "
             "pass --frames N to compare the first N frames"
         )
+    import numpy as np
+
     expected_total = frames if frames is not None else (n_ref if n_ref is not None else n_dist)
     if expected_total == 0:
         raise ValueError("no frames to compare" + ("" if frames is not None else f": {ref_reader.path} is empty"))
@@ -362,6 +378,8 @@ def compute(ref_reader, dist_reader, features: Sequence[str], extract: Callable,
 def _read_ahead(batches: Iterator) -> Iterator:
     """Yield the items of ``batches`` while a background thread already reads the next one (at most two batches
     of a clip are alive at a time)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     with ThreadPoolExecutor(max_workers=1) as pool:
         pending = pool.submit(next, batches, None)
         while True:
@@ -374,6 +392,8 @@ def _read_ahead(batches: Iterator) -> Iterator:
 
 
 def _check_extract_output(feature: str, out, n: int) -> None:
+    import numpy as np
+
     if not isinstance(out, dict):
         raise RuntimeError(f"feature {feature!r} returned {type(out).__name__}, expected a dict of per-frame arrays")
     missing = [m for m in EXPECTED_METRICS.get(feature, ()) if m not in out]
@@ -399,11 +419,10 @@ def run(args: argparse.Namespace) -> int:
 
     registry = _load_features()
     features = resolve_features(args.features, tuple(registry.SUPPORTED_FEATURES))
-    if args.device == "cuda":
-        import torch
+    if args.device != "auto":
+        from fusedsim._device import resolve_device
 
-        if not torch.cuda.is_available():
-            raise RuntimeError("--device cuda: no CUDA device is available (use --device cpu or auto)")
+        resolve_device(args.device)  # a missing GPU is reported before any file is read
 
     raw = {"width": args.width, "height": args.height, "pix_fmt": args.pix_fmt}
     with open_video(args.ref, **raw) as ref_reader, open_video(args.dist, **raw) as dist_reader:

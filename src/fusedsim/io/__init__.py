@@ -1,1 +1,19 @@
-"""Input/output: image files (Pillow) and video (Y4M, raw YUV)."""
+"""Input/output: image files (:mod:`~fusedsim.io.images`, Pillow) and video (:mod:`~fusedsim.io.video`, Y4M and
+raw YUV). The submodules load on first attribute access (``fusedsim.io.images``)."""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+_SUBMODULES = ("images", "video")
+
+
+def __getattr__(name: str) -> ModuleType:
+    if name not in _SUBMODULES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return importlib.import_module(f"{__name__}.{name}")  # the import binds it as an attribute
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_SUBMODULES))

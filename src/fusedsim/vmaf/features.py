@@ -13,45 +13,70 @@ libvmaf's CLI reports them by default:
 | ``psnr`` | ``psnr_y``, ``psnr_cb``, ``psnr_cr`` | libvmaf PSNR, capped at 6*bits+12 dB |
 
 A feature is always computed by its own algorithm: a device that cannot run it is an error, never a substitute.
+The features are the ``video`` metrics of :mod:`fusedsim.metrics.registry`, registered as ``vmaf:<feature>``;
+their compute functions are the ``*_feature`` adapters below (planes ``(y, u, v)`` and a bit depth in, libvmaf's
+metric names out).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import torch
 
-from fusedsim.backend import BackendUnavailableError
+from fusedsim._device import resolve_device
+from fusedsim.metrics.registry import MetricSpec, list_metrics
 
-__all__ = ["SUPPORTED_FEATURES", "extract", "resolve_device"]
+__all__ = ["SUPPORTED_FEATURES", "extract", "feature_spec", "resolve_device"]
 
-SUPPORTED_FEATURES: tuple[str, ...] = ("ssim", "float_ssim", "float_ms_ssim", "psnr")
-DEVICES = ("auto", "cpu", "cuda")
+_NAMESPACE = "vmaf:"
+_SPECS: dict[str, MetricSpec] = {s.short_name: s for s in list_metrics("video") if s.name.startswith(_NAMESPACE)}
+#: Feature names as ``fusedsim vmaf --feature`` takes them, in registry order.
+SUPPORTED_FEATURES: tuple[str, ...] = tuple(_SPECS)
 
-
-def resolve_device(device: torch.device | str = "auto") -> torch.device:
-    """``"auto"`` -> CUDA if available else CPU; ``"cuda"`` without a GPU is an error."""
-    if isinstance(device, torch.device):
-        dev = device
-    elif isinstance(device, str):
-        name = device.strip().lower()
-        if name == "auto":
-            return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
-        try:
-            dev = torch.device(name)
-        except RuntimeError as exc:
-            raise ValueError(f"device must be one of {', '.join(DEVICES)} (or a torch device); got {device!r}") from exc
-    else:
-        raise TypeError(f"device must be a str or torch.device; got {type(device).__name__}")
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise BackendUnavailableError(f"device {device!r} was asked for, but CUDA is not available on this machine; "
-                                      "use device='cpu' or 'auto'")
-    if dev.type not in ("cpu", "cuda"):
-        raise ValueError(f"device must be cpu or cuda; got {device!r}")
-    return dev
+Planes = Sequence[torch.Tensor]
 
 
+def feature_spec(feature: str) -> MetricSpec:
+    """The registry spec of a feature name (``"ssim"`` -> ``vmaf:ssim``); ValueError listing the supported ones."""
+    spec = _SPECS.get(feature) if isinstance(feature, str) else None
+    if spec is None:
+        raise ValueError(f"unknown feature {feature!r}; supported features: {', '.join(SUPPORTED_FEATURES)}")
+    return spec
+
+
+# --------------------------------------------------------------------------- compute functions of the registry
+def integer_ssim_feature(ref: Planes, dist: Planes, bit_depth: int) -> dict[str, torch.Tensor]:
+    """``vmaf:ssim``: libvmaf's integer SSIM of the luma planes."""
+    from fusedsim.vmaf.integer_ssim import integer_ssim
+
+    return {"ssim": integer_ssim(ref[0], dist[0], bit_depth)}
+
+
+def float_ssim_feature(ref: Planes, dist: Planes, bit_depth: int) -> dict[str, torch.Tensor]:
+    """``vmaf:float_ssim``: libvmaf's float SSIM of the luma planes (the l/c/s parts are not reported)."""
+    from fusedsim.vmaf.float_ssim import float_ssim
+
+    return {"float_ssim": float_ssim(ref[0], dist[0], bit_depth)["float_ssim"]}
+
+
+def float_ms_ssim_feature(ref: Planes, dist: Planes, bit_depth: int) -> dict[str, torch.Tensor]:
+    """``vmaf:float_ms_ssim``: libvmaf's float MS-SSIM of the luma planes (per-scale parts not reported)."""
+    from fusedsim.vmaf.float_ssim import float_ms_ssim
+
+    return {"float_ms_ssim": float_ms_ssim(ref[0], dist[0], bit_depth)["float_ms_ssim"]}
+
+
+def psnr_feature(ref: Planes, dist: Planes, bit_depth: int) -> dict[str, torch.Tensor]:
+    """``vmaf:psnr``: libvmaf's PSNR of each plane (``psnr_y``, ``psnr_cb``, ``psnr_cr``)."""
+    from fusedsim.vmaf.psnr import psnr
+
+    return psnr(list(ref), list(dist), bit_depth)
+
+
+# ------------------------------------------------------------------------------------------------- extraction
 def _planes(batch: Any, role: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     try:
         y, u, v, bd = batch.y, batch.u, batch.v, batch.bit_depth
@@ -61,8 +86,24 @@ def _planes(batch: Any, role: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, 
     return y, u, v, int(bd)
 
 
-def _to_device(a: np.ndarray, dev: torch.device) -> torch.Tensor:
-    return torch.from_numpy(np.ascontiguousarray(a)).to(dev)
+class _DevicePlanes(Sequence):
+    """Planes copied to the device on first access: luma-only features never move the chroma planes."""
+
+    def __init__(self, planes: Sequence[np.ndarray], device: torch.device) -> None:
+        self._planes = list(planes)
+        self._device = device
+        self._moved: dict[int, torch.Tensor] = {}
+
+    def __len__(self) -> int:
+        return len(self._planes)
+
+    def __getitem__(self, i):  # noqa: ANN001 - Sequence protocol (int or slice)
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        i = range(len(self))[i]  # negative indices, IndexError
+        if i not in self._moved:
+            self._moved[i] = torch.from_numpy(np.ascontiguousarray(self._planes[i])).to(self._device)
+        return self._moved[i]
 
 
 def _numpy(values: torch.Tensor) -> np.ndarray:
@@ -72,28 +113,15 @@ def _numpy(values: torch.Tensor) -> np.ndarray:
 def extract(feature: str, ref: Any, dist: Any, device: torch.device | str = "auto") -> dict[str, np.ndarray]:
     """Per-frame values of one feature for two frame batches; see the module table for the outputs.
 
-    Raises ``ValueError`` for an unknown feature (listing :data:`SUPPORTED_FEATURES`), mismatched batches or bad
-    samples, and :class:`~fusedsim.backend.BackendUnavailableError` when ``device="cuda"`` has no GPU.
+    Raises ``ValueError`` for an unknown feature (listing :data:`SUPPORTED_FEATURES`), a bad device name,
+    mismatched batches or bad samples, and :class:`~fusedsim.backend.BackendUnavailableError` when
+    ``device="cuda"`` has no GPU.
     """
-    if feature not in SUPPORTED_FEATURES:
-        raise ValueError(f"unknown feature {feature!r}; supported features: {', '.join(SUPPORTED_FEATURES)}")
+    spec = feature_spec(feature)
     dev = resolve_device(device)
-    ry, ru, rv, bd = _planes(ref, "ref")
-    dy, du, dv, dbd = _planes(dist, "dist")
+    *ref_planes, bd = _planes(ref, "ref")
+    *dist_planes, dbd = _planes(dist, "dist")
     if bd != dbd:
         raise ValueError(f"ref and dist must have the same bit depth; got {bd} and {dbd}")
-
-    from fusedsim import vmaf
-
-    if feature == "ssim":
-        values = vmaf.integer_ssim(_to_device(ry, dev), _to_device(dy, dev), bd)
-        return {"ssim": _numpy(values)}
-    if feature == "float_ssim":
-        out = vmaf.float_ssim(_to_device(ry, dev), _to_device(dy, dev), bd)
-        return {"float_ssim": _numpy(out["float_ssim"])}
-    if feature == "float_ms_ssim":
-        out = vmaf.float_ms_ssim(_to_device(ry, dev), _to_device(dy, dev), bd)
-        return {"float_ms_ssim": _numpy(out["float_ms_ssim"])}
-    # psnr
-    out = vmaf.psnr([_to_device(p, dev) for p in (ry, ru, rv)], [_to_device(p, dev) for p in (dy, du, dv)], bd)
-    return {name: _numpy(v) for name, v in out.items()}
+    out = spec.load()(_DevicePlanes(ref_planes, dev), _DevicePlanes(dist_planes, dev), bd)
+    return {name: _numpy(out[name]) for name in spec.outputs}

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from fusedsim.backend import choose_backend
 from fusedsim.reference.psnr_ref import psnr_plane_ref
 from fusedsim.vmaf._inputs import check_bit_depth, frame_pair
 
@@ -30,6 +31,9 @@ def psnr(ref: Frames | Sequence[Frames], dist: Frames | Sequence[Frames], bit_de
 
     Returns:
         ``{"psnr_y"[, "psnr_cb", "psnr_cr"]}`` -> float64 CPU tensors ``(N,)`` (``()`` for single frames).
+
+    Raises :class:`~fusedsim.backend.BackendUnavailableError` when the ``triton`` backend is forced: PSNR has no
+    Triton kernel.
     """
     bd = check_bit_depth(bit_depth, PSNR_BIT_DEPTHS, "psnr")
     ref_planes = list(ref) if isinstance(ref, (list, tuple)) else [ref]
@@ -43,6 +47,8 @@ def psnr(ref: Frames | Sequence[Frames], dist: Frames | Sequence[Frames], bit_de
         names = (f"ref[{_PLANES[i]}]", f"dist[{_PLANES[i]}]") if len(ref_planes) == 3 else ("ref", "dist")
         r, d, squeeze = frame_pair(rp, dp, bd, names)
         if frames is None:
+            # no Triton kernel: a forced triton backend is an error, never a silent PyTorch run
+            choose_backend(r, op="psnr", triton_supported=False)
             frames = r.shape[0]
         elif r.shape[0] != frames:
             raise ValueError(f"{names[0]} has {r.shape[0]} frames but the luma plane has {frames}")

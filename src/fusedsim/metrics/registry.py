@@ -1,0 +1,166 @@
+"""The metric registry: one :class:`MetricSpec` per metric, read by the CLI, the VMAF features and the engine.
+
+The registry knows metrics only through their specs; it imports neither torch nor any metric. A spec names its
+compute function as a ``"module:function"`` string that :meth:`MetricSpec.load` imports on first use, so
+``fusedsim list-metrics`` and argument parsing stay torch-free.
+
+Keys: image metrics use plain names (``ssim``, ``ms-ssim``, ``psnr``); libvmaf's features live in the ``vmaf:``
+namespace (``vmaf:ssim``, ``vmaf:psnr``, ...) because they share names with the image metrics but are different
+algorithms on different inputs. ``fusedsim vmaf --feature ssim`` looks up ``vmaf:ssim``.
+
+Calling conventions by :attr:`MetricSpec.kind`:
+
+* ``"image"``: ``fn(ref, dist, data_range=...)`` on float tensors ``(N, C, H, W)`` holding values in
+  ``[0, data_range]``; returns a scalar tensor (the mean over images and channels).
+* ``"video"``: ``fn(ref_planes, dist_planes, bit_depth)`` on integer planes ``(y, u, v)``, each ``(N, H, W)``
+  (chroma may be smaller); returns ``{output name: float64 tensor (N,)}`` holding :attr:`MetricSpec.outputs`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["KINDS", "MetricSpec", "get_metric", "list_metrics", "register_metric"]
+
+#: Input kinds: an image pair (RGB or grey, float values), or integer Y'CbCr video planes with a bit depth.
+KINDS = ("image", "video")
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """What the CLI and the engine need to know about a metric, without importing it.
+
+    Attributes:
+        name: registry key, e.g. ``"ssim"`` or ``"vmaf:psnr"``.
+        kind: ``"image"`` or ``"video"`` (see the module docstring for the calling convention of each).
+        compute: ``"module:function"`` of the compute function, imported by :meth:`load`.
+        summary: one line for ``fusedsim list-metrics`` and ``--help``.
+        outputs: names of the values the metric reports (one for image metrics, libvmaf's names for features).
+        aliases: other names :func:`get_metric` accepts.
+        higher_is_better: whether a larger value means more similar.
+        identical_value: the value for identical inputs (``math.inf`` for PSNR); None when it depends on the
+            input (libvmaf's PSNR cap depends on the bit depth).
+        value_range: smallest and largest possible values for inputs within their data range.
+        differentiable: whether gradients flow to both inputs.
+        devices: device types the metric runs on.
+        min_size: smallest allowed spatial side in pixels; ``min_size_reason`` says why.
+        halo_rows: rows of context above and below a horizontal strip that make strip results equal full
+            results; None when the metric cannot be computed in strips.
+        bytes_per_pixel, fixed_bytes: working-set estimate ``bytes_per_pixel * h * w * channels + fixed_bytes``
+            (inputs included; see :meth:`working_set_bytes`).
+        cached_reference: whether the metric can prepare a reference once and score many distorted inputs.
+    """
+
+    name: str
+    kind: str
+    compute: str
+    summary: str
+    outputs: tuple[str, ...]
+    aliases: tuple[str, ...] = ()
+    higher_is_better: bool = True
+    identical_value: float | None = None
+    value_range: tuple[float, float] = (-math.inf, math.inf)
+    differentiable: bool = False
+    devices: tuple[str, ...] = ("cpu", "cuda")
+    min_size: int = 1
+    min_size_reason: str = ""
+    halo_rows: int | None = None
+    bytes_per_pixel: float = 0.0
+    fixed_bytes: int = 0
+    cached_reference: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name or self.name != self.name.strip().lower():
+            raise ValueError(f"name must be a non-empty lower-case string; got {self.name!r}")
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {', '.join(KINDS)}; got {self.kind!r}")
+        module, sep, function = self.compute.partition(":")
+        if not (module and sep and function):
+            raise ValueError(f"compute must be 'module:function'; got {self.compute!r}")
+        if not self.outputs:
+            raise ValueError(f"{self.name}: outputs must name at least one value")
+        lo, hi = self.value_range
+        if not lo <= hi:
+            raise ValueError(f"{self.name}: value_range must be (low, high) with low <= high; got {self.value_range}")
+        if isinstance(self.min_size, bool) or not isinstance(self.min_size, int) or self.min_size < 1:
+            raise ValueError(f"{self.name}: min_size must be an int >= 1; got {self.min_size!r}")
+
+    @property
+    def short_name(self) -> str:
+        """The name without its namespace (``"vmaf:psnr"`` -> ``"psnr"``)."""
+        return self.name.rpartition(":")[2]
+
+    def load(self) -> Callable[..., Any]:
+        """Import and return the compute function (once; later calls return the same object)."""
+        fn = _FUNCTIONS.get(self.compute)
+        if fn is None:
+            module, _, function = self.compute.partition(":")
+            fn = _FUNCTIONS[self.compute] = getattr(importlib.import_module(module), function)
+        return fn
+
+    def working_set_bytes(self, height: int, width: int, channels: int = 3) -> int:
+        """Estimated peak bytes to score one ``height`` x ``width`` pair with ``channels`` channels."""
+        return int(math.ceil(self.bytes_per_pixel * height * width * channels)) + self.fixed_bytes
+
+    def as_dict(self) -> dict[str, Any]:
+        """The spec as plain values (lists for tuples; infinities stay floats)."""
+        return {
+            "name": self.name, "kind": self.kind, "summary": self.summary, "aliases": list(self.aliases),
+            "outputs": list(self.outputs), "higher_is_better": self.higher_is_better,
+            "identical_value": self.identical_value, "value_range": list(self.value_range),
+            "differentiable": self.differentiable, "devices": list(self.devices), "min_size": self.min_size,
+            "min_size_reason": self.min_size_reason, "halo_rows": self.halo_rows,
+            "bytes_per_pixel": self.bytes_per_pixel, "fixed_bytes": self.fixed_bytes,
+            "cached_reference": self.cached_reference, "compute": self.compute,
+        }
+
+
+_FUNCTIONS: dict[str, Callable[..., Any]] = {}  # "module:function" -> the imported function
+_SPECS: dict[str, MetricSpec] = {}
+_ALIASES: dict[str, str] = {}  # alias -> name
+_builtins_loaded = False
+
+
+def _ensure_builtins() -> None:
+    global _builtins_loaded
+    if not _builtins_loaded:
+        _builtins_loaded = True
+        from fusedsim.metrics import catalog  # noqa: F401  (registers the built-in metrics)
+
+
+def register_metric(spec: MetricSpec) -> MetricSpec:
+    """Add ``spec`` to the registry; its name and aliases must not be taken. Returns ``spec``."""
+    if not isinstance(spec, MetricSpec):
+        raise TypeError(f"spec must be a MetricSpec; got {type(spec).__name__}")
+    _ensure_builtins()
+    for key in (spec.name, *spec.aliases):
+        if key in _SPECS or key in _ALIASES:
+            owner = _ALIASES.get(key, key)
+            raise ValueError(f"metric name {key!r} is already registered (by {owner!r})")
+    _SPECS[spec.name] = spec
+    _ALIASES.update({alias: spec.name for alias in spec.aliases})
+    return spec
+
+
+def get_metric(name: str) -> MetricSpec:
+    """The spec registered under ``name`` or one of its aliases (case-insensitive)."""
+    if not isinstance(name, str):
+        raise TypeError(f"metric name must be a str; got {type(name).__name__}")
+    _ensure_builtins()
+    key = name.strip().lower()
+    key = _ALIASES.get(key, key)
+    if key not in _SPECS:
+        raise ValueError(f"unknown metric {name!r}; known metrics: {', '.join(_SPECS)}")
+    return _SPECS[key]
+
+
+def list_metrics(kind: str | None = None) -> tuple[MetricSpec, ...]:
+    """Every registered spec in registration order, or only those of ``kind`` (``"image"`` or ``"video"``)."""
+    if kind is not None and kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)} or None; got {kind!r}")
+    _ensure_builtins()
+    return tuple(s for s in _SPECS.values() if kind is None or s.kind == kind)

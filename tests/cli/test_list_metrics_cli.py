@@ -1,0 +1,36 @@
+"""``fusedsim list-metrics``: the registry as a table and as strict JSON."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fusedsim.cli.main import main
+from fusedsim.metrics.registry import list_metrics
+
+
+def test_plain_table_has_a_row_per_registered_metric(capsys):
+    assert main(["list-metrics"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:3] == ["name", "kind", "outputs"]
+    assert [line.split()[0] for line in lines[1:]] == [s.name for s in list_metrics()]
+    psnr = next(line for line in lines if line.startswith("psnr "))
+    assert psnr.split()[:5] == ["psnr", "image", "psnr", "higher", "inf"]
+
+
+def test_json_is_strict_and_complete(capsys):
+    assert main(["list-metrics", "--format", "json", "--kind", "video"]) == 0
+    text = capsys.readouterr().out
+    rows = json.loads(text, parse_constant=lambda name: pytest.fail(f"non-standard JSON constant {name}"))
+    assert [r["name"] for r in rows] == ["vmaf:ssim", "vmaf:float_ssim", "vmaf:float_ms_ssim", "vmaf:psnr"]
+    psnr = rows[-1]
+    assert psnr["outputs"] == ["psnr_y", "psnr_cb", "psnr_cr"] and psnr["identical_value"] is None
+    assert {"min_size", "halo_rows", "bytes_per_pixel", "cached_reference", "devices", "differentiable"} <= set(psnr)
+
+
+def test_json_writes_infinity_as_null(capsys):
+    assert main(["list-metrics", "--format", "json", "--kind", "image"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["psnr"]["identical_value"] is None and rows["psnr"]["value_range"] == [0.0, None]
+    assert rows["ms-ssim"]["aliases"] == ["ms_ssim", "msssim"] and rows["ms-ssim"]["min_size"] == 161

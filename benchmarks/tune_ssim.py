@@ -1,8 +1,10 @@
-"""Sweep launch configurations of the 2-D SSIM kernels (forward, fused backward) at one shape; prints time,
-registers and spills per variant. Run: ``PYTHONPATH=src python benchmarks/tune_ssim.py``."""
+"""Sweep launch configurations of the 2-D SSIM kernels (forward with in-kernel reduction, fused backward) through
+``SSIMPlan``'s tuning knobs, at the training shapes. Prints kernel time per variant (no host path: plans are built
+once). Run: ``PYTHONPATH=src python benchmarks/tune_ssim.py [--shape N,C,H,W ...]``."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from pathlib import Path
@@ -12,40 +14,40 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import median_ms, metadata, write_json  # noqa: E402
 
-from fusedsim.ops import ssim as ops  # noqa: E402
+from fusedsim.ops.ssim import SSIMPlan  # noqa: E402
 from fusedsim.reference.ssim_ref import gaussian_window  # noqa: E402
 
-SHAPE = (5, 5, 1080, 1920)
-FWD_TILES = [(128, 128, 4), (64, 128, 2), (128, 128, 2), (64, 256, 1)]
-BWD_TILES = [(128, 128, 4), (128, 256, 4), (64, 128, 2), (128, 128, 2)]
+SHAPES = [(1, 3, 1080, 1920), (1, 3, 800, 800), (5, 5, 1080, 1920)]
+FWD_TILES = [None, (64, 128, 2), (128, 64, 4), (64, 64, 2), (32, 64, 1)]
+BWD_TILES = [None, (128, 64, 4), (64, 128, 2), (64, 64, 2)]
 
 
 def main() -> None:
-    x = torch.rand(SHAPE, device="cuda")
-    y = (x + 0.1 * torch.randn_like(x)).clamp(0, 1)
-    win = gaussian_window(11, 1.5, dtype=torch.float32, device="cuda").expand(SHAPE[1], -1).contiguous()
-    g_s = torch.full((SHAPE[0] * SHAPE[1],), 1e-6, device="cuda")
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--shape", action="append", help="N,C,H,W (repeatable); default: the training shapes")
+    args = parser.parse_args()
+    shapes = [tuple(int(v) for v in s.split(",")) for s in args.shape] if args.shape else SHAPES
     rows = []
-    for unroll, tile in [(u, t) for u in (True, False) for t in FWD_TILES]:
-        ops.CONFIG.update(fwd_tile=tile, fwd_unroll=unroll)
-        fn = lambda: ops.ssim_sums_fwd(x, y, win, 1e-4, 9e-4, False)  # noqa: E731
-        fn()
-        k = ops.LAST_LAUNCH["fwd"]
-        rows.append({"kernel": "fwd", "unroll": unroll, "tile": tile, "ms": median_ms(fn),
-                     "regs": k.n_regs, "spills": k.n_spills})
-        print(rows[-1], flush=True)
-    for unroll, tile in [(u, t) for u in (True, False) for t in BWD_TILES]:
-        ops.CONFIG.update(bwd_tile=tile, bwd_unroll=unroll)
-        fn = lambda: ops.ssim_bwd(x, y, win, 1e-4, 9e-4, False, g_s, None, None, True, False)  # noqa: E731
-        fn()
-        k = ops.LAST_LAUNCH["bwd"]
-        rows.append({"kernel": "bwd_dx", "unroll": unroll, "tile": tile, "ms": median_ms(fn),
-                     "regs": k.n_regs, "spills": k.n_spills})
-        print(rows[-1], flush=True)
-    write_json("tune_ssim", {"meta": metadata(), "shape": SHAPE, "rows": rows}, os.environ.get("OUT"))
-    for r in sorted(rows, key=lambda r: (r["kernel"], r["ms"])):
-        print(f"{r['kernel']:7} unroll={r['unroll']!s:5} tile={r['tile']!s:15} {r['ms']:.3f} ms  "
-              f"regs={r['regs']} spills={r['spills']}")
+    for shape in shapes:
+        x = torch.rand(shape, device="cuda")
+        y = (x + 0.1 * torch.randn_like(x)).clamp(0, 1)
+        win = gaussian_window(11, 1.5, dtype=torch.float32, device="cuda").expand(shape[1], -1).contiguous()
+        g = torch.ones((), device="cuda")
+        for unroll in (True, False):
+            for tile in FWD_TILES:
+                plan = SSIMPlan(shape, x.stride(), y.stride(), x.dtype, x.device, 11, 1e-4, 9e-4, False, True, 1,
+                                fwd_tile=tile, fwd_unroll=unroll)
+                ms = median_ms(lambda: plan.forward(x, y, win))
+                rows.append({"shape": shape, "kernel": "fwd", "tile": tile, "unroll": unroll, "ms": ms})
+                print(rows[-1], flush=True)
+        for unroll in (False, True):
+            for tile in BWD_TILES:
+                plan = SSIMPlan(shape, x.stride(), y.stride(), x.dtype, x.device, 11, 1e-4, 9e-4, False, True, 1,
+                                bwd_tile=tile, bwd_unroll=unroll)
+                ms = median_ms(lambda: plan.backward((x, y, win), (), g, (True, False)))
+                rows.append({"shape": shape, "kernel": "bwd(dx)", "tile": tile, "unroll": unroll, "ms": ms})
+                print(rows[-1], flush=True)
+    write_json("tune-ssim", {"meta": metadata(), "rows": rows}, os.environ.get("OUT"))
 
 
 if __name__ == "__main__":

@@ -4,8 +4,9 @@
 with many arguments). A :class:`Launcher` belongs to a plan whose integer arguments are fixed (the plan is keyed
 by shapes, strides and dtypes), so after the first launch it calls the compiled kernel's launcher directly. The
 only specialisation that can still change between calls is the 16-byte alignment of the tensors' addresses, so
-compiled kernels are kept per alignment pattern. Under Triton's interpreter, with a launch hook installed (a
-profiler), or on a Triton whose launcher interface is unknown, every launch goes through ``kernel[grid]``.
+compiled kernels are kept per alignment pattern. Launch hooks (profilers) are honoured as in Triton's own launch.
+Under Triton's interpreter, or on a Triton older than 3.4 (another launcher interface), every launch goes through
+``kernel[grid]``.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ class Launcher:
     """One kernel, one grid, fixed options: ``launcher(*args)`` with every kernel argument in signature order
     (constexprs included, as Triton's own launcher expects them)."""
 
-    __slots__ = ("kernel", "grid", "options", "_fast", "_compiled", "_tensor_pos", "_stream_of")
+    __slots__ = ("kernel", "grid", "options", "_fast", "_compiled", "_tensor_pos", "_stream_of", "_knobs", "_device")
 
     def __init__(self, kernel, grid: Sequence[int], **options) -> None:
         self.kernel = kernel
@@ -57,19 +58,24 @@ class Launcher:
         if not self._fast:
             self.kernel[self.grid](*args, **self.options)
             return
-        import triton
-
         if self._tensor_pos is None:
+            import triton
+
             self._tensor_pos = tuple(i for i, a in enumerate(args) if isinstance(a, torch.Tensor))
             self._stream_of = triton.runtime.driver.active.get_current_stream
+            self._knobs = triton.knobs.runtime
+            self._device = args[self._tensor_pos[0]].device.index
         aligned = 0
         for i in self._tensor_pos:
             aligned = (aligned << 1) | (args[i].data_ptr() & 15 == 0)
         compiled = self._compiled.get(aligned)
-        if compiled is None or triton.knobs.runtime.launch_enter_hook is not None:
+        if compiled is None:
             self._compiled[aligned] = self.kernel[self.grid](*args, **self.options)
             return
-        g0, g1, g2 = self.grid
-        device = args[self._tensor_pos[0]].device.index
-        compiled.run(g0, g1, g2, self._stream_of(device), compiled.function, compiled.packed_metadata, None,
-                     None, None, *args)
+        # exactly Triton's own launch (JITFunction.run) minus argument binding and specialisation
+        stream = self._stream_of(self._device)
+        knobs = self._knobs
+        grid = self.grid
+        compiled.run(grid[0], grid[1], grid[2], stream, compiled.function, compiled.packed_metadata,
+                     compiled.launch_metadata(grid, stream, *args), knobs.launch_enter_hook, knobs.launch_exit_hook,
+                     *args)

@@ -91,15 +91,12 @@ def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
 _counters: dict[tuple[int, int], torch.Tensor] = {}
 
 
-def _counter(device: torch.device) -> torch.Tensor:
+def _counter(device: torch.device, index: int | None) -> torch.Tensor:
     """A zeroed int32 completion counter per (device, stream); the reducing program resets it to 0. While a CUDA
     graph is being captured a fresh one is used (its zeroing is captured with the graph)."""
-    if device.type != "cuda":
+    if index is None or torch.cuda.is_current_stream_capturing():
         return torch.zeros(1, dtype=torch.int32, device=device)
-    if torch.cuda.is_current_stream_capturing():
-        return torch.zeros(1, dtype=torch.int32, device=device)
-    key = (device.index if device.index is not None else torch.cuda.current_device(),
-           torch.cuda.current_stream(device).cuda_stream)
+    key = (index, torch._C._cuda_getCurrentRawStream(index))
     counter = _counters.get(key)
     if counter is None:
         counter = _counters[key] = torch.zeros(1, dtype=torch.int32, device=device)
@@ -115,6 +112,8 @@ class SSIMPlan:
                  valid: bool, symmetric: bool, reduce: int, ssim_weight: float = -1.0, up_shape=None, *,
                  fwd_tile=None, bwd_tile=None, fwd_unroll: bool = True, bwd_unroll: bool = False) -> None:
         self.shape, self.dtype, self.device = tuple(shape), dtype, device
+        self.device_index = (device.index if device.index is not None else torch.cuda.current_device()
+                             ) if device.type == "cuda" else None
         self.taps, self.c1, self.c2, self.valid, self.symmetric = taps, c1, c2, valid, symmetric
         self.reduce, self.with_l1 = reduce, ssim_weight >= 0
         self.ssim_weight = ssim_weight
@@ -151,6 +150,8 @@ class SSIMPlan:
         self._fwd_tail = (c, d, h, w, do, ho, wo, *self.sx, *self.sy, c1, c2, self.count, self.l1_count, w_hi, w_lo,
                           self.off, block_w, rows, self.acc_tl, reduce == REDUCE_NONE, kernel_l1, reduce, _RBLOCK)
         self._bwd: dict = {}
+        self._ws_split = _split(-ssim_weight if self.with_l1 else 1.0)
+        self._l1_split = (*_split(self._l1_scale()[0]), self._l1_scale()[1])
 
     # ----------------------------------------------------------------------------------------------- forward
     def forward(self, x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, out: torch.Tensor | None = None):
@@ -160,7 +161,7 @@ class SSIMPlan:
         if self.reduce == REDUCE_NONE:
             self._fwd(x, y, win, part, part, part, out, *self._fwd_tail)
         else:
-            self._fwd(x, y, win, part, _counter(x.device), out, part, *self._fwd_tail)
+            self._fwd(x, y, win, part, _counter(self.device, self.device_index), out, part, *self._fwd_tail)
         if self.with_l1 and self.three_d:  # 3-D: the L1 term in PyTorch (same formula, not fused)
             out = self._add_l1_3d(x, y, out)
         return out, ()
@@ -237,9 +238,8 @@ class SSIMPlan:
         else:
             gmap = scratch
             G, off_s, off_cs, gsn, gsc, ws, div_s = self._grad_layout(g, g_offset)
-        ws_hi, ws_lo = _split(ws)
-        wl, div_l1 = self._l1_scale()
-        wl_hi, wl_lo = _split(wl)
+        ws_hi, ws_lo = _split(ws) if is_map else self._ws_split
+        wl_hi, wl_lo, div_l1 = self._l1_split
         hu, wu = self.up_shape or (1, 1)
         upx = up[0] if up[0] is not None else scratch
         upy = up[1] if up[1] is not None else scratch

@@ -364,7 +364,10 @@ def _build_ms_ssim(X, Y, win, weights, data_range, size_average, win_size, win_s
     def call(x, y):
         stats = stats_fn(squeeze(x), squeeze(y))  # (levels, 2, N, C): SSIM and cs means per level and plane
         factors = torch.where(last, stats[:, 0], stats[:, 1])  # cs at every level but the last, SSIM there
-        per_channel = torch.prod(torch.relu(factors) ** exponents, dim=0)
+        powered = torch.relu(factors) ** exponents
+        per_channel = powered[0]
+        for level in range(1, levels):  # not torch.prod: its backward synchronises (it looks for zeros)
+            per_channel = per_channel * powered[level]
         return _reduce(per_channel, reduction)
 
     return call

@@ -22,6 +22,13 @@ __all__ = ["float_ms_ssim", "float_ssim"]
 _BD_HINT = "10/12/16-bit samples are divided by 4/16/256 to the 8-bit range as in libvmaf"
 
 
+def _row_sum(x: torch.Tensor) -> torch.Tensor:
+    """libvmaf's left-to-right double sums: the exact Triton scan on GPU tensors, the twin elsewhere."""
+    from fusedsim.ops import op
+
+    return op("sequential_sum")(x)
+
+
 def _squeeze(out: dict[str, torch.Tensor], squeeze: bool) -> dict[str, torch.Tensor]:
     return {k: (v[0] if squeeze else v) for k, v in out.items()}
 
@@ -56,7 +63,7 @@ def float_ssim(ref: torch.Tensor | np.ndarray, dist: torch.Tensor | np.ndarray, 
         raise ValueError(f"ref is too small for float_ssim: {w}x{h} downscaled by {s} is {sw}x{sh}, and the 11x11 "
                          f"window needs at least {GAUSS_LEN}x{GAUSS_LEN}")
     choose_backend(r, op="float_ssim", triton_supported=False)
-    return _squeeze(float_ssim_ref(r, d, bd, s), squeeze)
+    return _squeeze(float_ssim_ref(r, d, bd, s, row_sum=_row_sum), squeeze)
 
 
 def float_ms_ssim(ref: torch.Tensor | np.ndarray, dist: torch.Tensor | np.ndarray, bit_depth: int = 8,
@@ -78,4 +85,4 @@ def float_ms_ssim(ref: torch.Tensor | np.ndarray, dist: torch.Tensor | np.ndarra
         raise ValueError(f"ref is too small for float_ms_ssim: {w}x{h}; libvmaf needs at least "
                          f"{MS_SSIM_MIN_SIDE}x{MS_SSIM_MIN_SIDE} (11 px at the fifth of 5 scales)")
     choose_backend(r, op="float_ms_ssim", triton_supported=False)
-    return _squeeze(float_ms_ssim_ref(r, d, bd), squeeze)
+    return _squeeze(float_ms_ssim_ref(r, d, bd, row_sum=_row_sum), squeeze)

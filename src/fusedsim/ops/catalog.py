@@ -16,7 +16,7 @@ from fusedsim.reference.ssim_ref import (
     avg_pool_half_pair_ref,
     compute_dtype,
     gaussian_window,
-    ms_ssim_stats_ref,
+    ms_ssim_reduce_ref,
     ssim_reduce_ref,
     windowed_moments_ref,
 )
@@ -110,33 +110,38 @@ ssim_reduce = register_op(KernelOp(
 ))
 
 
-def _ms_fake(x, y, win, c1, c2, symmetric, levels):
-    return x.new_empty((levels, 2, x.shape[0], x.shape[1]), dtype=compute_dtype(x.dtype))
+def _ms_fake(x, y, win, weights, c1, c2, symmetric, reduce):
+    n, c = x.shape[:2]
+    return x.new_empty({MEAN: (), IMAGE: (n,)}.get(reduce, (n, c)), dtype=compute_dtype(x.dtype))
 
 
 def _ms_examples(device: torch.device) -> list[Example]:
     out = []
-    for i, (shape, taps, levels) in enumerate([((2, 2, 21, 23), 3, 3), ((1, 1, 40, 37), 5, 3),
-                                               ((1, 1, 34, 35), 3, 4)]):
+    cases = [((2, 2, 21, 23), 3, (0.3, 0.3, 0.4), CHANNEL), ((1, 1, 40, 37), 5, (0.2, 0.5, 0.3), MEAN),
+             ((2, 1, 34, 35), 3, (0.1, 0.2, 0.3, 0.4), IMAGE)]
+    for i, (shape, taps, weights, reduce) in enumerate(cases):
         x, y = _pair(shape, device, 50 + i)
-        out.append(Example((x, y, _window(taps, shape[1], device)), (1e-4, 9e-4, True, levels), grads=(0, 1),
-                           note=f"{shape} K={taps} levels={levels}"))
+        w = torch.tensor(weights, dtype=torch.float64, device=device)
+        out.append(Example((x, y, _window(taps, shape[1], device), w), (1e-4, 9e-4, True, reduce), grads=(0, 1),
+                           note=f"{shape} K={taps} levels={len(weights)} reduce={reduce}"))
     x, y = _strided_pair(device, 60)
-    out.append(Example((x, y, _window(3, 2, device)), (1e-4, 9e-4, True, 3), grads=(0, 1), note="non-contiguous"))
+    w = torch.tensor((0.5, 0.5, 1.0), dtype=torch.float64, device=device)
+    out.append(Example((x, y, _window(3, 2, device), w), (1e-4, 9e-4, True, CHANNEL), grads=(0, 1),
+                       note="non-contiguous"))
     return out
 
 
-ms_ssim_stats = register_op(KernelOp(
-    name="ms_ssim_stats",
-    schema="(Tensor x, Tensor y, Tensor win, float c1, float c2, bool symmetric, int levels) -> Tensor",
-    n_tensors=3,
+ms_ssim = register_op(KernelOp(
+    name="ms_ssim",
+    schema="(Tensor x, Tensor y, Tensor win, Tensor weights, float c1, float c2, bool symmetric, int reduce) -> Tensor",
+    n_tensors=4,
     plan_for="fusedsim.ops.ssim:ms_ssim_plan",
-    reference=ms_ssim_stats_ref,
+    reference=ms_ssim_reduce_ref,
     fake=_ms_fake,
     examples=_ms_examples,
     tolerance=SSIM_TOLERANCE,
-    doc="2-D MS-SSIM: per level and plane the SSIM and cs means (levels, 2, N, C), pooling fused, one backward "
-        "launch per level.",
+    doc="2-D MS-SSIM (pytorch-msssim): pyramid pooling fused, per-level statistics and their combination in "
+        "kernels; one backward launch per level.",
 ))
 
 

@@ -20,6 +20,7 @@ import functools
 
 import torch
 import triton
+import triton.language as tl
 
 from fusedsim.ops._codegen import jit_from_source
 from fusedsim.ops._launch import Launcher
@@ -309,17 +310,83 @@ def ssim_plan(tensors, scalars) -> SSIMPlan:
 
 
 # ------------------------------------------------------------------------------------------------------ MS-SSIM
+@triton.jit
+def _pow(f, w):
+    """f**w for f >= 0 with torch.pow's values at 0 (0 for w > 0, 1 for w == 0, inf for w < 0)."""
+    safe = tl.where(f > 0, f, 1.0)
+    at_zero = tl.where(w > 0, 0.0, tl.where(w == 0, 1.0, float("inf")))
+    return tl.where(f > 0, tl.exp(w * tl.log(safe)), at_zero)
+
+
+@triton.jit
+def _ms_factor(STATS, W, p, ok, NC, l: tl.constexpr, L: tl.constexpr):
+    """relu(cs) at level l < L-1, relu(SSIM) at the last level, and its exponent."""
+    slot: tl.constexpr = 0 if l == L - 1 else 1
+    f = tl.maximum(tl.load(STATS + (2 * l + slot) * NC + p, mask=ok, other=1.0), 0.0)
+    return f, tl.load(W + l)
+
+
+@triton.jit
+def _ms_combine_fwd_kernel(STATS, W, OUT, NC, PER, L: tl.constexpr, REDUCE: tl.constexpr, BLOCK: tl.constexpr):
+    """Per plane prod_l factor_l ** w_l, reduced over the PER planes of program g (mean: all, image: C, channel:
+    written per plane)."""
+    g = tl.program_id(0)
+    total = tl.zeros([BLOCK], STATS.dtype.element_ty)
+    for start in range(0, PER, BLOCK):
+        q = start + tl.arange(0, BLOCK)
+        p = g * PER + q
+        ok = (q < PER) & (p < NC)
+        pc = tl.full([BLOCK], 1.0, STATS.dtype.element_ty)
+        for l in tl.static_range(L):
+            f, w = _ms_factor(STATS, W, p, ok, NC, l, L)
+            pc = pc * _pow(f, w)
+        if REDUCE == 3:
+            tl.store(OUT + p, pc, mask=ok)
+        total += tl.where(ok, pc, 0.0)
+    if REDUCE != 3:
+        tl.store(OUT + g, tl.sum(total, axis=0) / PER)
+
+
+@triton.jit
+def _ms_combine_bwd_kernel(STATS, W, G, GSTATS, NC, PER, gs0, L: tl.constexpr, REDUCE: tl.constexpr,
+                           BLOCK: tl.constexpr):
+    """Gradient of the combine w.r.t. every level's SSIM and cs means, (L, 2, N, C); zero where a factor is not
+    used or its relu is inactive (as autograd of relu and pow gives)."""
+    g = tl.program_id(0)
+    for start in range(0, PER, BLOCK):
+        q = start + tl.arange(0, BLOCK)
+        p = g * PER + q
+        ok = (q < PER) & (p < NC)
+        if REDUCE == 3:
+            gp = tl.load(G + p, mask=ok, other=0.0).to(STATS.dtype.element_ty)
+        else:
+            gp = tl.load(G + g * gs0).to(STATS.dtype.element_ty) / PER
+        for l in tl.static_range(L):
+            f, w = _ms_factor(STATS, W, p, ok, NC, l, L)
+            d = gp * w * _pow(f, w - 1.0)
+            for m in tl.static_range(L):
+                if m != l:
+                    fm, wm = _ms_factor(STATS, W, p, ok, NC, m, L)
+                    d = d * _pow(fm, wm)
+            d = tl.where(f > 0, d, 0.0)
+            used: tl.constexpr = 0 if l == L - 1 else 1
+            tl.store(GSTATS + (2 * l + used) * NC + p, d, mask=ok)
+            tl.store(GSTATS + (2 * l + 1 - used) * NC + p, tl.zeros([BLOCK], STATS.dtype.element_ty), mask=ok)
+
+
 class MSSSIMPlan:
-    """2-D MS-SSIM statistics: per level, per plane, the SSIM and cs means, shape (levels, 2, N, C).
+    """2-D MS-SSIM of pytorch-msssim, one op: ``forward(x, y, win, weights) -> (out, saved)``.
 
-    Forward: pyramid by the fused x/y pooling kernel, one SSIM launch per level writing into its slice. Backward:
-    coarsest level first; each level's backward adds the coarser level's gradient through the pooling adjoint,
-    so the whole backward is one launch per level."""
+    Forward: the pyramid by the fused x/y pooling kernel, one SSIM launch per level writing that level's per-plane
+    SSIM and cs means into a (levels, 2, N, C) buffer, then one combine launch (relu, powers, product, reduction).
+    Backward: the combine's gradient (one launch), then coarsest level first, each level's SSIM backward adding the
+    coarser level's gradient through the pooling adjoint: one launch per level."""
 
-    def __init__(self, shape, sx, sy, dtype, device, taps, c1, c2, symmetric, levels) -> None:
+    def __init__(self, shape, sx, sy, dtype, device, taps, c1, c2, symmetric, levels, reduce) -> None:
         from fusedsim.ops.avg_pool import avg_pool_plan
 
-        self.levels = levels
+        self.levels, self.reduce = levels, reduce
+        n, c = shape[:2]
         sizes = [tuple(shape[2:])]
         for _ in range(levels - 1):
             sizes.append(tuple((s + s % 2) // 2 for s in sizes[-1]))
@@ -332,7 +399,14 @@ class MSSSIMPlan:
                                              REDUCE_STATS, up_shape=up))
             if lvl + 1 < levels:
                 self.pool_plans.append(avg_pool_plan(level_shape, *strides, dtype, device))
-        self.out_shape = (levels, 2, shape[0], shape[1])
+        self.acc = self.level_plans[0].acc
+        self.stats_shape = (levels, 2, n, c)
+        self.out_shape = {REDUCE_MEAN: (), REDUCE_IMAGE: (n,), REDUCE_CHANNEL: (n, c)}[reduce]
+        per = {REDUCE_MEAN: n * c, REDUCE_IMAGE: c, REDUCE_CHANNEL: 128}[reduce]
+        self._per, self._planes = per, n * c
+        grid = (triton.cdiv(n * c, per),)
+        self._combine = Launcher(_ms_combine_fwd_kernel, grid, num_warps=4)
+        self._combine_bwd = Launcher(_ms_combine_bwd_kernel, grid, num_warps=4)
 
     def _pyramid(self, x, y):
         xs, ys = [x], [y]
@@ -342,39 +416,48 @@ class MSSSIMPlan:
             ys.append(pooled[1])
         return xs, ys
 
-    def forward(self, x, y, win):
+    def forward(self, x, y, win, weights):
         xs, ys = self._pyramid(x, y)
-        out = torch.empty(self.out_shape, dtype=self.level_plans[0].acc, device=x.device)
+        stats = torch.empty(self.stats_shape, dtype=self.acc, device=x.device)
         for lvl, plan in enumerate(self.level_plans):
-            plan.forward(xs[lvl], ys[lvl], win, out=out[lvl])
-        return out, tuple(xs[1:] + ys[1:])
+            plan.forward(xs[lvl], ys[lvl], win, out=stats[lvl])
+        out = torch.empty(self.out_shape, dtype=self.acc, device=x.device)
+        self._combine(stats, weights, out, self._planes, self._per, self.levels, self.reduce, 128)
+        return out, (stats, *xs[1:], *ys[1:])
 
     def backward(self, tensors, saved, g, needs):
-        x, y, win = tensors[:3]
-        if not saved:
-            xs, ys = self._pyramid(x, y)
-        else:
-            k = self.levels - 1
-            xs, ys = [x, *saved[:k]], [y, *saved[k:]]
+        x, y, win, weights = tensors
+        if not saved:  # torch.compile's backward op: recompute
+            _, saved = self.forward(x, y, win, weights)
+        stats, k = saved[0], self.levels - 1
+        xs, ys = [x, *saved[1:1 + k]], [y, *saved[1 + k:]]
+        g_stats = torch.empty(self.stats_shape, dtype=self.acc, device=x.device)
+        if self.reduce == REDUCE_CHANNEL and not g.is_contiguous():
+            g = g.contiguous()
+        g_stride = g.stride(0) if g.dim() else 0
+        self._combine_bwd(stats, weights, g, g_stats, self._planes, self._per, g_stride, self.levels, self.reduce,
+                          128)
         up = (None, None)
         for lvl in range(self.levels - 1, -1, -1):
-            up = self.level_plans[lvl].backward((xs[lvl], ys[lvl], win), (), g, needs, g_offset=lvl * g.stride(0),
-                                                up=up)[:2]
-        return up[0], up[1], None
+            up = self.level_plans[lvl].backward((xs[lvl], ys[lvl], win), (), g_stats, needs,
+                                                g_offset=lvl * g_stats.stride(0), up=up)[:2]
+        return up[0], up[1], None, None
 
 
 @functools.lru_cache(maxsize=64)
-def _ms_plan_cached(shape, sx, sy, dtype, device, taps, c1, c2, symmetric, levels) -> MSSSIMPlan:
-    return MSSSIMPlan(shape, sx, sy, dtype, device, taps, c1, c2, symmetric, levels)
+def _ms_plan_cached(shape, sx, sy, dtype, device, taps, c1, c2, symmetric, levels, reduce) -> MSSSIMPlan:
+    return MSSSIMPlan(shape, sx, sy, dtype, device, taps, c1, c2, symmetric, levels, reduce)
 
 
 def ms_ssim_plan(tensors, scalars) -> MSSSIMPlan:
-    x, y, win = tensors
-    c1, c2, symmetric, levels = scalars
+    x, y, win, weights = tensors
+    c1, c2, symmetric, reduce = scalars
     if x.dim() != 4:
-        raise ValueError("ms_ssim_stats runs on (N, C, H, W) images; 3-D MS-SSIM composes ssim_reduce per level")
+        raise ValueError("the fused MS-SSIM runs on (N, C, H, W) images; 3-D MS-SSIM composes ssim_reduce per level")
+    if reduce not in (REDUCE_MEAN, REDUCE_IMAGE, REDUCE_CHANNEL):
+        raise ValueError(f"MS-SSIM reduces to the mean, per image or per channel; got reduce={reduce}")
     return _ms_plan_cached(tuple(x.shape), x.stride(), y.stride(), x.dtype, x.device, win.shape[-1], float(c1),
-                           float(c2), bool(symmetric), int(levels))
+                           float(c2), bool(symmetric), weights.shape[0], int(reduce))
 
 
 __all__ = ["MSSSIMPlan", "SSIMPlan", "ms_ssim_plan", "ssim_plan"]

@@ -66,7 +66,7 @@ def _l1_row(k: int, prefix: str) -> list[str]:
 
 def _plane_sum(buf: str, base: str) -> list[str]:
     return [
-        f"acc = tl.zeros([RBLOCK], ACC)",
+        "acc = tl.zeros([RBLOCK], ACC)",
         "for start in range(0, per_plane, RBLOCK):",
         "    idx = start + tl.arange(0, RBLOCK)",
         f"    acc += tl.load({buf} + {base} + idx, mask=idx < per_plane, other=0.0, cache_modifier='.cg')",

@@ -143,6 +143,28 @@ def ms_ssim_stats_ref(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: f
     return torch.stack(out)
 
 
+def ms_ssim_combine_ref(stats: torch.Tensor, weights: torch.Tensor, reduce: int) -> torch.Tensor:
+    """pytorch-msssim's combination of per-level statistics (levels, 2, N, C): relu(cs) at every level but the
+    last, relu(SSIM) at the last, raised to the weights and multiplied; reduced to the mean (1), per image (2) or
+    per channel (3). The product is a chain of multiplications (torch.prod's backward synchronises)."""
+    levels = stats.shape[0]
+    last = (torch.arange(levels, device=stats.device) == levels - 1).view(-1, 1, 1)
+    factors = torch.where(last, stats[:, 0], stats[:, 1])
+    powered = torch.relu(factors) ** weights.to(stats.dtype).view(-1, 1, 1)
+    per_channel = powered[0]
+    for level in range(1, levels):
+        per_channel = per_channel * powered[level]
+    if reduce == 1:
+        return per_channel.mean()
+    return per_channel.mean(1) if reduce == 2 else per_channel
+
+
+def ms_ssim_reduce_ref(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, weights: torch.Tensor, c1: float,
+                       c2: float, symmetric: bool, reduce: int) -> torch.Tensor:
+    """Twin of the ``ms_ssim`` op: pytorch-msssim's MS-SSIM with ``len(weights)`` levels, reduced as ``reduce``."""
+    return ms_ssim_combine_ref(ms_ssim_stats_ref(x, y, win, c1, c2, symmetric, weights.shape[0]), weights, reduce)
+
+
 def avg_pool_half_pair_ref(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Twin of the ``avg_pool_half`` op: both images pooled by :func:`avg_pool_half_ref`, stacked (2, N, C, H', W')."""
     return torch.stack([avg_pool_half_ref(x), avg_pool_half_ref(y)])
@@ -153,6 +175,8 @@ __all__ = [
     "compute_dtype",
     "gaussian_window",
     "ms_ssim_min_size",
+    "ms_ssim_combine_ref",
+    "ms_ssim_reduce_ref",
     "ms_ssim_ref",
     "ms_ssim_stats_ref",
     "separable_filter",

@@ -31,6 +31,7 @@ from fusedsim.reference.ssim_ref import (
     avg_pool_half_ref,
     compute_dtype,
     gaussian_window,
+    ms_ssim_combine_ref,
     ms_ssim_min_size,
     ssim_reduce_ref,
 )
@@ -67,24 +68,30 @@ def _pair_key(a: object, b: object) -> tuple | None:
 
 
 class _KernelCall:
-    """One op with its plan: the eager lean path (no dispatcher, no argument binding)."""
+    """One op with its plan and fixed extra tensors (window, weights): the eager lean path (no dispatcher, no
+    argument binding; no autograd node when no input needs a gradient)."""
 
-    __slots__ = ("op", "plan", "win", "device_index")
+    __slots__ = ("op", "plan", "extra", "device_index")
 
-    def __init__(self, op_name: str, x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, scalars: tuple) -> None:
+    def __init__(self, op_name: str, x: torch.Tensor, y: torch.Tensor, extra: tuple, scalars: tuple) -> None:
         from fusedsim.ops import op
 
         self.op = op(op_name)
-        self.plan = self.op.make_plan((x, y, win), scalars)
-        self.win = win
+        self.plan = self.op.make_plan((x, y, *extra), scalars)
+        self.extra = extra
         self.device_index = x.device.index if x.device.type == "cuda" else None
 
     def __call__(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         idx = self.device_index
         if idx is not None and idx != torch.cuda.current_device():
             with torch.cuda.device(idx):
-                return self.op.run_plan(self.plan, x, y, self.win)
-        return self.op.run_plan(self.plan, x, y, self.win)
+                return self._run(x, y)
+        return self._run(x, y)
+
+    def _run(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        if (x.requires_grad or y.requires_grad) and torch.is_grad_enabled():
+            return self.op.run_plan(self.plan, x, y, *self.extra)
+        return self.plan.forward(x, y, *self.extra)[0]
 
 
 class _TwinCall:
@@ -104,7 +111,7 @@ def reduce_call(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, 
     """A call computing ``ssim_reduce`` (see fusedsim.ops.catalog) for tensors like x, y on the chosen backend."""
     scalars = (c1, c2, valid, symmetric, _REDUCE[reduce], ssim_weight)
     if choose_backend(x, op="SSIM") == "triton":
-        return _KernelCall("ssim_reduce", x, y, win, scalars)
+        return _KernelCall("ssim_reduce", x, y, (win,), scalars)
     return _TwinCall(ssim_reduce_ref, win, scalars)
 
 
@@ -356,45 +363,30 @@ def _build_ms_ssim(X, Y, win, weights, data_range, size_average, win_size, win_s
     _check_size(Xs, X.shape, ms_ssim_min_size(win_size, levels), "X",
                 f"{levels} MS-SSIM levels with a {win_size}-wide window")
     table, sym = window_table(win, win_size, win_sigma, Xs)
-    dtype = compute_dtype(Xs.dtype)
-    exponents = torch.tensor(weight_list, dtype=dtype).view(-1, 1, 1).to(Xs.device)
-    last = (torch.arange(levels) == levels - 1).view(-1, 1, 1).to(Xs.device)
-    stats_fn = _ms_stats_fn(Xs, Ys, table, c1, c2, sym, levels, traced)
+    weight_table = torch.tensor(weight_list, dtype=compute_dtype(Xs.dtype)).to(Xs.device)
+    code = _REDUCE[reduction]
+    if Xs.dim() == 4 and choose_backend(Xs, op="MS-SSIM") == "triton":  # the fused 2-D op
+        if traced:
+            from fusedsim.ops import op
 
-    def call(x, y):
-        stats = stats_fn(squeeze(x), squeeze(y))  # (levels, 2, N, C): SSIM and cs means per level and plane
-        factors = torch.where(last, stats[:, 0], stats[:, 1])  # cs at every level but the last, SSIM there
-        powered = torch.relu(factors) ** exponents
-        per_channel = powered[0]
-        for level in range(1, levels):  # not torch.prod: its backward synchronises (it looks for zeros)
-            per_channel = per_channel * powered[level]
-        return _reduce(per_channel, reduction)
-
-    return call
-
-
-def _ms_stats_fn(Xs, Ys, table, c1, c2, sym, levels, traced) -> Callable:
-    """Per-level statistics: the fused 2-D op on the Triton side, else per-level SSIM with PyTorch pooling."""
-    fused_2d = Xs.dim() == 4 and choose_backend(Xs, op="MS-SSIM") == "triton"
-    if fused_2d and traced:
-        from fusedsim.ops import op
-
-        return lambda x, y: op("ms_ssim_stats")(x, y, table, c1, c2, sym, levels)
-    if fused_2d:
-        return _KernelCall("ms_ssim_stats", Xs, Ys, table, (c1, c2, sym, levels))
-    per_level = []
+            inner = lambda x, y: op("ms_ssim")(x, y, table, weight_table, c1, c2, sym, code)  # noqa: E731
+        else:
+            inner = _KernelCall("ms_ssim", Xs, Ys, (table, weight_table), (c1, c2, sym, code))
+        return inner if squeeze is _identity else (lambda x, y: inner(squeeze(x), squeeze(y)))
+    per_level = []  # 3-D, or the twin: per-level statistics with PyTorch pooling, the twin's combination
     x, y = Xs, Ys
     for _ in range(levels):
         per_level.append((lambda x, y, a=(table, c1, c2, True, sym, "stats"): _traced_reduce(x, y, *a)) if traced
                          else reduce_call(x, y, table, c1, c2, True, sym, "stats"))
         x, y = avg_pool_half_ref(x), avg_pool_half_ref(y)
 
-    def stats(x, y):
-        out = []
+    def call(x, y):
+        x, y = squeeze(x), squeeze(y)
+        stats = []
         for level, level_call in enumerate(per_level):
             if level:
                 x, y = avg_pool_half_ref(x), avg_pool_half_ref(y)
-            out.append(level_call(x, y))
-        return torch.stack(out)
+            stats.append(level_call(x, y))
+        return ms_ssim_combine_ref(torch.stack(stats), weight_table, code)
 
-    return stats
+    return call

@@ -196,10 +196,10 @@ def test_graph_replay_is_identical_to_eager(kernel_device):
         (g,) = torch.autograd.grad(loss, x)
         return loss, g
 
-    eager_loss, eager_grad = fwd_bwd()
-    side = torch.cuda.Stream()
+    side = torch.cuda.Stream()  # eager runs and warm-up off the legacy default stream, as capture requires
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
+        eager_loss, eager_grad = (t.detach() for t in fwd_bwd())
         fwd_bwd()
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()

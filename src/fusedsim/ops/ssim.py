@@ -321,8 +321,10 @@ def _pow(f, w):
 @triton.jit
 def _ms_factor(STATS, W, p, ok, NC, l: tl.constexpr, L: tl.constexpr):
     """relu(cs) at level l < L-1, relu(SSIM) at the last level, and its exponent."""
-    slot: tl.constexpr = 0 if l == L - 1 else 1
-    f = tl.maximum(tl.load(STATS + (2 * l + slot) * NC + p, mask=ok, other=1.0), 0.0)
+    if l == L - 1:
+        f = tl.maximum(tl.load(STATS + (2 * l) * NC + p, mask=ok, other=1.0), 0.0)
+    else:
+        f = tl.maximum(tl.load(STATS + (2 * l + 1) * NC + p, mask=ok, other=1.0), 0.0)
     return f, tl.load(W + l)
 
 
@@ -369,9 +371,13 @@ def _ms_combine_bwd_kernel(STATS, W, G, GSTATS, NC, PER, gs0, L: tl.constexpr, R
                     fm, wm = _ms_factor(STATS, W, p, ok, NC, m, L)
                     d = d * _pow(fm, wm)
             d = tl.where(f > 0, d, 0.0)
-            used: tl.constexpr = 0 if l == L - 1 else 1
-            tl.store(GSTATS + (2 * l + used) * NC + p, d, mask=ok)
-            tl.store(GSTATS + (2 * l + 1 - used) * NC + p, tl.zeros([BLOCK], STATS.dtype.element_ty), mask=ok)
+            zero = tl.zeros([BLOCK], STATS.dtype.element_ty)
+            if l == L - 1:  # the SSIM slot is used at the last level, the cs slot at the others
+                tl.store(GSTATS + (2 * l) * NC + p, d, mask=ok)
+                tl.store(GSTATS + (2 * l + 1) * NC + p, zero, mask=ok)
+            else:
+                tl.store(GSTATS + (2 * l) * NC + p, zero, mask=ok)
+                tl.store(GSTATS + (2 * l + 1) * NC + p, d, mask=ok)
 
 
 class MSSSIMPlan:

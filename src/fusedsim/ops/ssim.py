@@ -40,6 +40,8 @@ from fusedsim.reference.ssim_ref import compute_dtype
 # Ints that vary between calls of one plan (upstream-gradient offsets and strides) are not specialised on.
 _VARYING = ["g_off_s", "g_off_cs", "gsn", "gsc"]
 _RBLOCK = 256  # partial sums read per step by the reducing program
+# Shortest row segment per program when the grid is small (benchmarks/tune_ssim.py; NOTES.md)
+FWD_MIN_ROWS, BWD_MIN_ROWS = 32, 64
 
 
 @functools.lru_cache(maxsize=None)
@@ -71,10 +73,28 @@ def _split(value: float) -> tuple[float, float]:
     return hi, float(np.float32(value - hi))
 
 
-def _tile(width: int) -> tuple[int, int, int]:
+@functools.lru_cache(maxsize=16)
+def _sm_count(device: torch.device) -> int:
+    return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 0
+
+
+def _rows_per_program(out_rows: int, other_programs: int, device: torch.device, min_rows: int) -> int:
+    """128 output rows per program, halved (down to ``min_rows``: the K-1 halo rows each program re-reads make
+    shorter segments costlier) while the grid would fill fewer than 4 programs per multiprocessor: batch-1 images
+    and the small MS-SSIM levels otherwise leave most of the GPU idle."""
+    rows, target = 128, 4 * _sm_count(device)
+    while rows > min_rows and other_programs * triton.cdiv(out_rows, rows) < target:
+        rows //= 2
+    return rows
+
+
+def _tile(width: int, out_rows: int = 0, planes: int = 0, device: torch.device | None = None,
+          min_rows: int = 128) -> tuple[int, int, int]:
     """(columns per program, output rows per program, warps): one column per thread."""
     block_w = min(128, max(16, triton.next_power_of_2(width)))
-    return block_w, 128, max(1, block_w // 32)
+    rows = 128 if device is None else _rows_per_program(out_rows, planes * triton.cdiv(width, block_w), device,
+                                                        min_rows)
+    return block_w, rows, max(1, block_w // 32)
 
 
 def _strides5(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...]:
@@ -100,7 +120,14 @@ def _counter(device: torch.device, index: int | None) -> torch.Tensor:
     key = (index, torch._C._cuda_getCurrentRawStream(index))
     counter = _counters.get(key)
     if counter is None:
-        counter = _counters[key] = torch.zeros(1, dtype=torch.int32, device=device)
+        # allocated from a side stream, so that it never comes from a private memory pool routed to the current
+        # stream (torch.compile's CUDA-graph trees do that while warming up), which must hold no live tensor
+        current, side = torch.cuda.current_stream(device), torch.cuda.Stream(device)
+        side.wait_stream(current)
+        with torch.cuda.stream(side):
+            counter = torch.zeros(1, dtype=torch.int32, device=device)
+        current.wait_stream(side)
+        _counters[key] = counter
     return counter
 
 
@@ -138,7 +165,7 @@ class SSIMPlan:
         if self.with_l1 and self.three_d and reduce == REDUCE_STATS:
             raise ValueError("the fused L1 term has no per-plane statistics output")
 
-        block_w, rows, warps = fwd_tile or _tile(wo)
+        block_w, rows, warps = fwd_tile or _tile(wo, ho, n * c * do, device, FWD_MIN_ROWS)
         grid = (triton.cdiv(wo, block_w), triton.cdiv(ho, rows), n * c * do)
         self.nprog = grid[0] * grid[1] * grid[2]
         kernel_l1 = self.with_l1 and not self.three_d
@@ -221,7 +248,8 @@ class SSIMPlan:
         entry = self._bwd.get(key)
         if entry is None:
             block_w = max(min(128, triton.next_power_of_2(w + taps - 1)), triton.next_power_of_2(2 * (taps - 1)), 16)
-            rows, warps = 128, max(1, block_w // 32)
+            warps = max(1, block_w // 32)
+            rows = _rows_per_program(h, n * c * triton.cdiv(w, block_w - (taps - 1)), x.device, BWD_MIN_ROWS)
             if self.bwd_tile:
                 block_w, rows, warps = self.bwd_tile
             grid = (triton.cdiv(w, block_w - (taps - 1)), triton.cdiv(h, rows), n * c)

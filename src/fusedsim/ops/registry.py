@@ -19,6 +19,7 @@ gradient) on the op's ``examples``.
 
 from __future__ import annotations
 
+import contextvars
 import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +29,13 @@ import torch
 from fusedsim.backend import choose_backend
 
 OPS: dict[str, KernelOp] = {}
+_IN_CUSTOM_OP = contextvars.ContextVar("fusedsim_in_custom_op", default=False)
+
+
+def in_compiled_graph() -> bool:
+    """True while a custom op runs inside a torch.compile'd graph: kernels then keep no persistent buffers
+    (CUDA-graph trees require every allocation made during their warm-up to be an output or freed)."""
+    return _IN_CUSTOM_OP.get()
 
 
 @dataclass(frozen=True)
@@ -116,7 +124,11 @@ def _define_custom_ops(op: KernelOp) -> None:
 
     def forward_impl(*args):
         tensors, scalars = args[:n], args[n:]
-        out = op.make_plan(tensors, scalars).forward(*tensors)[0]
+        token = _IN_CUSTOM_OP.set(True)
+        try:
+            out = op.make_plan(tensors, scalars).forward(*tensors)[0]
+        finally:
+            _IN_CUSTOM_OP.reset(token)
         # custom-op outputs may not alias inputs or each other
         return out.clone() if out._base is not None else out
 
@@ -133,7 +145,11 @@ def _define_custom_ops(op: KernelOp) -> None:
     def backward_impl(*args):
         tensors, grad_out, needs, scalars = args[:n], args[n], args[n + 1], args[n + 2:]
         plan = op.make_plan(tensors, scalars)
-        grads = plan.backward(tensors, (), grad_out, needs)
+        token = _IN_CUSTOM_OP.set(True)
+        try:
+            grads = plan.backward(tensors, (), grad_out, needs)
+        finally:
+            _IN_CUSTOM_OP.reset(token)
         return [g if g is not None else t.new_empty(0) for g, t in zip(grads, tensors)]
 
     def backward_fake(*args):

@@ -24,6 +24,7 @@ import triton.language as tl
 
 from fusedsim.ops._codegen import jit_from_source
 from fusedsim.ops._launch import Launcher
+from fusedsim.ops.registry import in_compiled_graph
 from fusedsim.ops.ssim_source import (
     REDUCE_CHANNEL,
     REDUCE_IMAGE,
@@ -40,8 +41,8 @@ from fusedsim.reference.ssim_ref import compute_dtype
 # Ints that vary between calls of one plan (upstream-gradient offsets and strides) are not specialised on.
 _VARYING = ["g_off_s", "g_off_cs", "gsn", "gsc"]
 _RBLOCK = 256  # partial sums read per step by the reducing program
-# Shortest row segment per program when the grid is small (benchmarks/tune_ssim.py; NOTES.md)
-FWD_MIN_ROWS, BWD_MIN_ROWS = 32, 64
+# Shortest forward row segment per program when the grid is small (benchmarks/tune_ssim.py; NOTES.md)
+FWD_MIN_ROWS = 32
 
 
 @functools.lru_cache(maxsize=None)
@@ -88,6 +89,21 @@ def _rows_per_program(out_rows: int, other_programs: int, device: torch.device, 
     return rows
 
 
+def _backward_rows(rows_total: int, other_programs: int, device: torch.device, halo: int) -> int:
+    """Rows per program of the fused backward: the fewest waves times the rows each program streams (its rows
+    plus the 2(K-1) halo), at 3 resident programs per multiprocessor (158 registers per thread). Measured at
+    the training shapes and the MS-SSIM levels (benchmarks/NOTES.md)."""
+    slots = 3 * _sm_count(device)
+    if not slots:
+        return 128
+
+    def cost(rows: int) -> int:
+        programs = other_programs * triton.cdiv(rows_total, rows)
+        return triton.cdiv(programs, slots) * (min(rows, rows_total) + halo)
+
+    return min((128, 64, 32), key=lambda rows: (cost(rows), -rows))
+
+
 def _tile(width: int, out_rows: int = 0, planes: int = 0, device: torch.device | None = None,
           min_rows: int = 128) -> tuple[int, int, int]:
     """(columns per program, output rows per program, warps): one column per thread."""
@@ -115,7 +131,7 @@ _counters: dict[tuple[int, int], torch.Tensor] = {}
 def _counter(device: torch.device, index: int | None) -> torch.Tensor:
     """A zeroed int32 completion counter per (device, stream); the reducing program resets it to 0. While a CUDA
     graph is being captured a fresh one is used (its zeroing is captured with the graph)."""
-    if index is None or torch.cuda.is_current_stream_capturing():
+    if index is None or in_compiled_graph() or torch.cuda.is_current_stream_capturing():
         return torch.zeros(1, dtype=torch.int32, device=device)
     key = (index, torch._C._cuda_getCurrentRawStream(index))
     counter = _counters.get(key)
@@ -249,7 +265,7 @@ class SSIMPlan:
         if entry is None:
             block_w = max(min(128, triton.next_power_of_2(w + taps - 1)), triton.next_power_of_2(2 * (taps - 1)), 16)
             warps = max(1, block_w // 32)
-            rows = _rows_per_program(h, n * c * triton.cdiv(w, block_w - (taps - 1)), x.device, BWD_MIN_ROWS)
+            rows = _backward_rows(h, n * c * triton.cdiv(w, block_w - (taps - 1)), x.device, 2 * (taps - 1))
             if self.bwd_tile:
                 block_w, rows, warps = self.bwd_tile
             grid = (triton.cdiv(w, block_w - (taps - 1)), triton.cdiv(h, rows), n * c)

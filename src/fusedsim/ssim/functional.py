@@ -194,6 +194,18 @@ def _pytorch_msssim_inputs(X, Y) -> tuple[torch.Tensor, torch.Tensor, Callable]:
     return Xs, squeeze(Y), squeeze
 
 
+def _pytorch_msssim_arguments(X, Y, win, data_range, size_average, win_size, win_sigma, K, reduction):
+    """Checks shared by ``ssim`` and ``ms_ssim``: the squeezed inputs and their squeeze, the window size, C1, C2
+    and the resolved reduction."""
+    Xs, Ys, squeeze = _pytorch_msssim_inputs(X, Y)
+    win_size = check_window_size(win.shape[-1] if isinstance(win, torch.Tensor) else win_size,
+                                 "win size" if win is not None else "win_size")
+    if win is None:
+        check_positive(win_sigma, "win_sigma")
+    c1, c2 = _check_constants(data_range, K)
+    return Xs, Ys, squeeze, win_size, c1, c2, _resolve_reduction(reduction, size_average)
+
+
 def _identity(x: torch.Tensor) -> torch.Tensor:
     return x
 
@@ -276,13 +288,8 @@ def ssim(X: torch.Tensor, Y: torch.Tensor, data_range: float = 255, size_average
 
 def _build_ssim(X, Y, win, data_range, size_average, win_size, win_sigma, K, nonnegative_ssim, reduction,
                 traced: bool = False) -> Callable:
-    Xs, Ys, squeeze = _pytorch_msssim_inputs(X, Y)
-    win_size = check_window_size(win.shape[-1] if isinstance(win, torch.Tensor) else win_size,
-                                 "win size" if win is not None else "win_size")
-    if win is None:
-        check_positive(win_sigma, "win_sigma")
-    c1, c2 = _check_constants(data_range, K)
-    reduction = _resolve_reduction(reduction, size_average)
+    Xs, Ys, squeeze, win_size, c1, c2, reduction = _pytorch_msssim_arguments(X, Y, win, data_range, size_average,
+                                                                            win_size, win_sigma, K, reduction)
     _check_size(Xs, X.shape, win_size, "X", f"the window is {win_size} wide")
     table, sym = window_table(win, win_size, win_sigma, Xs)
     kernel_reduction = "channel" if nonnegative_ssim and reduction != "none" else reduction
@@ -349,13 +356,8 @@ def ms_ssim(X: torch.Tensor, Y: torch.Tensor, data_range: float = 255, size_aver
 
 def _build_ms_ssim(X, Y, win, weights, data_range, size_average, win_size, win_sigma, K, reduction,
                    traced: bool = False) -> Callable:
-    Xs, Ys, squeeze = _pytorch_msssim_inputs(X, Y)
-    win_size = check_window_size(win.shape[-1] if isinstance(win, torch.Tensor) else win_size,
-                                 "win size" if win is not None else "win_size")
-    if win is None:
-        check_positive(win_sigma, "win_sigma")
-    c1, c2 = _check_constants(data_range, K)
-    reduction = _resolve_reduction(reduction, size_average)
+    Xs, Ys, squeeze, win_size, c1, c2, reduction = _pytorch_msssim_arguments(X, Y, win, data_range, size_average,
+                                                                            win_size, win_sigma, K, reduction)
     if reduction == "none":
         raise ValueError("reduction='none' (a map) is not defined for MS-SSIM; use 'mean', 'image' or 'channel'")
     weight_list = _weight_list(MS_SSIM_WEIGHTS if weights is None else weights)

@@ -113,6 +113,10 @@ print(json.dumps({{"code": code, "torch": "torch" in sys.modules}}), file=sys.__
     (["score", "--metric", "vmaf:ssim", "a.png", "b.png"], 2),  # bad choice
     (["score", "--device", "gpu", "a.png", "b.png"], 2),
     (["vmaf", "a.y4m", "b.y4m", "--device", "tpu"], 2),
+    (["vmaf", "-v"], 0),
+    (["vmaf", "-r", "a.yuv", "-d", "b.yuv", "-w", "8", "-h", "8", "-p", "420"], 2),  # -p without -b
+    (["vmaf", "a.yuv", "b.yuv", "--json"], 2),  # --json without -o
+    (["vmaf", "a.yuv", "b.yuv", "--feature", "psnr=enable_chroma=true"], 2),  # feature options
     (["list-metrics", "--format", "xml"], 2),
 ])
 def test_cli_parsing_never_imports_torch(argv, code):

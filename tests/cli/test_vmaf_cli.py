@@ -158,7 +158,8 @@ def test_json_layout_and_pooled_stats(clips, tmp_path, fake, capsys):
                   "--feature", "psnr", "--json", out)
     assert rc == 0
     captured = capsys.readouterr()
-    assert captured.out == "" and captured.err == ""  # no text output with --json; no progress bar off a TTY
+    assert captured.out == ""  # no text output with --json
+    assert captured.err == vmaf_cli._MODEL_NOTE  # no progress bar off a TTY; only the note that no model is run
     doc = json.loads(out.read_text())
     assert list(doc) == ["version", "fps", "frames", "pooled_metrics", "aggregate_metrics"]
     assert doc["version"].startswith("fusedsim-")
@@ -242,7 +243,7 @@ def test_progress_bar_when_stderr_is_a_tty(clips, fake, monkeypatch, capsys):
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
     assert fusedsim("vmaf", clips / "c333x217_8b_ref.y4m", clips / "c333x217_8b_mixed.y4m") == 0
     assert "frame" in capsys.readouterr().err
-    assert fusedsim("vmaf", clips / "c333x217_8b_ref.y4m", clips / "c333x217_8b_mixed.y4m", "--quiet") == 0
+    assert fusedsim("vmaf", clips / "c333x217_8b_ref.y4m", clips / "c333x217_8b_mixed.y4m", "--quiet", "-n") == 0
     assert capsys.readouterr().err == ""
 
 
@@ -476,3 +477,320 @@ def test_python_dash_m_fusedsim_vmaf(clips, tmp_path):
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert [f["metrics"]["ssim"] for f in doc["frames"]][0] == 1
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# libvmaf's command line
+
+
+REF8, DIST8 = "c333x217_8b_ref", "c333x217_8b_mixed"
+LIBVMAF_RAW = ["-w", 333, "-h", 217, "-p", 420, "-b", 8]
+
+
+def test_libvmaf_command_line_runs_unchanged(clips, tmp_path, fake, capsys):
+    out = tmp_path / "out.json"
+    rc = fusedsim("vmaf", "-r", clips / f"{REF8}.yuv", "-d", clips / f"{DIST8}.yuv", *LIBVMAF_RAW, "--feature",
+                  "ssim", "--feature", "psnr", "-n", "--threads", 1, "-q", "--json", "-o", out)
+    assert rc == 0 and capsys.readouterr().err == ""
+    doc = json.loads(out.read_text())
+    assert list(doc["frames"][0]["metrics"]) == ["ssim", "psnr_y", "psnr_cb", "psnr_cr"]
+    # the same through the long names and today's --json PATH; the clips also as positional REF DIST
+    out2 = tmp_path / "out2.json"
+    assert fusedsim("vmaf", clips / f"{REF8}.yuv", "--width", 333, "--height", 217, "--pixel_format", 420,
+                    "--bitdepth", 8, clips / f"{DIST8}.yuv", "--feature", "ssim", "--feature", "psnr",
+                    "--no_prediction", "--json", out2) == 0
+    doc2 = json.loads(out2.read_text())
+    assert doc2["frames"] == doc["frames"] and doc2["pooled_metrics"] == doc["pooled_metrics"]
+
+
+def test_issue_command_line_scores_instead_of_printing_help(clips, fake, capsys):
+    assert fusedsim("vmaf", clips / f"{REF8}.yuv", clips / f"{DIST8}.yuv", *LIBVMAF_RAW) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("ssim: ") and "usage" not in captured.out
+
+
+def test_without_no_prediction_the_missing_model_is_said(clips, fake, capsys):
+    assert fusedsim("vmaf", "-r", clips / f"{REF8}.y4m", "-d", clips / f"{DIST8}.y4m") == 0
+    captured = capsys.readouterr()
+    assert "VMAF model is not computed" in captured.err and "-n" in captured.err
+    assert "vmaf" not in captured.out.lower()  # only features, by their own names
+    assert fusedsim("vmaf", "-r", clips / f"{REF8}.y4m", "-d", clips / f"{DIST8}.y4m", "-n") == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_help_is_long_only_and_version(capsys):
+    with pytest.raises(SystemExit) as exc:
+        fusedsim("vmaf", "--help")
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "--pixel_format" in out and "-h H, --height H" in out and "--no_prediction" in out
+    with pytest.raises(SystemExit) as exc:
+        fusedsim("vmaf", "-v")
+    assert exc.value.code == 0 and capsys.readouterr().out.startswith("fusedsim-")
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["-h"], "expected one argument"),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+    (["-p", "411", "-b", 8], "expected 420, 422 or 444"),
+    (["-b", "9"], "expected 8, 10, 12 or 16"),
+    (["-m", "version=vmaf_v0.6.1"], "no VMAF model"),
+    (["--sub"], "subtitle"),
+    (["--frame_skip_dist", "2"], "skipping frames is not supported"),
+    (["--skip_ref_frame", "2"], "--frame_skip_ref"),
+    (["--threads", "x"], "expected an integer"),
+])
+def test_malformed_or_unsupported_options_exit_2_with_the_reason(clips, fake, capsys, argv, match):
+    with pytest.raises(SystemExit) as exc:
+        fusedsim("vmaf", clips / f"{REF8}.y4m", clips / f"{DIST8}.y4m", *argv)
+    assert exc.value.code == 2
+    assert match in capsys.readouterr().err
+    assert fake.calls == []
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["-p", 420], "-p/--pixel_format needs -b/--bitdepth"),
+    (["--pix-fmt", "yuv420p10le", "-p", 420, "-b", 8], "disagrees"),
+    (["--subsample", 2], "only every frame"),
+    (["--frame_skip_ref", 1], "skipping frames is not supported"),
+    (["--json"], "no -o was given"),
+    (["-o", "x.out", "--json", "--csv"], "-o/--output takes one format"),
+    (["--frames", 2, "--frame_cnt", 2], "not both"),
+    (["--feature", "psnr=enable_chroma=false"], "supported features: ssim"),
+    (["extra.y4m"], "too many clips"),
+])
+def test_bad_combinations_are_usage_errors(clips, tmp_path, fake, capsys, monkeypatch, argv, match):
+    monkeypatch.chdir(tmp_path)
+    err = run_error(capsys, clips / f"{REF8}.yuv", clips / f"{DIST8}.yuv", *argv)
+    assert match in err
+    assert fake.calls == [] and list(tmp_path.iterdir()) == []
+
+
+def test_missing_clip_named(clips, fake, capsys):
+    assert "missing the distorted clip (DIST or -d)" in run_error(capsys, "-r", clips / f"{REF8}.y4m")
+
+
+def test_feature_options_refused_naming_what_is_supported(clips, fake, capsys):
+    err = run_error(capsys, clips / f"{REF8}.y4m", clips / f"{DIST8}.y4m", "--feature", "float_ssim=enable_lcs=true")
+    assert "options" in err and "supported features: ssim, float_ssim, float_ms_ssim, psnr" in err
+
+
+def test_frame_cnt_is_a_maximum(clips, tmp_path, fake):
+    out = tmp_path / "o.json"
+    ref, dist = clips / f"{REF8}.y4m", clips / f"{DIST8}.y4m"
+    assert fusedsim("vmaf", "-r", ref, "-d", dist, "--frame_cnt", 3, "-n", "--json", "-o", out) == 0
+    assert [f["frameNum"] for f in json.loads(out.read_text())["frames"]] == [0, 1, 2]
+    assert fusedsim("vmaf", "-r", ref, "-d", dist, "--frame_cnt", 50, "-n", "--json", "-o", out) == 0
+    assert len(json.loads(out.read_text())["frames"]) == 5
+    assert fusedsim("vmaf", "-r", ref, "-d", dist, "--subsample", 1, "--frame_skip_ref", 0, "-n") == 0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# XML (libvmaf's default output format)
+
+
+def parse_xml(path):
+    import xml.etree.ElementTree as ET
+
+    root = ET.parse(path).getroot()
+    assert root.tag == "VMAF" and [c.tag for c in root] == ["params", "fyi", "frames", "pooled_metrics",
+                                                              "aggregate_metrics"]
+    frames = [{k: v for k, v in f.attrib.items()} for f in root.find("frames")]
+    pooled = {m.attrib["name"]: {k: float(v) for k, v in m.attrib.items() if k != "name"}
+              for m in root.find("pooled_metrics")}
+    return root, frames, pooled
+
+
+def test_xml_is_the_default_format_of_o(clips, tmp_path, fake):
+    out = tmp_path / "out.xml"
+    js = tmp_path / "out.json"
+    assert fusedsim("vmaf", "-r", clips / f"{REF8}.y4m", "-d", clips / f"{DIST8}.y4m", "--feature", "ssim",
+                    "--feature", "psnr", "-n", "-o", out, "--json", js) == 0
+    root, frames, pooled = parse_xml(out)
+    assert root.attrib["version"].startswith("fusedsim-")
+    assert root.find("params").attrib == {"qualityWidth": "333", "qualityHeight": "217"}
+    doc = json.loads(js.read_text())
+    assert [int(f.pop("frameNum")) for f in frames] == [f["frameNum"] for f in doc["frames"]]
+    assert [{k: float(v) for k, v in f.items()} for f in frames] == [f["metrics"] for f in doc["frames"]]
+    assert pooled == doc["pooled_metrics"]
+
+
+def test_format_xml_non_finite_and_escaping():
+    text = vmaf_cli.format_xml({"psnr_y": np.array([math.inf, 30.5, math.nan])}, version='a"<b', width=2,
+                               height=3, fps=None)
+    import xml.etree.ElementTree as ET
+
+    root = ET.fromstring(text)
+    assert root.attrib["version"] == 'a"<b' and root.find("fyi").attrib["fps"] == "nan"
+    values = [float(f.attrib["psnr_y"]) for f in root.find("frames")]
+    assert values[0] == math.inf and values[1] == 30.5 and math.isnan(values[2])
+
+
+@needs_features
+@pytest.mark.parametrize("ref, dist, bits", [(REF8, DIST8, 8), ("e333x217_10b_ref", "e333x217_10b_mixed", 10)])
+def test_real_libvmaf_command_line_xml_matches_fixtures(refdata, clips, tmp_path, ref, dist, bits):
+    out = tmp_path / "out.xml"
+    rc = fusedsim("vmaf", "-r", clips / f"{ref}.yuv", "-d", clips / f"{dist}.yuv", "-w", 333, "-h", 217, "-p", 420,
+                  "-b", bits, "--feature", "ssim", "--feature", "float_ssim", "--feature", "float_ms_ssim",
+                  "--feature", "psnr", "-n", "--threads", 1, "-q", "--xml", "-o", out, "--device", "cpu")
+    assert rc == 0
+    _, frames, pooled = parse_xml(out)
+    fixture = json.loads((refdata / "vmaf" / f"{dist}.json").read_text())
+    columns = {"ssim": "integer_ssim", "float_ssim": "float_ssim", "float_ms_ssim": "float_ms_ssim",
+               "psnr_y": "psnr_y", "psnr_cb": "psnr_cb", "psnr_cr": "psnr_cr"}
+    assert len(frames) == fixture["frames_count"]
+    for ours, frame in zip(frames, fixture["frames"]):
+        assert list(ours)[1:] == list(columns)
+        for name, key in columns.items():
+            assert float(ours[name]) == frame[key], (dist, ours["frameNum"], name)
+    fork = json.loads((refdata / "vmaf" / "raw_cli_json" / f"{dist}.fork.json").read_text())
+    for name in ("ssim", "psnr_y", "psnr_cb", "psnr_cr"):
+        assert pooled[name] == fork["pooled_metrics"][name]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# outputs: checked first, written through symlinks, all or none, never lost
+
+
+def vmaf_ok(clips, *argv):
+    return fusedsim("vmaf", "-r", clips / f"{REF8}.y4m", "-d", clips / f"{DIST8}.y4m", "-n", *argv)
+
+
+def test_output_written_through_a_symlink(clips, tmp_path, fake):
+    target = tmp_path / "real" / "out.json"
+    target.parent.mkdir()
+    target.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    dangling = tmp_path / "dangling.csv"
+    dangling.symlink_to(tmp_path / "real" / "new.csv")
+    assert vmaf_ok(clips, "--json", link, "--csv", dangling) == 0
+    assert link.is_symlink() and dangling.is_symlink()
+    assert len(json.loads(target.read_text())["frames"]) == 5
+    assert (tmp_path / "real" / "new.csv").read_text().startswith("Frame,ssim")
+    assert sorted(p.name for p in (tmp_path / "real").iterdir()) == ["new.csv", "out.json"]  # no temporary left
+
+
+@pytest.mark.parametrize("path", ["-", "/dev/stdout"])
+def test_output_to_standard_output(clips, fake, capsys, path):
+    assert vmaf_ok(clips, "-o", path) == 0
+    import xml.etree.ElementTree as ET
+
+    assert len(ET.fromstring(capsys.readouterr().out).find("frames")) == 5
+    assert vmaf_ok(clips, "--json", path) == 0
+    assert len(json.loads(capsys.readouterr().out)["frames"]) == 5
+
+
+def test_dev_stdout_in_a_fresh_process(clips):
+    src = Path(cli_main.__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), os.environ.get("PYTHONPATH", "")])}
+    code = ("import sys, numpy as np, types; from fusedsim.cli import vmaf, main;"
+            "vmaf._load_features = lambda: types.SimpleNamespace(SUPPORTED_FEATURES=('ssim',), "
+            "extract=lambda f, r, d, device='auto': {'ssim': np.ones(r.n)});"
+            "sys.exit(main.main(sys.argv[1:]))")
+    proc = subprocess.run([sys.executable, "-c", code, "vmaf", str(clips / f"{REF8}.y4m"),
+                           str(clips / f"{DIST8}.y4m"), "-n", "--csv", "/dev/stdout"],
+                          capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[0] == "Frame,ssim" and len(proc.stdout.splitlines()) == 6
+
+
+def test_long_valid_output_name_works(clips, tmp_path, fake):
+    out = tmp_path / ("n" * 250 + ".json")
+    assert vmaf_ok(clips, "--json", out) == 0
+    assert len(json.loads(out.read_text())["frames"]) == 5 and list(tmp_path.iterdir()) == [out]
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda d: d / "no" / "o.json", "does not exist"),
+    (lambda d: d, "is a directory"),
+    (lambda d: d / ("n" * 300 + ".json"), "name too long"),
+    (lambda d: (d / "file").write_text("") or d / "file" / "o.json", "not a directory"),
+])
+def test_bad_output_paths_fail_before_computing(clips, tmp_path, fake, capsys, make, match):
+    bad = make(tmp_path)
+    ok = tmp_path / "ok.json"
+    err = run_error(capsys, "-r", clips / f"{REF8}.y4m", "-d", clips / f"{DIST8}.y4m", "--json", ok, "--csv", bad)
+    assert match in err.lower() and "--csv" in err
+    assert fake.calls == [] and not ok.exists()
+
+
+def test_unwritable_folder_fails_before_computing(clips, tmp_path, fake, capsys, monkeypatch):
+    import tempfile
+
+    real = tempfile.mkstemp
+
+    def mkstemp(*a, dir=None, **k):  # a read-only folder (root ignores file modes, so it is simulated)
+        if dir is not None and Path(dir) == tmp_path / "ro":
+            raise PermissionError(13, "Permission denied")
+        return real(*a, dir=dir, **k)
+
+    (tmp_path / "ro").mkdir()
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    err = run_error(capsys, clips / f"{REF8}.y4m", clips / f"{DIST8}.y4m", "-o", tmp_path / "ro" / "o.xml")
+    assert "cannot create a file in" in err and "Permission denied" in err and fake.calls == []
+
+
+def test_same_output_twice_is_refused(clips, tmp_path, fake, capsys):
+    out = tmp_path / "o.json"
+    link = tmp_path / "l.json"
+    link.symlink_to(out)
+    err = run_error(capsys, clips / f"{REF8}.y4m", clips / f"{DIST8}.y4m", "--json", out, "-o", link)
+    assert "both write to" in err and fake.calls == []
+    err = run_error(capsys, clips / f"{REF8}.y4m", clips / f"{DIST8}.y4m", "--json", "-", "--csv", "/dev/stdout")
+    assert "only one of --json and --csv can write to standard output" in err
+
+
+def _break_after_checks(monkeypatch, fake, victim: Path):
+    """The registry removes ``victim`` (a folder) while computing: the outputs' check passed, the write fails."""
+    import shutil
+
+    extract = fake.extract
+
+    def breaking(feature, ref, dist, device="auto"):
+        if victim.exists():
+            shutil.rmtree(victim)
+        return extract(feature, ref, dist, device)
+
+    monkeypatch.setattr(fake, "extract", breaking)
+
+
+def test_several_outputs_all_or_none_and_results_saved(clips, tmp_path, fake, capsys, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    old = tmp_path / "a.json"
+    old.write_text("old")
+    (tmp_path / "sub").mkdir()
+    _break_after_checks(monkeypatch, fake, tmp_path / "sub")
+    err = run_error(capsys, "-r", clips / f"{REF8}.y4m", "-d", clips / f"{DIST8}.y4m", "--json", old, "--csv",
+                    tmp_path / "sub" / "b.csv", "-o", tmp_path / "c.xml")
+    assert "cannot write --csv" in err and "no output file was changed" in err and "results are saved in" in err
+    assert old.read_text() == "old" and not (tmp_path / "c.xml").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "tmp"]  # no temporary file left
+    saved = sorted((tmp_path / "tmp").iterdir())
+    assert [p.suffix for p in saved] == [".xml", ".json", ".csv"]
+    assert all(str(p) in err for p in saved)
+    assert len(json.loads(saved[1].read_text())["frames"]) == 5
+    assert saved[2].read_text().startswith("Frame,ssim")
+
+
+def test_results_saved_when_the_only_output_cannot_be_written(clips, tmp_path, fake, capsys, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    (tmp_path / "sub").mkdir()
+    _break_after_checks(monkeypatch, fake, tmp_path / "sub")
+    err = run_error(capsys, clips / f"{REF8}.y4m", clips / f"{DIST8}.y4m", "--json", tmp_path / "sub" / "o.json")
+    saved = [p for p in tmp_path.iterdir() if p.suffix == ".json"]
+    assert len(saved) == 1 and str(saved[0]) in err
+    assert len(json.loads(saved[0].read_text())["frames"]) == 5
+
+
+def test_existing_file_keeps_its_mode(clips, tmp_path, fake):
+    out = tmp_path / "o.csv"
+    out.write_text("old")
+    out.chmod(0o640)
+    assert vmaf_ok(clips, "--csv", out) == 0
+    assert out.stat().st_mode & 0o777 == 0o640 and out.read_text().startswith("Frame,")

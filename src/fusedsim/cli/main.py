@@ -30,7 +30,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra and isinstance(getattr(args, "paths", None), list):
+        # a command with positional ``paths`` takes them anywhere on the line (``REF --json OUT DIST``)
+        args.paths = [*args.paths, *(e for e in extra if e == "-" or not e.startswith("-"))]
+        extra = [e for e in extra if e != "-" and e.startswith("-")]
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return int(args.run(args) or 0)
     except (ValueError, TypeError, FileNotFoundError, RuntimeError) as exc:

@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fusedsim._device import DEVICE_HELP, check_device_name
@@ -51,18 +49,64 @@ SSIM features:
 """ + _feature_lines() + """
 Without --feature, ssim is computed. A feature is computed exactly as named
 or not at all: a device that cannot run it is an error, never a substitute.
+fusedsim has no VMAF model: it computes only the requested features (as
+libvmaf does with -n/--no_prediction); without -n it says so on stderr.
+
+libvmaf's command line works unchanged when it asks only for these features:
+  fusedsim vmaf -r ref.yuv -d dist.yuv -w 576 -h 324 -p 420 -b 8 \\
+      --feature ssim -n -q --json -o out.json
+and so does the short form: fusedsim vmaf REF DIST [options].
+-h is the height, as in libvmaf; help is --help.
 
 Inputs are Y4M (8/10/12/16-bit, 4:2:0/4:2:2/4:4:4, layout from the header)
-or raw planar YUV, which needs --width, --height and --pix-fmt (yuv420p,
-yuv422p, yuv444p or their 10le/12le/16le variants). Use - for standard input,
+or raw planar YUV, which needs --width and --height and either -p/-b
+(libvmaf's 420/422/444 and 8/10/12/16) or --pix-fmt (yuv420p, yuv422p,
+yuv444p or their 10le/12le/16le variants). Use - for standard input,
 e.g. ffmpeg -i dist.mp4 -f yuv4mpegpipe - | fusedsim vmaf ref.y4m -
 Both clips must have the same size and pixel format and, unless --frames
 limits the comparison, the same number of frames.
 
-Output: the pooled mean of each metric on standard output, or per-frame
-values with --json/--csv in libvmaf's layouts (JSON: frames[].frameNum and
-.metrics, pooled_metrics with min/max/mean/harmonic_mean; CSV: Frame,<metrics>).
-Numbers are printed round-trip exact."""
+Outputs, in libvmaf's layouts with round-trip exact numbers:
+  -o PATH [--xml|--json|--csv]  libvmaf's form: one file, XML by default
+  --xml PATH, --json PATH, --csv PATH  one file per format, combinable
+PATH - (or /dev/stdout) is standard output. Every output path is checked
+before the computation; all outputs are written or none is changed, and if
+writing fails after the run the results are saved and the error says where.
+Without an output, the pooled mean of each metric goes to standard output."""
+
+#: libvmaf options fusedsim does not have, with the reason given when one is used.
+_REFUSED_OPTIONS = {
+    ("-m", "--model"): "fusedsim has no VMAF model; pass -n/--no_prediction and request features with --feature",
+    ("--aom_ctc",): "the AOM CTC presets need the VMAF model and features fusedsim does not have",
+    ("--nflx_ctc",): "the Netflix CTC preset needs the VMAF model and features fusedsim does not have",
+    ("--sub",): "the subtitle output is not supported; use --xml, --json or --csv",
+    ("--cpumask",): "fusedsim has no CPU instruction-set mask (its results do not depend on one)",
+    ("--gpumask",): "fusedsim has no GPU operation mask; choose the device with --device",
+    ("--frame_skip_dist",): "skipping frames is not supported yet; trim the clip first (e.g. ffmpeg -vf trim)",
+    ("--skip_ref_frame",): "this is not a libvmaf option (libvmaf's is --frame_skip_ref); skipping frames is not "
+                           "supported yet, trim the clip first (e.g. ffmpeg -vf trim)",
+}
+_FORMAT_FLAG = object()  # --xml/--json/--csv given without a path: the format of -o/--output
+
+
+class _Refused(argparse.Action):
+    def __init__(self, option_strings, dest, reason="", **kwargs):
+        self.reason = reason
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.error(f"{option_string}: {self.reason}")
+
+
+class _OutputOption(argparse.Action):
+    """--xml/--json/--csv [PATH]: with a path, write that format there; without, set the format of -o."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        kind = option_string.lstrip("-")
+        if values is _FORMAT_FLAG:
+            namespace.format_flags = [*(getattr(namespace, "format_flags", None) or []), kind]
+        else:
+            namespace.format_paths = [*(getattr(namespace, "format_paths", None) or []), (kind, values)]
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -71,28 +115,72 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         help="per-frame libvmaf SSIM and PSNR features of two Y4M or YUV clips",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        add_help=False,  # -h is the height, as in libvmaf
+        allow_abbrev=False,
     )
-    parser.add_argument("ref", metavar="REF", help="reference clip (.y4m, or raw .yuv with --width/--height/--pix-fmt)")
-    parser.add_argument("dist", metavar="DIST", help="distorted clip, same size and pixel format as REF")
+    parser.add_argument("--help", action="help", help="show this help message and exit")
+    parser.add_argument("paths", nargs="*", metavar="REF DIST",
+                        help="reference and distorted clips (or give them with -r/-d)")
+    parser.add_argument("-r", "--reference", metavar="PATH", help="reference clip (.y4m, or raw .yuv)")
+    parser.add_argument("-d", "--distorted", metavar="PATH", help="distorted clip, same size and format as the "
+                                                                  "reference")
     raw = parser.add_argument_group("raw YUV input (ignored for Y4M, except that they must agree with its header)")
-    raw.add_argument("--width", type=_positive_int, metavar="W", help="frame width in pixels")
-    raw.add_argument("--height", type=_positive_int, metavar="H", help="frame height in pixels")
-    raw.add_argument("--pix-fmt", metavar="FMT", help="pixel format, e.g. yuv420p or yuv420p10le (gives the bit depth)")
+    raw.add_argument("-w", "--width", type=_positive_int, metavar="W", help="frame width in pixels")
+    raw.add_argument("-h", "--height", type=_positive_int, metavar="H", help="frame height in pixels")
+    raw.add_argument("-p", "--pixel_format", type=_chroma, metavar="420|422|444",
+                     help="chroma subsampling, as in libvmaf (with -b)")
+    raw.add_argument("-b", "--bitdepth", type=_bitdepth, metavar="8|10|12|16", help="bits per sample (with -p)")
+    raw.add_argument("--pix-fmt", metavar="FMT", help="or: pixel format, e.g. yuv420p or yuv420p10le")
     parser.add_argument(
         "--feature", action="append", metavar="NAME", dest="features",
-        help=f"feature to compute, repeatable: {', '.join(HELP_FEATURES)} (default: {', '.join(DEFAULT_FEATURES)})",
+        help=f"feature to compute, repeatable: {', '.join(HELP_FEATURES)} (default: {', '.join(DEFAULT_FEATURES)}); "
+             "libvmaf's NAME=option=value settings are not supported",
     )
     parser.add_argument("--device", type=_device, default="auto",
                         help=f"where to compute: {DEVICE_HELP} (default: auto, the GPU when available)")
-    parser.add_argument("--json", metavar="OUT", help="write libvmaf-style JSON to OUT (- for standard output)")
-    parser.add_argument("--csv", metavar="OUT", help="write per-frame CSV to OUT (- for standard output)")
+    out = parser.add_argument_group("outputs")
+    out.add_argument("-o", "--output", metavar="PATH", help="write to PATH in the format of --xml (default), "
+                                                            "--json or --csv given without a path")
+    for kind in ("xml", "json", "csv"):
+        out.add_argument(f"--{kind}", action=_OutputOption, nargs="?", const=_FORMAT_FLAG, metavar="PATH",
+                         help=f"without PATH: -o writes {kind.upper()}; with PATH: write {kind.upper()} to PATH")
+    parser.set_defaults(format_flags=None, format_paths=None)
     parser.add_argument("--frames", type=_non_negative_int, metavar="N",
-                        help="compare only the first N frames (both clips need at least N)")
+                        help="compare exactly the first N frames (both clips need at least N)")
+    parser.add_argument("--frame_cnt", type=_non_negative_int, metavar="N",
+                        help="as in libvmaf: compare at most N frames (fewer when the clips are shorter)")
+    parser.add_argument("--frame_skip_ref", type=_non_negative_int, metavar="N",
+                        help="as in libvmaf; only 0 is supported")
+    parser.add_argument("--subsample", type=_non_negative_int, metavar="N",
+                        help="as in libvmaf; only 0 and 1 (every frame) are supported")
+    parser.add_argument("--threads", type=_non_negative_int, metavar="N",
+                        help="CPU threads for computing on the CPU (default 0: automatic)")
     parser.add_argument("--batch-frames", type=_positive_int, metavar="N",
                         help="frames read and scored per batch (default: as many as fit in 128 MiB, at most 32)")
-    parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    parser.add_argument("-n", "--no_prediction", action="store_true",
+                        help="features only, no VMAF model (what fusedsim always does; silences the note)")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    from fusedsim import __version__
+
+    parser.add_argument("-v", "--version", action="version", version=f"fusedsim-{__version__}",
+                        help="print the version and exit")
+    for names, reason in _REFUSED_OPTIONS.items():
+        parser.add_argument(*names, action=_Refused, reason=reason, nargs="?", help=argparse.SUPPRESS)
     parser.set_defaults(run=run)
     return parser
+
+
+def _chroma(text: str) -> str:
+    if text not in ("420", "422", "444"):
+        raise argparse.ArgumentTypeError(f"expected 420, 422 or 444, got {text!r}")
+    return text
+
+
+def _bitdepth(text: str) -> int:
+    value = _int(text)
+    if value not in (8, 10, 12, 16):
+        raise argparse.ArgumentTypeError(f"expected 8, 10, 12 or 16, got {text!r}")
+    return value
 
 
 def _device(text: str) -> str:
@@ -248,6 +336,42 @@ def format_csv(metrics: dict[str, np.ndarray], *, first_frame: int = 0) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _xml_number(x: float) -> str:
+    """An XML attribute value that ``float()`` reads back as exactly ``x`` (nan/inf/-inf for non-finite values)."""
+    x = float(x)
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return format_number(x)
+
+
+def format_xml(metrics: dict[str, np.ndarray], *, version: str, width: int, height: int, fps: float | None,
+               first_frame: int = 0) -> str:
+    """libvmaf's default (``--xml``) document: ``<VMAF version>`` with ``params`` (qualityWidth/qualityHeight),
+    ``fyi`` (fps), ``frames`` (one ``frame`` element per frame, a ``frameNum`` attribute and one attribute per
+    metric), ``pooled_metrics`` (``metric`` elements: name, min, max, mean, harmonic_mean) and
+    ``aggregate_metrics``; numbers round-trip exact instead of libvmaf's ``%.6f``."""
+    from xml.sax.saxutils import quoteattr
+
+    names = list(metrics)
+    n = len(next(iter(metrics.values()))) if metrics else 0
+    columns = [metrics[name] for name in names]
+    fps_text = f"{fps:.2f}" if fps is not None and math.isfinite(fps) else "nan"
+    out = [f"<VMAF version={quoteattr(version)}>\n",
+           f'  <params qualityWidth="{int(width)}" qualityHeight="{int(height)}" />\n',
+           f'  <fyi fps="{fps_text}" />\n', "  <frames>\n"]
+    for i in range(n):
+        cells = "".join(f'{name}="{_xml_number(col[i])}" ' for name, col in zip(names, columns))
+        out.append(f'    <frame frameNum="{first_frame + i}" {cells}/>\n')
+    out.append("  </frames>\n  <pooled_metrics>\n")
+    for name, col in zip(names, columns):
+        cells = "".join(f'{key}="{_xml_number(value)}" ' for key, value in pool(col).items())
+        out.append(f"    <metric name={quoteattr(name)} {cells}/>\n")
+    out.append("  </pooled_metrics>\n  <aggregate_metrics />\n</VMAF>\n")
+    return "".join(out)
+
+
 def format_text(metrics: dict[str, np.ndarray]) -> str:
     """One ``name: pooled mean`` line per metric."""
     width = max((len(name) for name in metrics), default=0)
@@ -260,40 +384,6 @@ def _json_str(text: str) -> str:
     return json.dumps(text)
 
 
-def write_output(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (temporary file beside it, then rename), or to stdout for ``-``."""
-    if path == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    target = Path(path)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)  # mode follows the umask
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
-def _check_output_path(path: str | None, option: str) -> None:
-    if path is None or path == "-":
-        return
-    target = Path(path)
-    if target.is_dir():
-        raise ValueError(f"{option} {path}: is a directory")
-    parent = target.parent
-    if not parent.is_dir():
-        raise ValueError(f"{option} {path}: folder {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise ValueError(f"{option} {path}: folder {parent} is not writable")
-
-
 # --------------------------------------------------------------------------------------------------------------
 # the command
 
@@ -304,12 +394,34 @@ def _auto_batch_frames(frame_bytes: int) -> int:
 
 def compute(ref_reader, dist_reader, features: Sequence[str], extract: Callable, *, device: str = "auto",
             frames: int | None = None, batch_frames: int | None = None,
-            progress: Callable[[int], None] | None = None) -> dict[str, np.ndarray]:
+            progress: Callable[[int], None] | None = None, frame_cnt: int | None = None) -> dict[str, np.ndarray]:
     """Stream both clips in batches and return per-frame metrics (libvmaf name -> float64 array).
 
     ``extract(feature, ref_batch, dist_batch, device=...)`` is the registry function. Clips must share their format;
     their frame counts must match unless ``frames`` limits the comparison (both then need at least that many).
+    ``frame_cnt`` (libvmaf's ``--frame_cnt``) compares at most that many frames: clips of the same length that are
+    shorter are compared whole.
     """
+    if frame_cnt is not None and frames is None:
+        n_ref, n_dist = ref_reader.frame_count, dist_reader.frame_count
+        if n_ref is not None and n_dist is not None and min(n_ref, n_dist) < frame_cnt:
+            if n_ref != n_dist:
+                raise ValueError(
+                    f"--frame_cnt {frame_cnt}: reference {ref_reader.path} has {n_ref} frames but distorted "
+                    f"{dist_reader.path} has {n_dist}"
+                )
+        elif n_ref is not None or n_dist is not None:
+            frames = frame_cnt
+        else:  # two pipes: read up to frame_cnt, and accept fewer
+            return _compute(ref_reader, dist_reader, features, extract, device=device, frames=None,
+                           batch_frames=batch_frames, progress=progress, _limit=frame_cnt)
+    return _compute(ref_reader, dist_reader, features, extract, device=device, frames=frames,
+                   batch_frames=batch_frames, progress=progress, _limit=frames)
+
+
+def _compute(ref_reader, dist_reader, features: Sequence[str], extract: Callable, *, device: str = "auto",
+             frames: int | None = None, batch_frames: int | None = None,
+             progress: Callable[[int], None] | None = None, _limit: int | None = None) -> dict[str, np.ndarray]:
     rf, df = ref_reader.fmt, dist_reader.fmt
     if rf != df:
         raise ValueError(
@@ -337,8 +449,8 @@ def compute(ref_reader, dist_reader, features: Sequence[str], extract: Callable,
     done = 0
     # each clip is read one batch ahead on its own thread while the current batch is scored: end to end the
     # command is bound by reading the files (benchmarks/README.md), so overlapping the reads is what pays
-    ref_batches = _read_ahead(ref_reader.batches(bf, limit=frames))
-    dist_batches = _read_ahead(dist_reader.batches(bf, limit=frames))
+    ref_batches = _read_ahead(ref_reader.batches(bf, limit=_limit))
+    dist_batches = _read_ahead(dist_reader.batches(bf, limit=_limit))
     while True:
         # (not zip_longest: its reused result tuple would keep the previous batch alive during the next read)
         ref_batch = next(ref_batches, None)
@@ -406,16 +518,89 @@ def _check_extract_output(feature: str, out, n: int) -> None:
             raise RuntimeError(f"feature {feature!r} returned {name} with shape {shape}, expected ({n},)")
 
 
+_MODEL_NOTE = ("fusedsim vmaf: note: the VMAF model is not computed (fusedsim has no VMAF model); only the "
+               "requested features are reported, as libvmaf does with -n/--no_prediction. Pass -n to silence this "
+               "note.\n")
+
+
+def _inputs(args: argparse.Namespace) -> tuple[str, str]:
+    """REF and DIST from -r/-d and the positional paths (-r/-d take their role; positionals fill the rest)."""
+    paths = list(args.paths or [])
+    roles = {"reference": args.reference, "distorted": args.distorted}
+    for role, value in roles.items():
+        if value is None and paths:
+            roles[role] = paths.pop(0)
+    if paths:
+        given = " and ".join(f"-{r[0]}" for r in ("reference", "distorted") if getattr(args, r) is not None)
+        extra = " ".join(paths)
+        raise ValueError(f"too many clips: {extra!r} besides {given or 'REF and DIST'}; give the reference and "
+                         "the distorted clip either as REF DIST or as -r REF -d DIST")
+    missing = [f"the {r} clip ({'REF or -r' if r == 'reference' else 'DIST or -d'})" for r, v in roles.items()
+               if v is None]
+    if missing:
+        raise ValueError(f"missing {' and '.join(missing)}")
+    return roles["reference"], roles["distorted"]
+
+
+def _raw_options(args: argparse.Namespace) -> dict:
+    pix_fmt = args.pix_fmt
+    if args.pixel_format is not None or args.bitdepth is not None:
+        if args.pixel_format is None or args.bitdepth is None:
+            given = "-p/--pixel_format" if args.pixel_format is not None else "-b/--bitdepth"
+            needed = "-b/--bitdepth" if args.pixel_format is not None else "-p/--pixel_format"
+            raise ValueError(f"{given} needs {needed} too (as in libvmaf)")
+        from_pb = (f"yuv{args.pixel_format}p" if args.bitdepth == 8
+                   else f"yuv{args.pixel_format}p{args.bitdepth}le")
+        if pix_fmt is not None and pix_fmt != from_pb:
+            raise ValueError(f"--pix-fmt {pix_fmt} disagrees with -p {args.pixel_format} -b {args.bitdepth} "
+                             f"({from_pb}); give one or the other")
+        pix_fmt = from_pb
+    return {"width": args.width, "height": args.height, "pix_fmt": pix_fmt}
+
+
+def _outputs(args: argparse.Namespace) -> list:
+    """The outputs asked for: -o with the format of a bare --xml/--json/--csv (XML by default, as in libvmaf), and
+    --xml/--json/--csv PATH (today's form). Checked (writable, no directory, no path twice) before any work."""
+    from fusedsim.cli._outputs import Output, check_outputs
+
+    flags = list(dict.fromkeys(args.format_flags or []))
+    outputs = [Output(path, kind, f"--{kind}") for kind, path in (args.format_paths or [])]
+    if args.output is not None:
+        if len(flags) > 1:
+            raise ValueError(f"-o/--output takes one format, got {' and '.join('--' + f for f in flags)}; "
+                             "write more formats with --json PATH, --csv PATH or --xml PATH")
+        kind = flags[0] if flags else "xml"
+        outputs.insert(0, Output(args.output, kind, "-o"))
+    elif flags:
+        raise ValueError(f"--{flags[0]} without a path writes the format of -o/--output PATH, and no -o was given "
+                         f"(or write --{flags[0]} PATH)")
+    check_outputs(outputs)
+    return outputs
+
+
 def run(args: argparse.Namespace) -> int:
+    # every usage check first: a bad command line is answered before torch, numpy or a file is touched
+    ref, dist = _inputs(args)
+    if ref == "-" and dist == "-":
+        raise ValueError("only one of REF and DIST can be standard input (-)")
+    raw = _raw_options(args)
+    if args.frames is not None and args.frame_cnt is not None:
+        raise ValueError("give --frames (exactly N frames) or --frame_cnt (at most N frames), not both")
+    if args.subsample not in (None, 0, 1):
+        raise ValueError(f"--subsample {args.subsample}: only every frame (0 or 1) is supported")
+    if args.frame_skip_ref not in (None, 0):
+        raise ValueError(f"--frame_skip_ref {args.frame_skip_ref}: skipping frames is not supported yet; "
+                         "trim the clip first (e.g. ffmpeg -vf trim)")
+    with_options = [f for f in args.features or () if "=" in f]
+    if with_options:
+        raise ValueError(
+            f"--feature {with_options[0]}: feature options (name=option=value) are not supported; give the name "
+            f"alone; supported features: {', '.join(HELP_FEATURES)}"
+        )
+    outputs = _outputs(args)
+
     from fusedsim import __version__
     from fusedsim.io.video import open_video
-
-    if args.ref == "-" and args.dist == "-":
-        raise ValueError("only one of REF and DIST can be standard input (-)")
-    if args.json == "-" and args.csv == "-":
-        raise ValueError("only one of --json and --csv can write to standard output (-)")
-    _check_output_path(args.json, "--json")
-    _check_output_path(args.csv, "--csv")
 
     registry = _load_features()
     features = resolve_features(args.features, tuple(registry.SUPPORTED_FEATURES))
@@ -423,15 +608,17 @@ def run(args: argparse.Namespace) -> int:
         from fusedsim._device import resolve_device
 
         resolve_device(args.device)  # a missing GPU is reported before any file is read
+    if args.threads:
+        import torch
 
-    raw = {"width": args.width, "height": args.height, "pix_fmt": args.pix_fmt}
-    with open_video(args.ref, **raw) as ref_reader, open_video(args.dist, **raw) as dist_reader:
-        total = args.frames
-        if total is None:
-            try:
-                total = ref_reader.frame_count if ref_reader.frame_count is not None else dist_reader.frame_count
-            except ValueError:
-                total = None  # compute() reports it with the clip's name
+        torch.set_num_threads(args.threads)
+    with open_video(ref, **raw) as ref_reader, open_video(dist, **raw) as dist_reader:
+        total = args.frames if args.frames is not None else args.frame_cnt
+        try:
+            counts = [c for c in (ref_reader.frame_count, dist_reader.frame_count) if c is not None]
+            total = min([*counts, *([total] if total is not None else [])]) if counts or total else total
+        except ValueError:
+            pass  # compute() reports it with the clip's name
         from tqdm import tqdm
 
         show = not args.quiet and sys.stderr.isatty()
@@ -439,16 +626,36 @@ def run(args: argparse.Namespace) -> int:
         with tqdm(total=total, unit="frame", desc="vmaf", file=sys.stderr, disable=not show, leave=False) as bar:
             metrics = compute(
                 ref_reader, dist_reader, features, registry.extract, device=args.device, frames=args.frames,
-                batch_frames=args.batch_frames, progress=bar.update,
+                batch_frames=args.batch_frames, progress=bar.update, frame_cnt=args.frame_cnt,
             )
         elapsed = time.perf_counter() - start
+        fmt = ref_reader.fmt
 
     n = len(next(iter(metrics.values())))
     fps = n / elapsed if elapsed > 0 else None
-    if args.json:
-        write_output(args.json, format_json(metrics, version=f"fusedsim-{__version__}", fps=fps))
-    if args.csv:
-        write_output(args.csv, format_csv(metrics))
-    if not args.json and not args.csv:
+    version = f"fusedsim-{__version__}"
+    if not outputs:
         sys.stdout.write(format_text(metrics))
+        _model_note(args)
+        return 0
+    texts = []
+    for out in outputs:
+        if out.kind == "json":
+            texts.append(format_json(metrics, version=version, fps=fps))
+        elif out.kind == "csv":
+            texts.append(format_csv(metrics))
+        else:
+            texts.append(format_xml(metrics, version=version, width=fmt.width, height=fmt.height, fps=fps))
+    from fusedsim.cli._outputs import write_outputs
+
+    write_outputs(outputs, texts)
+    _model_note(args)
     return 0
+
+
+def _model_note(args: argparse.Namespace) -> None:
+    """libvmaf predicts the VMAF model unless -n is given; fusedsim never does, and says so (after the run)."""
+    if not args.no_prediction:
+        sys.stdout.flush()
+        sys.stderr.write(_MODEL_NOTE)
+        sys.stderr.flush()

@@ -211,14 +211,11 @@ class SSIMPlan:
         return out, ()
 
     def _add_l1_3d(self, x, y, ssim_value):
+        """(1 - w)·L1 + w·(1 - SSIM) with the L1 mean reduced like the kernel's SSIM value."""
         w = self.ssim_weight
-        l1 = (x.to(self.acc) - y.to(self.acc)).abs().flatten(2).mean(-1)
-        value = (1 - w) * l1 + w * (1 - ssim_value) if self.reduce == REDUCE_CHANNEL else None
-        if self.reduce == REDUCE_IMAGE:
-            value = (1 - w) * l1.mean(1) + w * (1 - ssim_value)
-        elif self.reduce == REDUCE_MEAN:
-            value = (1 - w) * l1.mean() + w * (1 - ssim_value)
-        return value
+        l1 = (x.to(self.acc) - y.to(self.acc)).abs().flatten(2).mean(-1)  # (N, C)
+        l1 = {REDUCE_MEAN: lambda: l1.mean(), REDUCE_IMAGE: lambda: l1.mean(1)}.get(self.reduce, lambda: l1)()
+        return (1 - w) * l1 + w * (1 - ssim_value)
 
     # ---------------------------------------------------------------------------------------------- backward
     def _grad_layout(self, g: torch.Tensor, g_offset: int = 0):

@@ -503,6 +503,21 @@ def test_libvmaf_command_line_runs_unchanged(clips, tmp_path, fake, capsys):
     assert doc2["frames"] == doc["frames"] and doc2["pooled_metrics"] == doc["pooled_metrics"]
 
 
+def test_threads_also_sets_numba_threads(clips, tmp_path, fake, monkeypatch):
+    """``--threads N`` sizes the numba CPU path of integer_ssim too (numba's setting is per calling thread)."""
+    import numba
+    import torch
+
+    before, torch_before = numba.get_num_threads(), torch.get_num_threads()
+    try:
+        assert fusedsim("vmaf", "-r", clips / f"{REF8}.yuv", "-d", clips / f"{DIST8}.yuv", *LIBVMAF_RAW,
+                        "--feature", "ssim", "-n", "--threads", 1, "-q", "--json", "-o", tmp_path / "o.json") == 0
+        assert numba.get_num_threads() == 1
+    finally:
+        numba.set_num_threads(before)
+        torch.set_num_threads(torch_before)
+
+
 def test_issue_command_line_scores_instead_of_printing_help(clips, fake, capsys):
     assert fusedsim("vmaf", clips / f"{REF8}.yuv", clips / f"{DIST8}.yuv", *LIBVMAF_RAW) == 0
     captured = capsys.readouterr()

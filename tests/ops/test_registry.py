@@ -72,3 +72,44 @@ def test_twin_gradients_pass_gradcheck(op):
     small = tuple(t[:1, ..., :12, :13] if t.dim() >= 4 else t for t in example.tensors)
     leaves = tuple(t.detach().clone().requires_grad_(i in example.grads) for i, t in enumerate(small))
     assert torch.autograd.gradcheck(lambda *ts: op.reference(*ts, *example.scalars), leaves, eps=1e-6, atol=1e-6)
+
+
+CPU_CASES = [(op, i) for op, i in CASES if op.cpu is not None]
+
+
+def test_ops_with_a_cpu_implementation_are_enrolled():
+    assert any(op.name == "integer_ssim" for op, _ in CPU_CASES)
+
+
+@pytest.mark.parametrize("op,index", CPU_CASES, ids=[f"{op.name}-cpu-{i}" for op, i in CPU_CASES])
+def test_cpu_implementation_matches_its_twin(op, index):
+    """An op's compiled CPU implementation (``KernelOp.cpu``) against its twin, and the ``auto`` dispatch to it."""
+    fn = op.cpu_impl()
+    assert fn is not None, f"{op.name}: {op.cpu} does not import"
+    example = op.examples(torch.device("cpu"))[index]
+    with use_backend("reference"):
+        twin = op(*example.tensors, *example.scalars)
+    got = fn(*example.tensors, *example.scalars)
+    with use_backend("auto"):
+        auto = op(*example.tensors, *example.scalars)
+    fake = op.fake(*example.tensors, *example.scalars)
+    for out in (got, auto):
+        assert out.shape == twin.shape == fake.shape and out.dtype == twin.dtype, example.note
+        if op.tolerance is None:
+            assert torch.equal(out, twin), example.note
+        else:
+            val_tol = max(tol for tol, _ in op.tolerance.values())
+            torch.testing.assert_close(out.double(), twin.double(), atol=val_tol, rtol=val_tol, msg=example.note)
+
+
+def test_forced_reference_runs_the_twin_not_the_cpu_implementation(monkeypatch):
+    op = next(op for op in OPS if op.cpu is not None)
+    example = op.examples(torch.device("cpu"))[0]
+    calls = []
+    monkeypatch.setattr(op, "_cpu_fn", lambda *args: calls.append(args) or op.reference(*args))
+    with use_backend("reference"):
+        op(*example.tensors, *example.scalars)
+    assert not calls
+    with use_backend("auto"):
+        op(*example.tensors, *example.scalars)
+    assert len(calls) == 1

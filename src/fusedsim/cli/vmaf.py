@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -612,6 +613,13 @@ def run(args: argparse.Namespace) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
+        # the CPU path of integer_ssim is a numba kernel: size its thread pool without importing numba here
+        # (a GPU run never needs it); if something already imported it, set its threads directly
+        numba = sys.modules.get("numba")
+        if numba is None:
+            os.environ["NUMBA_NUM_THREADS"] = str(args.threads)
+        else:
+            numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
     with open_video(ref, **raw) as ref_reader, open_video(dist, **raw) as dist_reader:
         total = args.frames if args.frames is not None else args.frame_cnt
         try:

@@ -223,6 +223,7 @@ integer_ssim = register_op(KernelOp(
     examples=_integer_ssim_examples,
     differentiable=False,
     tolerance=None,  # bit-identical to libvmaf, hence to the twin
+    cpu="fusedsim.cpu.integer_ssim_numba:integer_ssim_numba",  # numba, the twin's bits (CPU path under auto)
     doc="libvmaf's integer SSIM per frame of integer luma (N, H, W), float64, bit-exact.",
 ))
 

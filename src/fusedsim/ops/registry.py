@@ -15,6 +15,10 @@ From that one definition the registry derives both callers, so eager and compile
 The twin (``reference``) has the same signature and returns tensors of the same shapes; it is the CPU path and
 the oracle of ``tests/ops/test_registry.py``, which runs every registered op against its twin (values and every
 gradient) on the op's ``examples``.
+
+An op may also name a compiled CPU implementation (``cpu="module:function"``, same signature as the twin, e.g. a
+numba kernel): under ``auto`` it replaces the twin for CPU tensors when its module imports; a forced
+``reference`` backend always runs the twin. The registry tests compare it with the twin on the same examples.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from fusedsim.backend import choose_backend
+from fusedsim.backend import choose_backend, requested_backend
 
 OPS: dict[str, KernelOp] = {}
 _IN_CUSTOM_OP = contextvars.ContextVar("fusedsim_in_custom_op", default=False)
@@ -53,7 +57,8 @@ class KernelOp:
     """One registered op. ``schema`` is the torch.library schema of the forward, e.g.
     ``"(Tensor x, Tensor y, float c) -> Tensor"``; ``fake(*tensors, *scalars)`` returns empty outputs of the right
     shapes; ``examples(device)`` yields :class:`Example` inputs; ``tolerance`` maps a dtype to (values, gradients)
-    relative tolerances against the float64 twin (``None``: results must be identical)."""
+    relative tolerances against the float64 twin (``None``: results must be identical); ``cpu`` optionally names
+    a compiled CPU implementation ``"module:function"`` with the twin's signature (see :meth:`cpu_impl`)."""
 
     name: str
     schema: str
@@ -65,7 +70,22 @@ class KernelOp:
     differentiable: bool = True
     tolerance: dict | None = None
     doc: str = ""
+    cpu: str | None = None
     _plan_factory: Callable | None = field(default=None, repr=False)
+    _cpu_fn: Callable | None | bool = field(default=None, repr=False)
+
+    def cpu_impl(self) -> Callable[..., torch.Tensor] | None:
+        """The compiled CPU implementation named by ``cpu``, imported on first use; ``None`` when the op has none
+        or its module does not import (e.g. numba missing): the twin then stays the CPU path."""
+        if self._cpu_fn is None:
+            self._cpu_fn = False
+            if self.cpu is not None:
+                module, attr = self.cpu.split(":")
+                try:
+                    self._cpu_fn = getattr(importlib.import_module(module), attr)
+                except ImportError:
+                    self._cpu_fn = False
+        return self._cpu_fn or None
 
     def make_plan(self, tensors: tuple[torch.Tensor, ...], scalars: tuple):
         """The Triton plan for these tensors and scalars. ``plan_for`` is ``"module:attr"``, imported on first use
@@ -82,6 +102,11 @@ class KernelOp:
         """Run the op on the backend :func:`fusedsim.backend.choose_backend` picks for its first tensor."""
         tensors = args[: self.n_tensors]
         if choose_backend(*tensors, op=self.name) == "reference":
+            if (self.cpu is not None and requested_backend() == "auto" and not torch.compiler.is_compiling()
+                    and all(t.device.type == "cpu" for t in tensors) and not any(t.requires_grad for t in tensors)):
+                fn = self.cpu_impl()
+                if fn is not None:
+                    return fn(*args)
             return self.reference(*args)
         return self.triton(*args)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from fusedsim.backend import choose_backend
-from fusedsim.reference.integer_ssim_ref import SUPPORTED_BIT_DEPTHS, integer_ssim_ref
+from fusedsim.ops import op
+from fusedsim.reference.integer_ssim_ref import SUPPORTED_BIT_DEPTHS
 from fusedsim.vmaf._inputs import check_bit_depth, frame_pair
 
 __all__ = ["integer_ssim"]
@@ -28,8 +28,10 @@ def integer_ssim(ref: torch.Tensor | np.ndarray, dist: torch.Tensor | np.ndarray
     Returns:
         float64 tensor on the inputs' device (CPU for numpy): shape ``(N,)``, or ``()`` for ``(H, W)`` inputs.
 
-    CUDA tensors run the Triton kernel (``fusedsim.ops.integer_ssim``), others the PyTorch twin; both give the
-    same bits (``FUSEDSIM_BACKEND`` / :func:`fusedsim.use_backend` force one).
+    Dispatched through the registered op ``integer_ssim``: CUDA tensors run the Triton kernel
+    (``fusedsim.ops.integer_ssim``); CPU tensors run the numba kernel (``fusedsim.cpu.integer_ssim_numba``,
+    threads: ``numba.set_num_threads``), or the PyTorch twin when numba is missing or ``reference`` is forced. All
+    give the same bits (``FUSEDSIM_BACKEND`` / :func:`fusedsim.use_backend` force a backend).
     """
     if not isinstance(intended_16bit, bool):
         raise TypeError(f"intended_16bit must be a bool; got {type(intended_16bit).__name__}")
@@ -42,11 +44,5 @@ def integer_ssim(ref: torch.Tensor | np.ndarray, dist: torch.Tensor | np.ndarray
     supported = SUPPORTED_BIT_DEPTHS + ((16,) if intended_16bit else ())
     bd = check_bit_depth(bit_depth, supported, "integer_ssim")
     r, d, squeeze = frame_pair(ref, dist, bd)
-    backend = choose_backend(r, op="integer_ssim")
-    if backend == "triton":
-        from fusedsim.ops.integer_ssim import integer_ssim_fwd
-
-        out = integer_ssim_fwd(r, d, bd)
-    else:
-        out = integer_ssim_ref(r, d, bd)
+    out = op("integer_ssim")(r, d, bd)
     return out[0] if squeeze else out

@@ -108,6 +108,25 @@ def optional_import(name: str) -> ModuleType | str:
         return f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
 
 
+def available(specs: Sequence[tuple[str, object, Callable[[], object]]], skip: set[str]
+              ) -> tuple[list, dict[str, str]]:
+    """Build each (name, module or import-failure text, build) spec not skipped; returns the built providers and
+    name -> reason for those that cannot be loaded (never fatal: a missing peer is a row in the report)."""
+    built: list = []
+    missing: dict[str, str] = {}
+    for name, module, build in specs:
+        if name in skip:
+            continue
+        if isinstance(module, str):
+            missing[name] = module
+            continue
+        try:
+            built.append(build())
+        except AttributeError as exc:  # e.g. a function an older checkout does not have
+            missing[name] = f"AttributeError: {exc}"
+    return built, missing
+
+
 def version_of(dist: str) -> str | None:
     from importlib.metadata import PackageNotFoundError, version
 

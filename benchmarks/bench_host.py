@@ -30,8 +30,8 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import (RESULTS, fmt, metadata, optional_import, parse_skip, random_pair, smoke_dir,  # noqa: E402
-                      sync, write_json)
+from _harness import (RESULTS, available, fmt, metadata, optional_import, parse_skip,  # noqa: E402
+                      random_pair, smoke_dir, sync, write_json)
 
 Tensor = torch.Tensor
 TINY = (1, 3, 32, 32)
@@ -74,19 +74,7 @@ def cases(skip: set[str]) -> tuple[list[Case], dict[str, str]]:
         ("torch L1", torch, lambda: Case(
             "torch L1", "(x - y).abs().mean()", TINY, lambda x, y: (x - y).abs().mean(), loss=True)),
     ]
-    out: list[Case] = []
-    missing: dict[str, str] = {}
-    for name, module, build in specs:
-        if name in skip:
-            continue
-        if isinstance(module, str):
-            missing[name] = module
-            continue
-        try:
-            out.append(build())
-        except AttributeError as exc:  # e.g. fusedsim.l1_ssim_loss not there yet
-            missing[name] = f"AttributeError: {exc}"
-    return out, missing
+    return available(specs, skip)
 
 
 def loop_us(fn: Callable[[], object], n: int, repeats: int, device: str) -> tuple[float, float]:

@@ -31,7 +31,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import (RESULTS, fmt, median_ms, metadata, optional_import, parse_skip,  # noqa: E402
+from _harness import (RESULTS, available, fmt, median_ms, metadata, optional_import, parse_skip,  # noqa: E402
                       peak_extra_mib, random_pair, run_stamp, smoke_dir, sync, write_json)
 
 Tensor = torch.Tensor
@@ -66,23 +66,14 @@ def l1(x: Tensor, y: Tensor) -> Tensor:
 
 def ssim_providers(skip: set[str]) -> tuple[list[Provider], dict[str, str]]:
     """SSIM-family providers for the per-call table, and name -> reason for those that cannot be loaded."""
-    providers: list[Provider] = []
-    missing: dict[str, str] = {}
+    specs: list[tuple[str, object, Callable[[], Provider]]] = []
     fusedsim = optional_import("fusedsim")
     peer = optional_import("fused_ssim")
     msssim = optional_import("pytorch_msssim")
     tm = optional_import("torchmetrics.functional.image")
 
     def add(name: str, module: object, build: Callable[[], Provider]) -> None:
-        if name in skip:
-            return
-        if isinstance(module, str):
-            missing[name] = module
-            return
-        try:
-            providers.append(build())
-        except AttributeError as exc:  # e.g. fusedsim.l1_ssim_loss not there yet
-            missing[name] = f"AttributeError: {exc}"
+        specs.append((name, module, build))
 
     def peer_ssim(x: Tensor, y: Tensor, **kw: object) -> Tensor:
         return (peer.fused_ssim3d if x.dim() == 5 else peer.fused_ssim)(x, y, **kw)
@@ -111,7 +102,7 @@ def ssim_providers(skip: set[str]) -> tuple[list[Provider], dict[str, str]]:
     add("fused_ssim L1+SSIM unfused", peer, lambda: Provider(
         "fused_ssim L1+SSIM unfused", "0.8*(x-y).abs().mean() + 0.2*(1-fused_ssim.fused_ssim(x, y))",
         lambda x, y: 0.8 * l1(x, y) + 0.2 * (1 - peer_ssim(x, y)), loss=True))
-    return providers, missing
+    return available(specs, skip)
 
 
 def ms_providers(skip: set[str]) -> tuple[list[Provider], dict[str, str]]:
@@ -451,18 +442,13 @@ def main() -> None:
                    "goals": dict(goals(rows, ratios, train))}
         return write_json("ssim", payload, os.environ.get("OUT"), RESULTS if gpu else smoke_dir(), stamp)
 
-    if "table" in parts:
-        providers, missing = ssim_providers(skip)
-        r, c = run_table("ssim", ssim_shapes, providers, missing, device, rep_ms)
-        rows += r
-        checks += c
-        save()
-    if "ms" in parts:
-        providers, missing = ms_providers(skip)
-        r, c = run_table("ms_ssim", ms_shapes, providers, missing, device, rep_ms)
-        rows += r
-        checks += c
-        save()
+    for part, kind, shapes, make in (("table", "ssim", ssim_shapes, ssim_providers),
+                                     ("ms", "ms_ssim", ms_shapes, ms_providers)):
+        if part in parts:
+            r, c = run_table(kind, shapes, *make(skip), device, rep_ms)
+            rows += r
+            checks += c
+            save()
     if "train" in parts:
         train = run_train(train_sizes, steps, warmup, repeats, device, skip)
     path = save()

@@ -289,7 +289,9 @@ def format_number(x: float) -> str:
     return repr(x)
 
 
-def _csv_number(x: float) -> str:
+def _text_number(x: float) -> str:
+    """A CSV cell or XML attribute value that ``float()`` reads back as exactly ``x`` (nan/inf/-inf for
+    non-finite values)."""
     x = float(x)
     if math.isnan(x):
         return "nan"
@@ -333,18 +335,8 @@ def format_csv(metrics: dict[str, np.ndarray], *, first_frame: int = 0) -> str:
     lines = [",".join(["Frame", *names])]
     columns = [metrics[name] for name in names]
     for i in range(n):
-        lines.append(",".join([str(first_frame + i), *(_csv_number(col[i]) for col in columns)]))
+        lines.append(",".join([str(first_frame + i), *(_text_number(col[i]) for col in columns)]))
     return "\n".join(lines) + "\n"
-
-
-def _xml_number(x: float) -> str:
-    """An XML attribute value that ``float()`` reads back as exactly ``x`` (nan/inf/-inf for non-finite values)."""
-    x = float(x)
-    if math.isnan(x):
-        return "nan"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    return format_number(x)
 
 
 def format_xml(metrics: dict[str, np.ndarray], *, version: str, width: int, height: int, fps: float | None,
@@ -363,11 +355,11 @@ def format_xml(metrics: dict[str, np.ndarray], *, version: str, width: int, heig
            f'  <params qualityWidth="{int(width)}" qualityHeight="{int(height)}" />\n',
            f'  <fyi fps="{fps_text}" />\n', "  <frames>\n"]
     for i in range(n):
-        cells = "".join(f'{name}="{_xml_number(col[i])}" ' for name, col in zip(names, columns))
+        cells = "".join(f'{name}="{_text_number(col[i])}" ' for name, col in zip(names, columns))
         out.append(f'    <frame frameNum="{first_frame + i}" {cells}/>\n')
     out.append("  </frames>\n  <pooled_metrics>\n")
     for name, col in zip(names, columns):
-        cells = "".join(f'{key}="{_xml_number(value)}" ' for key, value in pool(col).items())
+        cells = "".join(f'{key}="{_text_number(value)}" ' for key, value in pool(col).items())
         out.append(f"    <metric name={quoteattr(name)} {cells}/>\n")
     out.append("  </pooled_metrics>\n  <aggregate_metrics />\n</VMAF>\n")
     return "".join(out)

@@ -195,7 +195,8 @@ class SSIMPlan:
                           self.off, block_w, rows, self.acc_tl, reduce == REDUCE_NONE, kernel_l1, reduce, _RBLOCK)
         self._bwd: dict = {}
         self._ws_split = _split(-ssim_weight if self.with_l1 else 1.0)
-        self._l1_split = (*_split(self._l1_scale()[0]), self._l1_scale()[1])
+        l1_weight, l1_divisor = self._l1_scale()
+        self._l1_split = (*_split(l1_weight), l1_divisor)
 
     # ----------------------------------------------------------------------------------------------- forward
     def forward(self, x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, out: torch.Tensor | None = None):

@@ -61,12 +61,6 @@ def ssim_maps_ref(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float
     ssim_map = ((2 * mu_x * mu_y + c1) / (mu_x * mu_x + mu_y * mu_y + c1)) * cs_map
     return ssim_map, cs_map
 
-def ssim_plane_means_ref(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2: float,
-                         padding: str = "valid") -> tuple[torch.Tensor, torch.Tensor]:
-    """Mean SSIM and mean cs of every (n, c) plane: two tensors of shape (N, C) in the compute dtype."""
-    ssim_map, cs_map = ssim_maps_ref(x, y, win, c1, c2, padding)
-    return ssim_map.flatten(2).mean(-1), cs_map.flatten(2).mean(-1)
-
 def ssim_reduce_ref(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2: float, valid: bool,
                     symmetric: bool, reduce: int, ssim_weight: float = -1.0) -> torch.Tensor:
     """Twin of the ``ssim_reduce`` op (same signature, same output shapes).
@@ -99,18 +93,8 @@ def avg_pool_half_ref(x: torch.Tensor) -> torch.Tensor:
 def ms_ssim_ref(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2: float,
                 weights: torch.Tensor) -> torch.Tensor:
     """MS-SSIM per (n, c) plane, shape (N, C): relu(cs) at each level but the last, relu(ssim) at the last,
-    combined as a weighted geometric product."""
-    levels = weights.shape[0]
-    factors = []
-    for level in range(levels):
-        ssim_pc, cs_pc = ssim_plane_means_ref(x, y, win, c1, c2, "valid")
-        if level < levels - 1:
-            factors.append(torch.relu(cs_pc))
-            x = avg_pool_half_ref(x)
-            y = avg_pool_half_ref(y)
-    factors.append(torch.relu(ssim_pc))
-    stacked = torch.stack(factors, dim=0)
-    return torch.prod(stacked ** weights.to(stacked.dtype).view(-1, 1, 1), dim=0)
+    combined as a weighted geometric product (:func:`ms_ssim_stats_ref` + :func:`ms_ssim_combine_ref`)."""
+    return ms_ssim_combine_ref(ms_ssim_stats_ref(x, y, win, c1, c2, False, weights.shape[0]), weights, 3)
 
 def ms_ssim_min_size(win_size: int, levels: int) -> int:
     """Smallest allowed spatial side: every pyramid level must hold at least one full window."""
@@ -181,7 +165,6 @@ __all__ = [
     "ms_ssim_stats_ref",
     "separable_filter",
     "ssim_maps_ref",
-    "ssim_plane_means_ref",
     "ssim_reduce_ref",
     "windowed_moments_ref",
 ]

@@ -13,6 +13,12 @@ import torch
 
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
+    # Import Triton now, while the interpreter is on: `import fusedsim` no longer imports it, and a test that
+    # switches TRITON_INTERPRET off for a moment must not be the first to import it (Triton would keep that mode).
+    try:
+        import triton  # noqa: F401
+    except ImportError:  # pragma: no cover - Triton is in the dev extra
+        pass
 
 import pytest  # noqa: E402
 

@@ -154,3 +154,27 @@ def test_compile_has_no_graph_break_on_kernel_path(kernel_device):
         (g_compiled,) = torch.autograd.grad(value, x)
     torch.testing.assert_close(value, eager)
     torch.testing.assert_close(g_compiled, g_eager)
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"ssim_weight": 1.5}, ValueError, "ssim_weight must be a number in"),
+    ({"ssim_weight": True}, ValueError, "ssim_weight must be a number in"),
+    ({"window_size": 4}, ValueError, "window_size must be an odd integer"),
+    ({"window_sigma": 0.0}, ValueError, "window_sigma must be a finite number > 0"),
+    ({"padding": "reflect"}, ValueError, "padding must be one of"),
+    ({"reduction": "none"}, ValueError, "reduction must be one of"),
+])
+def test_l1_ssim_loss_bad_options_name_the_argument(kwargs, error, message):
+    x, y = _pair()
+    with pytest.raises(error, match=message):
+        fusedsim.l1_ssim_loss(x, y, **kwargs)
+
+
+def test_l1_ssim_loss_bad_inputs_name_the_argument():
+    x, y = _pair()
+    with pytest.raises(ValueError, match="pred and target must have the same shape"):
+        fusedsim.l1_ssim_loss(x, y[..., :-1])
+    with pytest.raises(TypeError, match="target must be a floating tensor"):
+        fusedsim.l1_ssim_loss(x, (y * 255).to(torch.uint8))
+    with pytest.raises(ValueError, match="at least 11"):
+        fusedsim.l1_ssim_loss(x[..., :10], y[..., :10])

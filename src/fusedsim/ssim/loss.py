@@ -8,7 +8,14 @@ from __future__ import annotations
 
 import torch
 
-from fusedsim._validation import check_choice, check_image_pair, check_min_size, check_window_size, raise_if_not_finite
+from fusedsim._validation import (
+    check_choice,
+    check_image_pair,
+    check_min_size,
+    check_positive,
+    check_window_size,
+    raise_if_not_finite,
+)
 from fusedsim.ssim.functional import (
     FUSED_C1,
     FUSED_C2,
@@ -50,6 +57,7 @@ def _build(pred, target, ssim_weight, window_size, padding, reduction, window_si
     if isinstance(ssim_weight, bool) or not isinstance(ssim_weight, (int, float)) or not 0 <= ssim_weight <= 1:
         raise ValueError(f"ssim_weight must be a number in [0, 1]; got {ssim_weight!r}")
     check_window_size(window_size, "window_size")
+    window_sigma = check_positive(window_sigma, "window_sigma")
     check_choice(padding, "padding", ("same", "valid"))
     check_choice(reduction, "reduction", LOSS_REDUCTIONS)
     check_min_size(pred, window_size, "pred", f"window_size is {window_size}")

@@ -16,6 +16,7 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from fusedsim.backend import BackendUnavailableError, use_backend
+    from fusedsim.metrics.cached import Metric
     from fusedsim.metrics.registry import get_metric, list_metrics
     from fusedsim.ssim import MS_SSIM, SSIM, FusedSSIM, L1SSIMLoss, fused_ssim, l1_ssim_loss, ms_ssim, ssim
 
@@ -33,6 +34,7 @@ _LAZY_ATTRIBUTES = {
     "BackendUnavailableError": "fusedsim.backend",
     "get_metric": "fusedsim.metrics.registry",
     "list_metrics": "fusedsim.metrics.registry",
+    "Metric": "fusedsim.metrics.cached",
 }
 # sub-packages and modules reachable as attributes (``fusedsim.ssim`` is both: the attribute is the sub-package)
 _LAZY_MODULES = ("backend", "cli", "io", "metrics", "ops", "reference", "vmaf")

@@ -12,11 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from fusedsim.metrics._psnr import psnr
+    from fusedsim.metrics.cached import Metric
     from fusedsim.metrics.registry import MetricSpec, get_metric, list_metrics, register_metric
 
 # public name -> module that defines it
 _LAZY = {
     "psnr": "fusedsim.metrics._psnr",
+    "Metric": "fusedsim.metrics.cached",
     "MetricSpec": "fusedsim.metrics.registry",
     "get_metric": "fusedsim.metrics.registry",
     "list_metrics": "fusedsim.metrics.registry",

@@ -14,6 +14,11 @@ Calling conventions by :attr:`MetricSpec.kind`:
   ``[0, data_range]``; returns a scalar tensor (the mean over images and channels).
 * ``"video"``: ``fn(ref_planes, dist_planes, bit_depth)`` on integer planes ``(y, u, v)``, each ``(N, H, W)``
   (chroma may be smaller); returns ``{output name: float64 tensor (N,)}`` holding :attr:`MetricSpec.outputs`.
+* ``"srgb"`` (perceptual metrics): ``fn(ref, dist, **params)`` on sRGB tensors ``(N, 3, H, W)`` or ``(3, H, W)``,
+  uint8 0..255 or floating in [0, 1] (:mod:`fusedsim.metrics.srgb_input`); returns a tensor ``(N,)`` (a 0-d
+  tensor for ``(3, H, W)`` inputs), or a NamedTuple of such tensors whose fields are :attr:`MetricSpec.outputs`.
+  A metric with ``cached_reference=True`` also names ``prepare(ref, **params) -> state`` and
+  ``score_prepared(state, dist) -> result`` (same result as ``fn``); :class:`fusedsim.Metric` uses them.
 """
 
 from __future__ import annotations
@@ -26,8 +31,9 @@ from typing import Any
 
 __all__ = ["KINDS", "MetricSpec", "get_metric", "list_metrics", "register_metric"]
 
-#: Input kinds: an image pair (RGB or grey, float values), or integer Y'CbCr video planes with a bit depth.
-KINDS = ("image", "video")
+#: Input kinds: an image pair (RGB or grey, float values), integer Y'CbCr video planes with a bit depth, or an
+#: sRGB-encoded pair for the perceptual metrics.
+KINDS = ("image", "video", "srgb")
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,9 @@ class MetricSpec:
         bytes_per_pixel, fixed_bytes: working-set estimate ``bytes_per_pixel * h * w * channels + fixed_bytes``
             (inputs included; see :meth:`working_set_bytes`).
         cached_reference: whether the metric can prepare a reference once and score many distorted inputs.
+        prepare, score_prepared: ``"module:function"`` of the cached-reference pair (required when
+            ``cached_reference`` is True; see the module docstring).
+        params: the metric's keyword parameters and their defaults, for ``--help`` and the engine.
     """
 
     name: str
@@ -72,6 +81,9 @@ class MetricSpec:
     bytes_per_pixel: float = 0.0
     fixed_bytes: int = 0
     cached_reference: bool = False
+    prepare: str | None = None
+    score_prepared: str | None = None
+    params: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name or self.name != self.name.strip().lower():
@@ -81,6 +93,12 @@ class MetricSpec:
         module, sep, function = self.compute.partition(":")
         if not (module and sep and function):
             raise ValueError(f"compute must be 'module:function'; got {self.compute!r}")
+        if self.cached_reference and not (self.prepare and self.score_prepared):
+            raise ValueError(f"{self.name}: cached_reference=True needs prepare and score_prepared")
+        for field_name in ("prepare", "score_prepared"):
+            target = getattr(self, field_name)
+            if target is not None and not all(target.partition(":")[::2]):
+                raise ValueError(f"{self.name}: {field_name} must be 'module:function'; got {target!r}")
         if not self.outputs:
             raise ValueError(f"{self.name}: outputs must name at least one value")
         lo, hi = self.value_range
@@ -94,12 +112,15 @@ class MetricSpec:
         """The name without its namespace (``"vmaf:psnr"`` -> ``"psnr"``)."""
         return self.name.rpartition(":")[2]
 
-    def load(self) -> Callable[..., Any]:
-        """Import and return the compute function (once; later calls return the same object)."""
-        fn = _FUNCTIONS.get(self.compute)
+    def load(self, which: str = "compute") -> Callable[..., Any]:
+        """Import and return the compute function, or ``"prepare"`` / ``"score_prepared"`` (imported once)."""
+        target = getattr(self, which) if which in ("compute", "prepare", "score_prepared") else None
+        if target is None:
+            raise ValueError(f"{self.name} has no {which} function")
+        fn = _FUNCTIONS.get(target)
         if fn is None:
-            module, _, function = self.compute.partition(":")
-            fn = _FUNCTIONS[self.compute] = getattr(importlib.import_module(module), function)
+            module, _, function = target.partition(":")
+            fn = _FUNCTIONS[target] = getattr(importlib.import_module(module), function)
         return fn
 
     def working_set_bytes(self, height: int, width: int, channels: int = 3) -> int:
@@ -116,6 +137,7 @@ class MetricSpec:
             "min_size_reason": self.min_size_reason, "halo_rows": self.halo_rows,
             "bytes_per_pixel": self.bytes_per_pixel, "fixed_bytes": self.fixed_bytes,
             "cached_reference": self.cached_reference, "compute": self.compute,
+            "params": {key: value for key, value in self.params},
         }
 
 

@@ -1,0 +1,91 @@
+"""Input contract of the perceptual metrics (SSIMULACRA2, Butteraugli, DSSIM, IW-SSIM, ColorVideoVDP, zensim).
+
+Every perceptual metric takes ``(ref, dist)``, reference first, as sRGB-encoded tensors ``(N, 3, H, W)`` or
+``(3, H, W)``: uint8 in 0..255, or floating in [0, 1]. :func:`srgb_pair` checks a pair once and returns both as
+floating ``(N, 3, H, W)`` tensors in [0, 1] (uint8 divided by 255 in the requested dtype), so the metric code sees
+one layout.
+
+Range checks read the values, which on a GPU costs a device-to-host synchronisation; by default
+(``check_range=None``) they run only on CPU tensors, where they are free of it. Pass ``check_range=True`` to
+check GPU tensors too (one synchronisation), or ``False`` to skip the check everywhere.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+
+__all__ = ["SRGBPair", "srgb_image", "srgb_pair"]
+
+_FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+class SRGBPair(NamedTuple):
+    """A checked pair: both ``(N, 3, H, W)`` floating in [0, 1]; ``batched`` is False for ``(3, H, W)`` inputs."""
+
+    ref: torch.Tensor
+    dist: torch.Tensor
+    batched: bool
+
+
+def srgb_image(image: object, name: str, metric: str, *, min_size: int = 1, min_size_reason: str = "",
+               dtype: torch.dtype = torch.float32, check_range: bool | None = None) -> tuple[torch.Tensor, bool]:
+    """One image as floating ``(N, 3, H, W)`` in [0, 1], and whether it was given with a batch dimension.
+
+    Args:
+        image: ``(N, 3, H, W)`` or ``(3, H, W)`` tensor, uint8 0..255 or floating in [0, 1].
+        name: the user's argument name, used in error messages (``"ref"``, ``"dist"``).
+        metric: the metric's name, used in error messages.
+        min_size: smallest allowed height and width; ``min_size_reason`` says why.
+        dtype: floating dtype for uint8 inputs (floating inputs keep theirs).
+        check_range: see the module docstring.
+    """
+    if not isinstance(image, torch.Tensor):
+        raise TypeError(f"{metric}: {name} must be a torch.Tensor; got {type(image).__name__}")
+    if image.dtype != torch.uint8 and image.dtype not in _FLOATS:
+        raise TypeError(f"{metric}: {name} must be uint8 (0..255) or floating in [0, 1]; got {image.dtype}")
+    if image.dim() == 3:
+        image, batched = image.unsqueeze(0), False
+    elif image.dim() == 4:
+        batched = True
+    else:
+        raise ValueError(f"{metric}: {name} must be (N, 3, H, W) or (3, H, W); got shape {tuple(image.shape)}")
+    if image.shape[1] != 3:
+        shape = tuple(image.shape) if batched else tuple(image.shape[1:])
+        raise ValueError(f"{metric}: {name} must have 3 sRGB channels (N, 3, H, W) or (3, H, W); got shape {shape} "
+                         "— convert grey images to RGB and drop alpha first")
+    if image.numel() == 0:
+        raise ValueError(f"{metric}: {name} is empty: shape {tuple(image.shape)}")
+    height, width = image.shape[-2:]
+    if min(height, width) < min_size:
+        why = f" ({min_size_reason})" if min_size_reason else ""
+        raise ValueError(f"{metric}: {name} is {width}×{height} but the metric needs at least {min_size} px per "
+                         f"side{why}")
+    if image.dtype == torch.uint8:
+        return image.to(dtype) / 255.0, batched
+    if check_range or (check_range is None and image.device.type == "cpu"):
+        bad = ~((image >= 0) & (image <= 1))  # NaN counts as out of range
+        if bool(bad.any()):
+            value = image.detach()[bad][0].item()
+            raise ValueError(f"{metric}: {name} must hold sRGB values in [0, 1] (or be uint8 0..255); found "
+                             f"{value!r}")
+    return image, batched
+
+
+def srgb_pair(ref: object, dist: object, metric: str, *, min_size: int = 1, min_size_reason: str = "",
+              dtype: torch.dtype = torch.float32, check_range: bool | None = None) -> SRGBPair:
+    """Check a (reference, distorted) pair: same shape, device and kind of dtype; see :func:`srgb_image`."""
+    kwargs = dict(metric=metric, min_size=min_size, min_size_reason=min_size_reason, dtype=dtype,
+                  check_range=check_range)
+    ref_t, ref_batched = srgb_image(ref, "ref", **kwargs)
+    dist_t, dist_batched = srgb_image(dist, "dist", **kwargs)
+    assert isinstance(ref, torch.Tensor) and isinstance(dist, torch.Tensor)
+    if ref.shape != dist.shape:
+        raise ValueError(f"{metric}: ref and dist must have the same shape; got {tuple(ref.shape)} and "
+                         f"{tuple(dist.shape)}")
+    if ref.device != dist.device:
+        raise ValueError(f"{metric}: ref and dist must be on the same device; got {ref.device} and {dist.device}")
+    if ref_t.dtype != dist_t.dtype:
+        raise TypeError(f"{metric}: ref and dist must have the same dtype; got {ref.dtype} and {dist.dtype}")
+    return SRGBPair(ref_t, dist_t, ref_batched and dist_batched)

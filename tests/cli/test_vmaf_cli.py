@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from fusedsim.cli import main as cli_main
 from fusedsim.cli import vmaf as vmaf_cli
@@ -428,12 +429,16 @@ def test_auto_batch_frames():
 # real runs on the fixture clips
 
 
+_CUDA = pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"))
+
+
 @needs_features
+@pytest.mark.parametrize("device", ["cpu", _CUDA])  # cuda: the streamed path (io/frame_stream.py)
 @pytest.mark.parametrize("ref, dist, pix_fmt", Y4M_PAIRS, ids=[p[1] for p in Y4M_PAIRS])
-def test_real_run_matches_libvmaf_fixtures(refdata, clips, tmp_path, ref, dist, pix_fmt):
+def test_real_run_matches_libvmaf_fixtures(refdata, clips, tmp_path, ref, dist, pix_fmt, device):
     out = tmp_path / "out.json"
     rc = fusedsim("vmaf", clips / f"{ref}.y4m", clips / f"{dist}.y4m", "--feature", "ssim", "--feature",
-                  "float_ssim", "--feature", "float_ms_ssim", "--feature", "psnr", "--device", "cpu", "--json", out)
+                  "float_ssim", "--feature", "float_ms_ssim", "--feature", "psnr", "--device", device, "--json", out)
     assert rc == 0
     doc = json.loads(out.read_text())
     fixture = json.loads((refdata / "vmaf" / f"{dist}.json").read_text())

@@ -33,6 +33,7 @@ HELP_FEATURES = tuple(_FEATURE_SPECS)
 EXPECTED_METRICS = {name: spec.outputs for name, spec in _FEATURE_SPECS.items()}
 _AUTO_BATCH_BYTES = 128 * 2**20  # per clip, when --batch-frames is not given
 _MAX_AUTO_BATCH = 32
+_STREAM_BATCH_BYTES = 64 * 2**20  # per clip and host slot on the GPU path (three slots are pinned)
 
 
 def _feature_lines() -> str:
@@ -437,6 +438,10 @@ def _compute(ref_reader, dist_reader, features: Sequence[str], extract: Callable
     if expected_total == 0:
         raise ValueError("no frames to compare" + ("" if frames is not None else f": {ref_reader.path} is empty"))
     bf = batch_frames or _auto_batch_frames(rf.frame_bytes)
+    streamed = _score_streamed(ref_reader, dist_reader, features, extract, device, expected_total, batch_frames,
+                               progress)
+    if streamed is not None:
+        return streamed
 
     columns: dict[str, list[np.ndarray]] = {}
     done = 0
@@ -478,6 +483,26 @@ def _compute(ref_reader, dist_reader, features: Sequence[str], extract: Callable
     if frames is not None and done < frames:
         raise ValueError(f"--frames {frames}: both clips ended after {done} frames")
     return {name: np.concatenate(parts) for name, parts in columns.items()}
+
+
+def _score_streamed(ref_reader, dist_reader, features, extract, device, frames, batch_frames, progress):
+    """On a GPU, with two regular files and the registry's features: the streamed path
+    (:mod:`fusedsim.vmaf.device_scoring`, same values, reads only the planes the features need); else None."""
+    if not (ref_reader.seekable and dist_reader.seekable and frames):
+        return None
+    from fusedsim.vmaf import features as registry
+    from fusedsim.vmaf.features import resolve_device
+
+    dev = resolve_device(device)
+    if dev.type != "cuda" or extract is not registry.extract:
+        return None
+    from fusedsim.vmaf.device_scoring import score_on_device
+
+    planes = {p for f in features for p in registry.feature_spec(f).planes}
+    per_frame = ref_reader.fmt.luma_bytes if planes == {"y"} else ref_reader.fmt.frame_bytes
+    bf = batch_frames or max(1, min(_MAX_AUTO_BATCH, _STREAM_BATCH_BYTES // per_frame))
+    return score_on_device(ref_reader, dist_reader, features, device=dev, frames=frames, batch_frames=bf,
+                           progress=progress)
 
 
 def _read_ahead(batches: Iterator) -> Iterator:

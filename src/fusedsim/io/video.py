@@ -287,6 +287,7 @@ class VideoReader:
         self._consumed = False
         self._frame_count: int | None = None
         self._counted = False
+        self._offsets: np.ndarray | None = None  # byte offset of each frame's samples (seekable files)
 
     # -- context manager -------------------------------------------------------------------------------------
     def __enter__(self) -> VideoReader:
@@ -313,6 +314,18 @@ class VideoReader:
             self._counted = True
         return self._frame_count
 
+    def frame_offsets(self) -> np.ndarray:
+        """Byte offset in the file of each frame's samples (after its ``FRAME`` line), int64 ``(frame_count,)``.
+
+        Only for regular files (``seekable``); it lets readers fetch any plane of any frame with one positioned
+        read (:mod:`fusedsim.io.frame_stream`).
+        """
+        if not self.seekable:
+            raise ValueError(f"{self.path}: a pipe has no frame offsets; it can only be streamed")
+        self.frame_count  # noqa: B018 - walks and validates the file once
+        assert self._offsets is not None
+        return self._offsets
+
     def _count_frames(self) -> int | None:
         if not self.seekable:
             return None
@@ -326,8 +339,10 @@ class VideoReader:
                     f"frame {n_full} is truncated, expected {fb} bytes but only {rest} remain "
                     f"(check width, height and pix_fmt)"
                 )
+            self._offsets = np.arange(n_full, dtype=np.int64) * fb
             return n_full
         # Y4M: walk the FRAME lines without reading the samples.
+        offsets = []
         with open(self.path, "rb") as f:
             pos, index = self._data_offset, 0
             while pos < size:
@@ -337,8 +352,10 @@ class VideoReader:
                 pos += len(line)
                 if pos + fb > size:
                     raise self._truncated(index, fb, size - pos)
+                offsets.append(pos)
                 pos += fb
                 index += 1
+        self._offsets = np.asarray(offsets, dtype=np.int64)
         return index
 
     def _check_frame_header(self, index: int, offset: int, line: bytes) -> None:

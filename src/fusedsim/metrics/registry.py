@@ -62,6 +62,7 @@ class MetricSpec:
         prepare, score_prepared: ``"module:function"`` of the cached-reference pair (required when
             ``cached_reference`` is True; see the module docstring).
         params: the metric's keyword parameters and their defaults, for ``--help`` and the engine.
+        planes: video metrics: the planes they read (``"y"``, ``"u"``, ``"v"``); readers skip the others.
     """
 
     name: str
@@ -84,6 +85,7 @@ class MetricSpec:
     prepare: str | None = None
     score_prepared: str | None = None
     params: tuple[tuple[str, Any], ...] = ()
+    planes: tuple[str, ...] = ("y", "u", "v")
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name or self.name != self.name.strip().lower():
@@ -99,6 +101,8 @@ class MetricSpec:
             target = getattr(self, field_name)
             if target is not None and not all(target.partition(":")[::2]):
                 raise ValueError(f"{self.name}: {field_name} must be 'module:function'; got {target!r}")
+        if not self.planes or any(p not in ("y", "u", "v") for p in self.planes):
+            raise ValueError(f"{self.name}: planes must name some of 'y', 'u', 'v'; got {self.planes!r}")
         if not self.outputs:
             raise ValueError(f"{self.name}: outputs must name at least one value")
         lo, hi = self.value_range
@@ -137,7 +141,7 @@ class MetricSpec:
             "min_size_reason": self.min_size_reason, "halo_rows": self.halo_rows,
             "bytes_per_pixel": self.bytes_per_pixel, "fixed_bytes": self.fixed_bytes,
             "cached_reference": self.cached_reference, "compute": self.compute,
-            "params": {key: value for key, value in self.params},
+            "params": {key: value for key, value in self.params}, "planes": list(self.planes),
         }
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from fusedsim.reference.float_ssim_ref import _decimate, float_ssim_scale
+from fusedsim.reference.float_ssim_ref import float_ssim_scale, iqa_decimate_ref
 from fusedsim.vmaf import float_ms_ssim, float_ssim
 
 LCS = ("float_ssim", "float_ssim_l", "float_ssim_c", "float_ssim_s")
@@ -75,7 +75,7 @@ def test_box_downscale_equals_in_place_c_loop(w, h, f):
     # libvmaf downsamples in place; the out-of-place twin must read the same (not yet overwritten) samples
     img = (np.random.default_rng(w * h).random((h, w)) * 255).astype(np.float32)
     box = np.full((f, f), np.float32(1.0) / np.float32(f * f), np.float32)
-    got = _decimate(torch.from_numpy(img)[None], f, box)[0].numpy()
+    got = iqa_decimate_ref(torch.from_numpy(img)[None], torch.from_numpy(box), f)[0].numpy()
     assert np.array_equal(got, _c_decimate_in_place(img, f))
 
 

@@ -92,6 +92,9 @@ class KernelOp:
         (so the twins work without Triton): either a plan factory ``(tensors, scalars) -> plan`` (name ending in
         ``_plan``) or a plain forward-only launcher ``fn(*tensors, *scalars) -> out``."""
         if self._plan_factory is None:
+            from fusedsim.ops._triton_key import install_triton_key_cache
+
+            install_triton_key_cache()  # saves Triton's ~0.3 s self-hash in every later process
             module, attr = self.plan_for.split(":")
             target = getattr(importlib.import_module(module), attr)
             self._plan_factory = target if attr.endswith("_plan") else function_plan(target)

@@ -33,13 +33,25 @@ from fusedsim.reference.sequential_sum_ref import sequential_sum_ref
 # Left-to-right double sum of each row, (N, L) -> (N,): the twin by default; the public functions pass the
 # registered op, which runs the exact Triton scan on GPU tensors.
 RowSum = Callable[[torch.Tensor], torch.Tensor]
+# The two image steps, injectable the same way (the public functions pass the registered ops ``iqa_decimate`` and
+# ``iqa_ssim_maps``, Triton kernels on GPU tensors): (N, H, W) float32, kernel (k, k), factor -> decimated frames;
+# (ref, cmp) -> (N, 4, H-10, W-10) float64 maps.
+Decimate = Callable[[torch.Tensor, torch.Tensor, int], torch.Tensor]
+SSIMMaps = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 __all__ = [
     "FLOAT_SSIM_BIT_DEPTHS",
+    "GAUSS_WINDOW",
+    "MS_SSIM_LOWPASS",
+    "SSIM_C1",
+    "SSIM_C2",
+    "SSIM_C3",
     "MS_SSIM_MIN_SIDE",
     "float_ms_ssim_ref",
     "float_ssim_ref",
     "float_ssim_scale",
+    "iqa_decimate_ref",
+    "iqa_ssim_maps_ref",
     "to_vmaf_float",
 ]
 
@@ -64,6 +76,10 @@ _LPF = np.array(
     ],
     dtype=np.float32,
 )
+#: Public names of the constants the Triton kernels share with the twin.
+GAUSS_WINDOW = _GAUSS_WINDOW
+MS_SSIM_LOWPASS = _LPF
+
 #: MS-SSIM exponents per scale (float32 constants, widened to double where used).
 MS_SSIM_ALPHAS = np.array([0.0, 0.0, 0.0, 0.0, 0.1333], dtype=np.float32)
 MS_SSIM_BETAS = np.array([0.0448, 0.2856, 0.3001, 0.2363, 0.1333], dtype=np.float32)
@@ -77,6 +93,7 @@ _L = np.float32(255)
 _C1 = np.float32((_K1 * _L) * (_K1 * _L))
 _C2 = np.float32((_K2 * _L) * (_K2 * _L))
 _C3 = np.float32(_C2 / np.float32(2.0))
+SSIM_C1, SSIM_C2, SSIM_C3 = _C1, _C2, _C3
 
 
 def to_vmaf_float(x: torch.Tensor, bit_depth: int) -> torch.Tensor:
@@ -99,28 +116,32 @@ def _mirror(idx: torch.Tensor, n: int) -> torch.Tensor:
     return torch.where(idx >= n, 2 * n - 1 - idx, idx)
 
 
-def _decimate(img: torch.Tensor, factor: int, kernel: np.ndarray) -> torch.Tensor:
+def iqa_decimate_ref(img: torch.Tensor, kernel: torch.Tensor, factor: int) -> torch.Tensor:
     """``_iqa_decimate``: 2-D ``kernel`` (k x k float32) centred on ``(x*factor, y*factor)``, mirrored borders.
 
     Taps run over ``v`` (rows) then ``u`` (columns) from ``-k//2`` to ``k//2 - (k even)``; each product is float32
-    and the sum is double, cast to float32 at the end. ``img`` is ``(N, H, W)`` float32.
+    and the sum is double, cast to float32 at the end. ``img`` is ``(N, H, W)`` float32; the result is
+    ``(N, H//factor + (H&1), W//factor + (W&1))`` float32.
     """
     h, w = img.shape[-2:]
     k = kernel.shape[0]
     half = k // 2
-    hi = half - (1 - (k & 1))
     sh = h // factor + (h & 1)
     sw = w // factor + (w & 1)
     dev = img.device
     ys = torch.arange(sh, device=dev) * factor
     xs = torch.arange(sw, device=dev) * factor
+    taps = kernel.to(device=dev, dtype=torch.float32)
     acc = torch.zeros(img.shape[:-2] + (sh, sw), dtype=torch.float64, device=dev)
-    for v in range(-half, hi + 1):
-        rows = img.index_select(-2, _mirror(ys + v, h))
-        for u in range(-half, hi + 1):
-            tap = torch.tensor(kernel[v + half, u + half], dtype=torch.float32, device=dev)
-            acc += (rows.index_select(-1, _mirror(xs + u, w)) * tap).to(torch.float64)
+    for v in range(k):
+        rows = img.index_select(-2, _mirror(ys + v - half, h))
+        for u in range(k):
+            acc += (rows.index_select(-1, _mirror(xs + u - half, w)) * taps[v, u]).to(torch.float64)
     return acc.to(torch.float32)
+
+
+def _decimate(img: torch.Tensor, factor: int, kernel: np.ndarray, decimate: Decimate) -> torch.Tensor:
+    return decimate(img, torch.from_numpy(kernel).to(img.device), factor)
 
 
 def _conv_valid(img: torch.Tensor) -> torch.Tensor:
@@ -139,8 +160,9 @@ def _conv_valid(img: torch.Tensor) -> torch.Tensor:
     return acc.to(torch.float32)
 
 
-def _iqa_ssim(ref: torch.Tensor, cmp: torch.Tensor, row_sum: RowSum = sequential_sum_ref) -> dict[str, torch.Tensor]:
-    """``_iqa_ssim`` default path on float32 frames ``(N, H, W)``: float32 means of ``l*c*s``, ``l``, ``c``, ``s``."""
+def iqa_ssim_maps_ref(ref: torch.Tensor, cmp: torch.Tensor) -> torch.Tensor:
+    """``_iqa_ssim``'s per-pixel terms on float32 frames ``(N, H, W)``: ``(N, 4, H-10, W-10)`` float64 maps of
+    ``l*c*s``, ``l``, ``c``, ``s`` over the valid region (the sums of these rows are the scores)."""
     mu_r = _conv_valid(ref)
     mu_c = _conv_valid(cmp)
     var_r = _conv_valid(ref * ref)
@@ -167,18 +189,24 @@ def _iqa_ssim(ref: torch.Tensor, cmp: torch.Tensor, row_sum: RowSum = sequential
     cov = torch.where((cov < 0) & (sigma_rc <= 0), zero, cov)
     struct = ((cov + c3) / (sigma_rc + c3)).to(torch.float64)
     prod = lum * con * struct
+    return torch.stack([prod, lum, con, struct], dim=1)
 
+
+def _iqa_ssim(ref: torch.Tensor, cmp: torch.Tensor, row_sum: RowSum = sequential_sum_ref,
+              ssim_maps: SSIMMaps = iqa_ssim_maps_ref) -> dict[str, torch.Tensor]:
+    """``_iqa_ssim`` default path on float32 frames ``(N, H, W)``: float32 means of ``l*c*s``, ``l``, ``c``, ``s``."""
+    maps = ssim_maps(ref, cmp)
     n = ref.shape[0]
-    count = float(prod.shape[-1] * prod.shape[-2])
-    flat = torch.cat([t.reshape(n, 1, -1) for t in (prod, lum, con, struct)], dim=1).reshape(n * 4, -1)
-    sums = row_sum(flat).reshape(n, 4).cpu().numpy()
+    count = float(maps.shape[-1] * maps.shape[-2])
+    sums = row_sum(maps.reshape(n * 4, -1)).reshape(n, 4).cpu().numpy()
     # (float)(sum / (double)(w*h)): a true double division (numpy; PyTorch on CUDA would use the reciprocal)
     means = torch.from_numpy((sums / count).astype(np.float32).astype(np.float64))
     return {"ssim": means[:, 0], "l": means[:, 1], "c": means[:, 2], "s": means[:, 3]}
 
 
 def float_ssim_ref(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, scale: int = 0,
-                   row_sum: RowSum = sequential_sum_ref) -> dict[str, torch.Tensor]:
+                   row_sum: RowSum = sequential_sum_ref, decimate: Decimate = iqa_decimate_ref,
+                   ssim_maps: SSIMMaps = iqa_ssim_maps_ref) -> dict[str, torch.Tensor]:
     """libvmaf ``float_ssim`` (+ ``_l``, ``_c``, ``_s``) per frame of integer luma ``(N, H, W)``.
 
     ``scale=0`` picks libvmaf's automatic downscale; ``1..10`` forces one. Returns float64 tensors on the CPU
@@ -191,9 +219,9 @@ def float_ssim_ref(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, scale:
     d = to_vmaf_float(dist, bit_depth)
     if s > 1:
         box = np.full((s, s), np.float32(1.0) / np.float32(s * s), dtype=np.float32)
-        r = _decimate(r, s, box)
-        d = _decimate(d, s, box)
-    out = _iqa_ssim(r, d, row_sum)
+        r = _decimate(r, s, box, decimate)
+        d = _decimate(d, s, box, decimate)
+    out = _iqa_ssim(r, d, row_sum, ssim_maps)
     return {
         "float_ssim": out["ssim"].cpu(),
         "float_ssim_l": out["l"].cpu(),
@@ -224,7 +252,8 @@ def ms_ssim_min_side_ok(width: int, height: int) -> bool:
 
 
 def float_ms_ssim_ref(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int,
-                      row_sum: RowSum = sequential_sum_ref) -> dict[str, torch.Tensor]:
+                      row_sum: RowSum = sequential_sum_ref, decimate: Decimate = iqa_decimate_ref,
+                      ssim_maps: SSIMMaps = iqa_ssim_maps_ref) -> dict[str, torch.Tensor]:
     """libvmaf ``float_ms_ssim`` per frame of integer luma ``(N, H, W)``.
 
     Returns CPU float64 tensors: ``float_ms_ssim`` and the per-scale float32 means ``float_ms_ssim_{l,c,s}_scale{i}``
@@ -238,9 +267,9 @@ def float_ms_ssim_ref(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int,
     per_scale = []
     for idx in range(MS_SSIM_SCALES):
         if idx > 0:
-            r = _decimate(r, 2, _LPF)
-            d = _decimate(d, 2, _LPF)
-        per_scale.append(_iqa_ssim(r, d, row_sum))
+            r = _decimate(r, 2, _LPF, decimate)
+            d = _decimate(d, 2, _LPF, decimate)
+        per_scale.append(_iqa_ssim(r, d, row_sum, ssim_maps))
     n = ref.shape[0]
     scores = np.empty(n, dtype=np.float64)
     for i in range(n):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from fusedsim.backend import choose_backend
 from fusedsim.reference.float_ssim_ref import (
     FLOAT_SSIM_BIT_DEPTHS,
     GAUSS_LEN,
@@ -22,11 +21,12 @@ __all__ = ["float_ms_ssim", "float_ssim"]
 _BD_HINT = "10/12/16-bit samples are divided by 4/16/256 to the 8-bit range as in libvmaf"
 
 
-def _row_sum(x: torch.Tensor) -> torch.Tensor:
-    """libvmaf's left-to-right double sums: the exact Triton scan on GPU tensors, the twin elsewhere."""
+def _steps() -> dict:
+    """The registered ops of the pipeline (libvmaf's row sums, decimation and SSIM terms): Triton kernels on GPU
+    tensors, the twins elsewhere, all with libvmaf's bits."""
     from fusedsim.ops import op
 
-    return op("sequential_sum")(x)
+    return {"row_sum": op("sequential_sum"), "decimate": op("iqa_decimate"), "ssim_maps": op("iqa_ssim_maps")}
 
 
 def _squeeze(out: dict[str, torch.Tensor], squeeze: bool) -> dict[str, torch.Tensor]:
@@ -62,8 +62,7 @@ def float_ssim(ref: torch.Tensor | np.ndarray, dist: torch.Tensor | np.ndarray, 
     if sw < GAUSS_LEN or sh < GAUSS_LEN:
         raise ValueError(f"ref is too small for float_ssim: {w}x{h} downscaled by {s} is {sw}x{sh}, and the 11x11 "
                          f"window needs at least {GAUSS_LEN}x{GAUSS_LEN}")
-    choose_backend(r, op="float_ssim", triton_supported=False)
-    return _squeeze(float_ssim_ref(r, d, bd, s, row_sum=_row_sum), squeeze)
+    return _squeeze(float_ssim_ref(r, d, bd, s, **_steps()), squeeze)
 
 
 def float_ms_ssim(ref: torch.Tensor | np.ndarray, dist: torch.Tensor | np.ndarray, bit_depth: int = 8,
@@ -84,5 +83,4 @@ def float_ms_ssim(ref: torch.Tensor | np.ndarray, dist: torch.Tensor | np.ndarra
     if not ms_ssim_min_side_ok(w, h):
         raise ValueError(f"ref is too small for float_ms_ssim: {w}x{h}; libvmaf needs at least "
                          f"{MS_SSIM_MIN_SIDE}x{MS_SSIM_MIN_SIDE} (11 px at the fifth of 5 scales)")
-    choose_backend(r, op="float_ms_ssim", triton_supported=False)
-    return _squeeze(float_ms_ssim_ref(r, d, bd, row_sum=_row_sum), squeeze)
+    return _squeeze(float_ms_ssim_ref(r, d, bd, **_steps()), squeeze)

@@ -117,6 +117,26 @@ def read_limit(ref: Path, dist: Path, frames: int, planes: tuple[str, ...], thre
     return frames / elapsed
 
 
+def in_process_features(ref: Path, dist: Path, frames: int, features: list[str]) -> dict[str, float]:
+    """frames/s of the streamed path per feature, in one warm process, with the CLI's default batch and threads."""
+    import torch
+
+    from fusedsim.cli.vmaf import _score_streamed
+    from fusedsim.io.video import open_video
+    from fusedsim.vmaf.features import extract
+
+    out = {}
+    with open_video(ref) as r, open_video(dist) as d:
+        for f in features:
+            _score_streamed(r, d, [f], extract, "cuda", 32, None, None)  # warm: compile, allocate
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            _score_streamed(r, d, [f], extract, "cuda", frames, None, None)
+            out[f] = frames / (time.perf_counter() - t0)
+            print(f"in-process streamed {f:15s}: {out[f]:8.1f} frames/s", flush=True)
+    return out
+
+
 def in_process_variants(ref: Path, dist: Path, frames: int) -> list[dict]:
     import torch
 
@@ -150,6 +170,7 @@ def main() -> int:
     ap.add_argument("--dir", default="/tmp/vmafbench")
     ap.add_argument("--features", default=",".join(FEATURES))
     ap.add_argument("--out", default=os.environ.get("OUT"))
+    ap.add_argument("--variants", action="store_true", help="also time batch-size x thread-count variants (ssim)")
     args = ap.parse_args()
     features = [f for f in args.features.split(",") if f]
     root = Path(args.dir)
@@ -175,6 +196,7 @@ def main() -> int:
             fps = read_limit(ref, dist, args.frames, planes, threads)
             limits[f"{''.join(planes)} x{threads}"] = fps
             print(f"read limit, planes {''.join(planes):3s} threads {threads:2d}: {fps:8.1f} frames/s", flush=True)
+    per_feature = in_process_features(ref, dist, args.frames, features)
     out_xml = root / "out.xml"
     warm = [*cli(), "vmaf", "-r", str(clips["ref", 1]), "-d", str(clips["dist", 1]), "-n", "-q"]
     for f in features:  # Triton's on-disk cache filled once, as on any user's machine after the first run
@@ -196,7 +218,7 @@ def main() -> int:
         full["marginal_frames_per_s"] = marginal
         one["startup_over_torch_cuda_s"] = one["wall_s_median"] - torch_cuda["wall_s_median"]
         print(f"  {f}: marginal {marginal:.0f} frames/s", flush=True)
-    variants = in_process_variants(ref, dist, args.frames)
+    variants = in_process_variants(ref, dist, args.frames) if args.variants else []
     import torch
 
     meta = {"date": time.strftime("%Y-%m-%dT%H:%M:%S"), "gpu": torch.cuda.get_device_name(0),
@@ -204,7 +226,7 @@ def main() -> int:
             "frames": args.frames, "size": f"{W}x{H} yuv420p", "runs": args.runs, "cat_frames_per_s":
             cat.get("frames_per_s")}
     write_json("vmaf_cli", {"meta": meta, "rows": rows, "read_limit_frames_per_s": limits,
-                            "in_process": variants}, args.out)
+                            "in_process_per_feature": per_feature, "in_process_variants": variants}, args.out)
     return 0
 
 

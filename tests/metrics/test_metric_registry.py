@@ -31,7 +31,10 @@ def test_builtin_names_and_kinds():
     assert [s.name for s in list_metrics("image")] == ["ssim", "ms-ssim", "psnr"]
     assert [s.name for s in list_metrics("video")] == ["vmaf:ssim", "vmaf:float_ssim", "vmaf:float_ms_ssim",
                                                        "vmaf:psnr"]
-    assert list_metrics() == list_metrics("image") + list_metrics("video")
+    perceptual = [s.name for s in list_metrics("srgb")]
+    assert set(perceptual) <= {"ssimulacra2", "butteraugli", "dssim", "iw-ssim", "cvvdp", "zensim"}
+    assert sorted(list_metrics(), key=lambda s: s.name) == sorted(
+        list_metrics("image") + list_metrics("video") + list_metrics("srgb"), key=lambda s: s.name)
 
 
 def test_lookup_by_name_alias_and_case():

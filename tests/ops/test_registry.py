@@ -113,3 +113,26 @@ def test_forced_reference_runs_the_twin_not_the_cpu_implementation(monkeypatch):
     with use_backend("auto"):
         op(*example.tensors, *example.scalars)
     assert len(calls) == 1
+
+
+def test_custom_ops_are_made_on_first_need_with_the_twins_shapes():
+    """``fusedsim::<op>`` exists for torch.compile only: not after import (cost), every op after
+    ``define_custom_ops``, and its fake (meta) output has the twin's shape and dtype."""
+    import subprocess
+    import sys
+
+    probe = ("import torch, fusedsim.ops.catalog\n"
+             "from fusedsim.ops.registry import OPS\n"
+             "print(sum(hasattr(torch.ops.fusedsim, n) for n in OPS))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "0"
+
+    from fusedsim.ops.registry import define_custom_ops
+
+    assert define_custom_ops() is True
+    for op in OPS:
+        example = op.examples(torch.device("cpu"))[0]
+        expected = op.reference(*example.tensors, *example.scalars)
+        meta = tuple(t.to("meta") for t in example.tensors)
+        got = getattr(torch.ops.fusedsim, op.name)(*meta, *example.scalars)
+        assert (got.shape, got.dtype) == (expected.shape, expected.dtype), op.name

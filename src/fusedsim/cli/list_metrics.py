@@ -15,7 +15,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                             description="List the registered metrics: image metrics (fusedsim score) and libvmaf "
                                         "features (fusedsim vmaf, registered as vmaf:<feature>). JSON output "
                                         "writes non-finite numbers as null.")
-    parser.add_argument("--kind", choices=KINDS, help="only image metrics or only video features")
+    parser.add_argument("--kind", choices=KINDS, help="only image metrics, video features or perceptual (sRGB) metrics")
     parser.add_argument("--format", choices=("plain", "json"), default="plain", help="output format")
     parser.set_defaults(run=run)
 

@@ -19,7 +19,8 @@ DESCRIPTION = """\
 Compare a distorted image file with its reference (8- or 16-bit, grey or RGB).
 The data range is the files' (255 or 65535); both files must have the same
 size, channels and bit depth. Opaque alpha is dropped, transparency refused,
-palette images are read as RGB.
+palette images are read as RGB. The perceptual metrics read the files as sRGB
+(grey images as R = G = B).
 
 metrics:
 {metrics}
@@ -40,10 +41,17 @@ def _image_metric(text: str) -> str:
         spec = get_metric(text)
     except ValueError:
         spec = None
-    if spec is None or spec.kind != "image":
-        names = ", ".join(s.name for s in list_metrics("image"))
+    if spec is None or spec.kind not in _KINDS:
+        names = ", ".join(s.name for s in _score_metrics())
         raise argparse.ArgumentTypeError(f"unknown image metric {text!r}; choose from {names}")
     return spec.name
+
+
+_KINDS = ("image", "srgb")  # pixel metrics, and the perceptual metrics on sRGB images
+
+
+def _score_metrics() -> list[MetricSpec]:
+    return [s for kind in _KINDS for s in list_metrics(kind)]
 
 
 def _device(text: str) -> str:
@@ -54,7 +62,7 @@ def _device(text: str) -> str:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    specs = list_metrics("image")
+    specs = _score_metrics()
     width = max(len(s.name) for s in specs)
     table = "\n".join(f"  {s.name:<{width}}  {s.summary}" for s in specs)
     parser = sub.add_parser("score", help="score a distorted image against a reference image",
@@ -100,11 +108,39 @@ def run(args: argparse.Namespace) -> int:
     check_min_size(specs, ref.width, ref.height)
     device = resolve_device(args.device)
     x, y = ref.pixels.to(device), dist.pixels.to(device)
-    results = {spec.name: float(spec.load()(x, y, data_range=ref.data_range)) for spec in specs}
+    results: dict[str, float | dict[str, float]] = {}
+    for spec in specs:
+        if spec.kind == "image":
+            results[spec.name] = float(spec.load()(x, y, data_range=ref.data_range))
+        else:
+            results[spec.name] = _perceptual(spec, *(srgb(t, ref.data_range, role) for t, role in
+                                                    ((x, "REF"), (y, "DIST"))))
     if args.format == "json":
         print(dumps({"reference": str(ref_path), "distorted": str(dist_path), "data_range": ref.data_range,
                      "metrics": results}))
     else:
         for name, value in results.items():
-            print(f"{name}: {value:.6f}")
+            if isinstance(value, dict):
+                for field, v in value.items():
+                    print(f"{name} {field}: {v:.6f}")
+            else:
+                print(f"{name}: {value:.6f}")
     return 0
+
+
+def srgb(pixels, data_range: int, role: str):
+    """Pixels ``(1, C, H, W)`` in 0..data_range as sRGB in [0, 1] with 3 channels (grey is replicated: the
+    perceptual metrics are defined on colour images, and a grey image is the colour image with R = G = B)."""
+    if pixels.shape[1] == 1:
+        pixels = pixels.expand(-1, 3, -1, -1)
+    if pixels.shape[1] != 3:
+        raise ValueError(f"{role} has {pixels.shape[1]} channels; the perceptual metrics need grey or RGB")
+    return pixels / data_range
+
+
+def _perceptual(spec: MetricSpec, ref, dist) -> float | dict[str, float]:
+    """A perceptual metric's scalar outputs for one pair: a number, or {field: number} for several."""
+    out = spec.load()(ref, dist)
+    if len(spec.outputs) == 1 and not hasattr(out, "_fields"):
+        return float(out.reshape(-1)[0])
+    return {field: float(getattr(out, field).reshape(-1)[0]) for field in spec.outputs}

@@ -116,6 +116,7 @@ class KernelOp:
     def triton(self, *args):
         """The Triton implementation (eager: planned autograd Function; compiling: the custom op)."""
         if torch.compiler.is_compiling():
+            define_custom_ops()
             return getattr(torch.ops.fusedsim, self.name)(*args)
         tensors, scalars = args[: self.n_tensors], args[self.n_tensors:]
         return self.run_plan(self.make_plan(tensors, scalars), *tensors)
@@ -143,6 +144,27 @@ class PlannedFunction(torch.autograd.Function):
         tensors, saved = stored[: ctx.n_tensors], stored[ctx.n_tensors:]
         grads = ctx.plan.backward(tensors, saved, grad_out, ctx.needs_input_grad[1:])
         return (None, *grads)
+
+
+_CUSTOM_OPS: set[str] = set()  # ops whose custom ops exist
+
+
+def define_custom_ops() -> bool:
+    """Define the ``fusedsim::<name>`` custom ops of every registered op that has none yet; returns True.
+
+    They exist for ``torch.compile`` only, and defining them costs ~2-5 ms per op, so they are made on the first
+    call traced by dynamo rather than at import (which every CLI call would pay). Dynamo runs this function at
+    trace time instead of tracing it: it carries the mark ``torch.compiler.assume_constant_result`` sets, set by
+    hand so that importing this module does not import dynamo (dynamo marks its own helpers the same way).
+    """
+    for name, op in list(OPS.items()):
+        if name not in _CUSTOM_OPS:
+            _define_custom_ops(op)
+            _CUSTOM_OPS.add(name)
+    return True
+
+
+define_custom_ops._dynamo_marked_constant = True  # type: ignore[attr-defined]
 
 
 def _define_custom_ops(op: KernelOp) -> None:
@@ -215,11 +237,13 @@ def function_plan(fn: Callable[..., torch.Tensor]) -> Callable[[tuple, tuple], F
 
 
 def register_op(op: KernelOp) -> KernelOp:
-    """Register ``op`` once: dispatcher entry, custom ops for torch.compile, enrolment in the twin tests."""
+    """Register ``op`` once: dispatcher entry, custom ops for torch.compile (on first need), enrolment in the twin
+    tests."""
     if op.name in OPS:
         raise ValueError(f"op {op.name!r} is already registered")
-    _define_custom_ops(op)
     OPS[op.name] = op
+    if _CUSTOM_OPS:  # registered after the others were defined: define it now, eagerly
+        define_custom_ops()
     return op
 
 

@@ -814,3 +814,59 @@ def test_existing_file_keeps_its_mode(clips, tmp_path, fake):
     out.chmod(0o640)
     assert vmaf_ok(clips, "--csv", out) == 0
     assert out.stat().st_mode & 0o777 == 0o640 and out.read_text().startswith("Frame,")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# --pairs: many clip pairs in one process
+
+
+def test_pairs_file_writes_one_output_per_pair_equal_to_single_runs(clips, tmp_path, fake, capsys):
+    a, b = clips / "c333x217_8b_ref.y4m", clips / "c333x217_8b_mixed.y4m"
+    spaced = tmp_path / "with space.y4m"
+    spaced.write_bytes(b.read_bytes())
+    pairs = tmp_path / "pairs.txt"
+    pairs.write_text(f"# reference distorted output\n{a} {b} {tmp_path / 'one.json'}\n\n"
+                     f"{a} '{spaced}' {tmp_path / 'two.json'}  # quoted path\n{a} {a} {tmp_path / 'three.json'}\n")
+    assert fusedsim("vmaf", "--pairs", pairs, "--json", "--feature", "ssim", "-n") == 0
+    assert fusedsim("vmaf", a, b, "--feature", "ssim", "--json", tmp_path / "single.json", "-n") == 0
+    single = json.loads((tmp_path / "single.json").read_text())
+    for name in ("one", "two"):
+        doc = json.loads((tmp_path / f"{name}.json").read_text())
+        assert doc["frames"] == single["frames"] and doc["pooled_metrics"] == single["pooled_metrics"]
+    same = json.loads((tmp_path / "three.json").read_text())  # each pair is its own: REF against itself
+    assert [f["metrics"]["ssim"] for f in same["frames"]] == [1] * 5 != [f["metrics"]["ssim"] for f in
+                                                                        single["frames"]]
+
+
+def test_pairs_file_default_format_is_xml_and_a_bad_pair_does_not_stop_the_others(clips, tmp_path, fake, capsys):
+    a, b = clips / "c333x217_8b_ref.y4m", clips / "c333x217_8b_mixed.y4m"
+    pairs = tmp_path / "pairs.txt"
+    pairs.write_text(f"{a} {tmp_path / 'missing.y4m'} {tmp_path / 'bad.xml'}\n{a} {b} {tmp_path / 'good.xml'}\n")
+    assert fusedsim("vmaf", "--pairs", pairs, "-n") == 1
+    err = capsys.readouterr().err
+    assert "pair 1" in err and "missing.y4m" in err and "1 of 2 pairs failed (lines 1" in err
+    assert (tmp_path / "good.xml").read_text().startswith("<VMAF version=")
+    assert not (tmp_path / "bad.xml").exists()
+
+
+@pytest.mark.parametrize("content, extra, match", [
+    ("a b\n", (), "line 1: expected REF DIST OUTPUT, got 2 fields"),
+    ("a 'b c\n", (), "line 1: No closing quotation"),
+    ("# nothing\n\n", (), "no pairs"),
+    ("a b out.xml\n", ("-o", "x.xml"), "--pairs names every clip and output; drop -o"),
+    ("a b out.xml\n", ("--json", "--csv"), "--pairs writes one format"),
+])
+def test_pairs_file_usage_errors(tmp_path, fake, capsys, content, extra, match):
+    pairs = tmp_path / "pairs.txt"
+    pairs.write_text(content)
+    assert fusedsim("vmaf", "--pairs", pairs, *extra) == 2
+    assert match in capsys.readouterr().err
+
+
+def test_pairs_outputs_are_checked_before_any_pair_runs(clips, tmp_path, fake, capsys, monkeypatch):
+    a, b = clips / "c333x217_8b_ref.y4m", clips / "c333x217_8b_mixed.y4m"
+    pairs = tmp_path / "pairs.txt"
+    pairs.write_text(f"{a} {b} {tmp_path / 'ok.xml'}\n{a} {b} {tmp_path / 'no-such-dir' / 'x.xml'}\n")
+    assert fusedsim("vmaf", "--pairs", pairs) == 2
+    assert "no-such-dir" in capsys.readouterr().err
+    assert fake.calls == [] and not (tmp_path / "ok.xml").exists()

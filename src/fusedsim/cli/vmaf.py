@@ -147,6 +147,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         out.add_argument(f"--{kind}", action=_OutputOption, nargs="?", const=_FORMAT_FLAG, metavar="PATH",
                          help=f"without PATH: -o writes {kind.upper()}; with PATH: write {kind.upper()} to PATH")
     parser.set_defaults(format_flags=None, format_paths=None)
+    parser.add_argument("--pairs", metavar="FILE",
+                        help="score many clip pairs in one process (start-up paid once): one 'REF DIST OUTPUT' line "
+                             "per pair (shell quoting, # comments); OUTPUT in the format of a bare --xml (default), "
+                             "--json or --csv; a failing pair is reported and the others still run")
     parser.add_argument("--frames", type=_non_negative_int, metavar="N",
                         help="compare exactly the first N frames (both clips need at least N)")
     parser.add_argument("--frame_cnt", type=_non_negative_int, metavar="N",
@@ -598,9 +602,14 @@ def _outputs(args: argparse.Namespace) -> list:
 
 def run(args: argparse.Namespace) -> int:
     # every usage check first: a bad command line is answered before torch, numpy or a file is touched
-    ref, dist = _inputs(args)
-    if ref == "-" and dist == "-":
-        raise ValueError("only one of REF and DIST can be standard input (-)")
+    if args.pairs is not None:
+        jobs = _pair_jobs(args)
+    else:
+        ref, dist = _inputs(args)
+        jobs = [(ref, dist, _outputs(args))]
+    for ref, dist, _ in jobs:
+        if ref == "-" and dist == "-":
+            raise ValueError("only one of REF and DIST can be standard input (-)")
     raw = _raw_options(args)
     if args.frames is not None and args.frame_cnt is not None:
         raise ValueError("give --frames (exactly N frames) or --frame_cnt (at most N frames), not both")
@@ -615,10 +624,6 @@ def run(args: argparse.Namespace) -> int:
             f"--feature {with_options[0]}: feature options (name=option=value) are not supported; give the name "
             f"alone; supported features: {', '.join(HELP_FEATURES)}"
         )
-    outputs = _outputs(args)
-
-    from fusedsim import __version__
-    from fusedsim.io.video import open_video
 
     registry = _load_features()
     features = resolve_features(args.features, tuple(registry.SUPPORTED_FEATURES))
@@ -637,6 +642,32 @@ def run(args: argparse.Namespace) -> int:
             os.environ["NUMBA_NUM_THREADS"] = str(args.threads)
         else:
             numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
+    if args.pairs is None:
+        ref, dist, outputs = jobs[0]
+        _score_and_write(args, ref, dist, outputs, raw, features, registry)
+        _model_note(args)
+        return 0
+    failed = []
+    for i, (ref, dist, outputs) in enumerate(jobs, 1):
+        try:
+            _score_and_write(args, ref, dist, outputs, raw, features, registry, label=f"pair {i}/{len(jobs)}")
+        except (ValueError, OSError) as exc:  # one bad pair does not stop the others; each is reported
+            failed.append(i)
+            sys.stderr.write(f"fusedsim vmaf: pair {i} ({ref}, {dist}): {exc}\n")
+    _model_note(args)
+    if failed:
+        sys.stderr.write(f"fusedsim vmaf: {len(failed)} of {len(jobs)} pairs failed (lines "
+                         f"{', '.join(map(str, failed))} of {args.pairs}); the others were written\n")
+        return 1
+    return 0
+
+
+def _score_and_write(args, ref: str, dist: str, outputs: list, raw: dict, features: list[str], registry,
+                     label: str = "vmaf") -> None:
+    """Score one clip pair and write its outputs (or the text table on stdout when there are none)."""
+    from fusedsim import __version__
+    from fusedsim.io.video import open_video
+
     with open_video(ref, **raw) as ref_reader, open_video(dist, **raw) as dist_reader:
         total = args.frames if args.frames is not None else args.frame_cnt
         try:
@@ -648,7 +679,7 @@ def run(args: argparse.Namespace) -> int:
 
         show = not args.quiet and sys.stderr.isatty()
         start = time.perf_counter()
-        with tqdm(total=total, unit="frame", desc="vmaf", file=sys.stderr, disable=not show, leave=False) as bar:
+        with tqdm(total=total, unit="frame", desc=label, file=sys.stderr, disable=not show, leave=False) as bar:
             metrics = compute(
                 ref_reader, dist_reader, features, registry.extract, device=args.device, frames=args.frames,
                 batch_frames=args.batch_frames, progress=bar.update, frame_cnt=args.frame_cnt,
@@ -661,8 +692,7 @@ def run(args: argparse.Namespace) -> int:
     version = f"fusedsim-{__version__}"
     if not outputs:
         sys.stdout.write(format_text(metrics))
-        _model_note(args)
-        return 0
+        return
     texts = []
     for out in outputs:
         if out.kind == "json":
@@ -674,8 +704,46 @@ def run(args: argparse.Namespace) -> int:
     from fusedsim.cli._outputs import write_outputs
 
     write_outputs(outputs, texts)
-    _model_note(args)
-    return 0
+
+
+def _pair_jobs(args: argparse.Namespace) -> list[tuple[str, str, list]]:
+    """``--pairs FILE``: one ``REF DIST OUTPUT`` line per pair (shell quoting, ``#`` comments, blank lines skipped);
+    every OUTPUT gets the format of a bare --xml/--json/--csv (XML by default). All outputs are checked first."""
+    import shlex
+
+    from fusedsim.cli._outputs import Output, check_outputs
+
+    given = [name for name, value in (("REF DIST", args.paths), ("-r", args.reference), ("-d", args.distorted),
+                                      ("-o", args.output), ("--xml/--json/--csv PATH", args.format_paths))
+             if value]
+    if given:
+        raise ValueError(f"--pairs names every clip and output; drop {', '.join(given)}")
+    flags = list(dict.fromkeys(args.format_flags or []))
+    if len(flags) > 1:
+        raise ValueError(f"--pairs writes one format, got {' and '.join('--' + f for f in flags)}")
+    kind = flags[0] if flags else "xml"
+    try:
+        with open(args.pairs, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError as exc:
+        raise ValueError(f"--pairs {args.pairs}: {exc.strerror or exc}") from None
+    jobs = []
+    for number, line in enumerate(lines, 1):
+        try:
+            fields = shlex.split(line, comments=True)
+        except ValueError as exc:
+            raise ValueError(f"--pairs {args.pairs} line {number}: {exc}") from None
+        if not fields:
+            continue
+        if len(fields) != 3:
+            raise ValueError(f"--pairs {args.pairs} line {number}: expected REF DIST OUTPUT, got {len(fields)} "
+                             f"field{'s' if len(fields) != 1 else ''}: {line.strip()!r}")
+        ref, dist, out = fields
+        jobs.append((ref, dist, [Output(out, kind, f"--pairs line {number}")]))
+    if not jobs:
+        raise ValueError(f"--pairs {args.pairs}: no pairs (lines of REF DIST OUTPUT)")
+    check_outputs([o for *_, outs in jobs for o in outs])  # every output is writable before any work
+    return jobs
 
 
 def _model_note(args: argparse.Namespace) -> None:

@@ -16,7 +16,12 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from fusedsim.backend import BackendUnavailableError, use_backend
+    from fusedsim.metrics._cvvdp import CVVDPLoss, cvvdp
+    from fusedsim.metrics._dssim import DSSIMLoss, dssim
+    from fusedsim.metrics._iwssim import IWSSIMLoss, iw_ssim
+    from fusedsim.engine.scorer import ScoreResult, Scorer
     from fusedsim.metrics.cached import Metric
+    from fusedsim.metrics._ssimulacra2 import SSIMULACRA2Loss, ssimulacra2
     from fusedsim.metrics.registry import get_metric, list_metrics
     from fusedsim.ssim import MS_SSIM, SSIM, FusedSSIM, L1SSIMLoss, fused_ssim, l1_ssim_loss, ms_ssim, ssim
 
@@ -35,9 +40,21 @@ _LAZY_ATTRIBUTES = {
     "get_metric": "fusedsim.metrics.registry",
     "list_metrics": "fusedsim.metrics.registry",
     "Metric": "fusedsim.metrics.cached",
+    "dssim": "fusedsim.metrics._dssim",
+    "DSSIMLoss": "fusedsim.metrics._dssim",
+    "cvvdp": "fusedsim.metrics._cvvdp",
+    "CVVDPLoss": "fusedsim.metrics._cvvdp",
+    "iw_ssim": "fusedsim.metrics._iwssim",
+    "IWSSIMLoss": "fusedsim.metrics._iwssim",
+    "ssimulacra2": "fusedsim.metrics._ssimulacra2",
+    "SSIMULACRA2Loss": "fusedsim.metrics._ssimulacra2",
+    "butteraugli": "fusedsim.metrics._butteraugli",
+    "ButteraugliLoss": "fusedsim.metrics._butteraugli",
+    "Scorer": "fusedsim.engine.scorer",
+    "ScoreResult": "fusedsim.engine.scorer",
 }
 # sub-packages and modules reachable as attributes (``fusedsim.ssim`` is both: the attribute is the sub-package)
-_LAZY_MODULES = ("backend", "cli", "io", "metrics", "ops", "reference", "vmaf")
+_LAZY_MODULES = ("backend", "cli", "engine", "io", "metrics", "ops", "reference", "registration", "vmaf")
 
 __all__ = sorted([*_LAZY_ATTRIBUTES, "__version__"])
 

@@ -13,7 +13,8 @@ import sys
 from collections.abc import Sequence
 
 # command name -> module under fusedsim.cli
-COMMANDS = {"score": "score", "vmaf": "vmaf", "list-metrics": "list_metrics"}
+COMMANDS = {"score": "score", "vmaf": "vmaf", "list-metrics": "list_metrics", "batch": "batch", "compare": "compare",
+            "sweep": "sweep", "diffmap": "diffmap", "bench": "bench"}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -7,11 +7,15 @@ Building the parser imports neither torch nor a metric (the choices come from :m
 from __future__ import annotations
 
 import argparse
+import sys
 from importlib import resources
 from pathlib import Path
 
 from fusedsim._device import DEVICE_HELP, check_device_name
+from fusedsim.engine.inputs import check_min_size
 from fusedsim.metrics.registry import MetricSpec, get_metric, list_metrics
+
+__all__ = ["DEFAULT_METRICS", "add_parser", "check_min_size", "example_pair", "run"]
 
 DEFAULT_METRICS = ("ssim",)
 
@@ -35,16 +39,33 @@ def example_pair() -> tuple[Path, Path]:
     return Path(str(root / "example_ref.png")), Path(str(root / "example_dist.png"))
 
 
-def _image_metric(text: str) -> str:
-    """argparse type of ``--metric``: an image metric's name or alias, returned as its registry name."""
+def _image_metric(text: str) -> list[str]:
+    """argparse type of ``--metric``: a metric name or alias, a comma list of them, or ``all``; returned as
+    registry names."""
+    names = []
+    for item in text.split(","):
+        item = item.strip()
+        if item.lower() == "all":
+            names.extend(s.name for s in _score_metrics())
+            continue
+        try:
+            spec = get_metric(item)
+        except ValueError:
+            spec = None
+        if spec is None or spec.kind not in _KINDS:
+            known = ", ".join(s.name for s in _score_metrics())
+            raise argparse.ArgumentTypeError(f"unknown image metric {item!r}; choose from {known} (or all)")
+        names.append(spec.name)
+    return names
+
+
+def _memory(text: str) -> str:
+    from fusedsim.engine.memory import parse_memory
+
     try:
-        spec = get_metric(text)
-    except ValueError:
-        spec = None
-    if spec is None or spec.kind not in _KINDS:
-        names = ", ".join(s.name for s in _score_metrics())
-        raise argparse.ArgumentTypeError(f"unknown image metric {text!r}; choose from {names}")
-    return spec.name
+        return str(parse_memory(text, "--memory"))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 _KINDS = ("image", "srgb")  # pixel metrics, and the perceptual metrics on sRGB images
@@ -71,26 +92,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("ref", metavar="REF", nargs="?", help="reference image file")
     parser.add_argument("dist", metavar="DIST", nargs="?", help="distorted image file")
     parser.add_argument("--example", action="store_true", help="score the bundled example photo pair")
-    parser.add_argument("--metric", action="append", type=_image_metric, metavar="NAME",
-                        help=f"metric to compute, repeatable: {', '.join(s.name for s in specs)} "
-                             f"(default: {', '.join(DEFAULT_METRICS)})")
-    parser.add_argument("--format", choices=("plain", "json"), default="plain", help="output format")
+    parser.add_argument("--metric", action="append", type=_image_metric, metavar="NAME[,NAME...]",
+                        help=f"metrics to compute, repeatable or comma-separated, or all: "
+                             f"{', '.join(s.name for s in specs)} (default: {', '.join(DEFAULT_METRICS)})")
+    parser.add_argument("--format", choices=("plain", "json", "tsv"), default="plain",
+                        help="output format (tsv: a header line and one row; fields of multi-output metrics as "
+                             "metric.field)")
+    parser.add_argument("--memory", type=_memory, default="auto", metavar="auto|full|strip[:ROWS]",
+                        help="full: the whole pair at once; strip: horizontal strips (ROWS body rows, default from "
+                             "the memory budget) for metrics that support them; auto: full when it fits")
     parser.add_argument("--device", type=_device, default="auto",
                         help=f"{DEVICE_HELP} (auto: cuda when available)")
     parser.set_defaults(run=run)
 
 
-def check_min_size(specs: list[MetricSpec], width: int, height: int) -> None:
-    """Raise ``ValueError`` naming REF/DIST and their size if an image is too small for a metric."""
-    for spec in specs:
-        if min(width, height) < spec.min_size:
-            raise ValueError(f"REF and DIST are {width}×{height} but {spec.name} needs at least {spec.min_size} px "
-                             f"per side ({spec.min_size_reason})")
-
-
 def run(args: argparse.Namespace) -> int:
-    from fusedsim._device import resolve_device
     from fusedsim.cli._json import dumps
+    from fusedsim.engine.scorer import Scorer
     from fusedsim.io.images import check_image_pair, read_image
 
     if args.example:
@@ -101,23 +119,27 @@ def run(args: argparse.Namespace) -> int:
         ref_path, dist_path = Path(args.ref), Path(args.dist)
     else:
         raise ValueError("REF and DIST image files are required (or --example)")
-    specs = [get_metric(name) for name in dict.fromkeys(args.metric or DEFAULT_METRICS)]
+    specs_names = list(dict.fromkeys(n for group in (args.metric or [DEFAULT_METRICS]) for n in group))
+    specs = [get_metric(name) for name in specs_names]
     ref = read_image(ref_path, "REF")
     dist = read_image(dist_path, "DIST")
     check_image_pair(ref, dist)
     check_min_size(specs, ref.width, ref.height)
-    device = resolve_device(args.device)
-    x, y = ref.pixels.to(device), dist.pixels.to(device)
-    results: dict[str, float | dict[str, float]] = {}
-    for spec in specs:
-        if spec.kind == "image":
-            results[spec.name] = float(spec.load()(x, y, data_range=ref.data_range))
-        else:
-            results[spec.name] = _perceptual(spec, *(srgb(t, ref.data_range, role) for t, role in
-                                                    ((x, "REF"), (y, "DIST"))))
+    result = Scorer(specs_names, device=args.device, memory=args.memory, context="one-shot").score(ref, dist)
+    for line in result.downgrades:
+        print(f"fusedsim score: {line}", file=sys.stderr)
+    results = result.values
     if args.format == "json":
         print(dumps({"reference": str(ref_path), "distorted": str(dist_path), "data_range": ref.data_range,
-                     "metrics": results}))
+                     "metrics": results, "backend": result.backend, "downgrades": result.downgrades}))
+    elif args.format == "tsv":
+        columns = {"reference": str(ref_path), "distorted": str(dist_path)}
+        for name, value in results.items():
+            columns.update({f"{name}.{k}": v for k, v in value.items()} if isinstance(value, dict)
+                           else {name: value})
+        columns["backend"] = result.backend
+        print("\t".join(columns))
+        print("\t".join(v if isinstance(v, str) else repr(float(v)) for v in columns.values()))
     else:
         for name, value in results.items():
             if isinstance(value, dict):
@@ -126,21 +148,3 @@ def run(args: argparse.Namespace) -> int:
             else:
                 print(f"{name}: {value:.6f}")
     return 0
-
-
-def srgb(pixels, data_range: int, role: str):
-    """Pixels ``(1, C, H, W)`` in 0..data_range as sRGB in [0, 1] with 3 channels (grey is replicated: the
-    perceptual metrics are defined on colour images, and a grey image is the colour image with R = G = B)."""
-    if pixels.shape[1] == 1:
-        pixels = pixels.expand(-1, 3, -1, -1)
-    if pixels.shape[1] != 3:
-        raise ValueError(f"{role} has {pixels.shape[1]} channels; the perceptual metrics need grey or RGB")
-    return pixels / data_range
-
-
-def _perceptual(spec: MetricSpec, ref, dist) -> float | dict[str, float]:
-    """A perceptual metric's scalar outputs for one pair: a number, or {field: number} for several."""
-    out = spec.load()(ref, dist)
-    if len(spec.outputs) == 1 and not hasattr(out, "_fields"):
-        return float(out.reshape(-1)[0])
-    return {field: float(getattr(out, field).reshape(-1)[0]) for field in spec.outputs}

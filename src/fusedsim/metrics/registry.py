@@ -62,6 +62,11 @@ class MetricSpec:
         prepare, score_prepared: ``"module:function"`` of the cached-reference pair (required when
             ``cached_reference`` is True; see the module docstring).
         params: the metric's keyword parameters and their defaults, for ``--help`` and the engine.
+        strip_sums, strip_finish: ``"module:function"`` of the strip path (both or neither; needs ``halo_rows``):
+            ``strip_sums(ref, dist, rows, device=..., data_range=..., **params) -> Tensor (K,)`` reads from the
+            whole images the rows that the body ``rows = (start, stop)`` needs, halo included, and gives additive
+            float64 partial sums over the outputs of the body; ``strip_finish(sums, data_range=..., **params) ->
+            Tensor`` turns the sums over all bodies (a partition of the rows) into the metric's value.
         planes: video metrics: the planes they read (``"y"``, ``"u"``, ``"v"``); readers skip the others.
     """
 
@@ -86,6 +91,8 @@ class MetricSpec:
     score_prepared: str | None = None
     params: tuple[tuple[str, Any], ...] = ()
     planes: tuple[str, ...] = ("y", "u", "v")
+    strip_sums: str | None = None
+    strip_finish: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name or self.name != self.name.strip().lower():
@@ -97,7 +104,9 @@ class MetricSpec:
             raise ValueError(f"compute must be 'module:function'; got {self.compute!r}")
         if self.cached_reference and not (self.prepare and self.score_prepared):
             raise ValueError(f"{self.name}: cached_reference=True needs prepare and score_prepared")
-        for field_name in ("prepare", "score_prepared"):
+        if (self.strip_sums is None) != (self.strip_finish is None) or (self.strip_sums and self.halo_rows is None):
+            raise ValueError(f"{self.name}: strip_sums and strip_finish go together, with halo_rows")
+        for field_name in ("prepare", "score_prepared", "strip_sums", "strip_finish"):
             target = getattr(self, field_name)
             if target is not None and not all(target.partition(":")[::2]):
                 raise ValueError(f"{self.name}: {field_name} must be 'module:function'; got {target!r}")
@@ -117,8 +126,9 @@ class MetricSpec:
         return self.name.rpartition(":")[2]
 
     def load(self, which: str = "compute") -> Callable[..., Any]:
-        """Import and return the compute function, or ``"prepare"`` / ``"score_prepared"`` (imported once)."""
-        target = getattr(self, which) if which in ("compute", "prepare", "score_prepared") else None
+        """Import and return the compute function, or ``"prepare"`` / ``"score_prepared"`` / ``"strip_sums"`` /
+        ``"strip_finish"`` (imported once)."""
+        target = getattr(self, which) if which in _LOADABLE else None
         if target is None:
             raise ValueError(f"{self.name} has no {which} function")
         fn = _FUNCTIONS.get(target)
@@ -145,6 +155,7 @@ class MetricSpec:
         }
 
 
+_LOADABLE = ("compute", "prepare", "score_prepared", "strip_sums", "strip_finish")
 _FUNCTIONS: dict[str, Callable[..., Any]] = {}  # "module:function" -> the imported function
 _SPECS: dict[str, MetricSpec] = {}
 _ALIASES: dict[str, str] = {}  # alias -> name

@@ -58,7 +58,9 @@ class KernelOp:
     ``"(Tensor x, Tensor y, float c) -> Tensor"``; ``fake(*tensors, *scalars)`` returns empty outputs of the right
     shapes; ``examples(device)`` yields :class:`Example` inputs; ``tolerance`` maps a dtype to (values, gradients)
     relative tolerances against the float64 twin (``None``: results must be identical); ``cpu`` optionally names
-    a compiled CPU implementation ``"module:function"`` with the twin's signature (see :meth:`cpu_impl`)."""
+    a compiled CPU implementation ``"module:function"`` with the twin's signature (see :meth:`cpu_impl`).
+    ``triton_by_default=False`` keeps a kernel that has not passed its twin test on a GPU out of ``auto``: GPU
+    tensors then run the twin (same algorithm, PyTorch), and the kernel runs only under a forced ``triton``."""
 
     name: str
     schema: str
@@ -71,6 +73,7 @@ class KernelOp:
     tolerance: dict | None = None
     doc: str = ""
     cpu: str | None = None
+    triton_by_default: bool = True
     _plan_factory: Callable | None = field(default=None, repr=False)
     _cpu_fn: Callable | None | bool = field(default=None, repr=False)
 
@@ -104,7 +107,10 @@ class KernelOp:
     def __call__(self, *args):
         """Run the op on the backend :func:`fusedsim.backend.choose_backend` picks for its first tensor."""
         tensors = args[: self.n_tensors]
-        if choose_backend(*tensors, op=self.name) == "reference":
+        backend = choose_backend(*tensors, op=self.name)
+        if backend == "triton" and not self.triton_by_default and requested_backend() == "auto":
+            backend = "reference"  # a kernel not yet validated on a GPU runs only when forced
+        if backend == "reference":
             if (self.cpu is not None and requested_backend() == "auto" and not torch.compiler.is_compiling()
                     and all(t.device.type == "cpu" for t in tensors) and not any(t.requires_grad for t in tensors)):
                 fn = self.cpu_impl()

@@ -1,0 +1,171 @@
+"""``fusedsim batch`` end to end against the pure compute time of the same work.
+
+For N PNG pairs at S x S (default 1000 at 1024², 8-bit RGB, textured + noise so the files decode like photos):
+
+* **compute**: the same Scorer calls on pre-decoded images (``set_reference`` per reference group, then
+  ``score_prepared``), host-to-device copies included, no decoding, no output. Time does not depend on the
+  pixel values, so a pool of at most 64 decoded images is cycled in the plan's reference/distorted pattern.
+* **decode**: :func:`fusedsim.engine.batch_pairs.decode_ahead` alone with the same threads (the decode bound).
+* **end to end (in process)**: ``fusedsim.cli.main.main(["batch", ...])`` writing a CSV (a warm process).
+* **end to end (process)**: ``fusedsim batch`` as a fresh process (start-up and CUDA context included), SSIM only.
+
+Layouts: ``1`` (every pair its own reference: two PNG decodes per pair) and ``10`` (ten distorted images per
+reference: the reference is decoded and prepared once per ten pairs). Goal: end to end <= 1.5x compute when the
+machine has the cores to decode; the decode rate shows the bound.
+
+Run: ``PYTHONPATH=src python benchmarks/bench_batch.py [--pairs 1000] [--size 1024] [--metric ssim,ssimulacra2]
+[--layouts 1,10] [--workers N] [--dir /tmp/fusedsim-batch]``. Smoke run without a GPU:
+``--device cpu --quick`` (numbers meaningless; JSON to a temporary folder).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _harness import metadata, smoke_dir, write_json  # noqa: E402
+
+
+def _image(seed: int, size: int, base: np.ndarray | None = None) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    if base is None:
+        yy, xx = np.mgrid[0:size, 0:size]
+        smooth = [128 + 70 * np.sin(xx / (31 + 7 * c + seed % 13)) * np.cos(yy / (19 + 5 * c)) for c in range(3)]
+        return np.clip(np.stack(smooth, -1) + rng.normal(0, 10, (size, size, 3)), 0, 255).astype(np.uint8)
+    return np.clip(base.astype(np.int16) + rng.normal(0, 6, base.shape).astype(np.int16), 0, 255).astype(np.uint8)
+
+
+def write_images(folder: Path, pairs: int, size: int, workers: int) -> None:
+    """``r{i}.png`` and ``d{i}.png`` for i < pairs (kept between runs when present at the right size)."""
+    from PIL import Image
+
+    folder.mkdir(parents=True, exist_ok=True)
+    marker = folder / f".done-{pairs}-{size}"
+    if marker.exists():
+        return
+
+    def one(i: int) -> None:
+        ref = _image(i, size)
+        Image.fromarray(ref).save(folder / f"r{i}.png")
+        Image.fromarray(_image(10_000 + i, size, ref)).save(folder / f"d{i}.png")
+
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(one, range(pairs)))
+    marker.touch()
+
+
+def write_table(folder: Path, pairs: int, per_ref: int) -> Path:
+    path = folder / f"pairs-{pairs}-{per_ref}.csv"
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["ref", "dist"])
+        w.writerows((f"r{i // per_ref * per_ref}.png", f"d{i}.png") for i in range(pairs))
+    return path
+
+
+def compute_seconds(folder: Path, pairs: int, per_ref: int, metric: str, device: str) -> float:
+    import torch
+
+    from fusedsim.engine import Scorer
+    from fusedsim.io.images import read_image
+
+    pool = min(64, pairs)
+    refs = [read_image(folder / f"r{i}.png") for i in range(0, pool, 1)]
+    dists = [read_image(folder / f"d{i}.png") for i in range(pool)]
+    scorer = Scorer([metric], device=device)
+    scorer.score(refs[0], dists[0])  # warm-up: kernels compiled, caches filled
+    if device != "cpu":
+        torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for i in range(pairs):
+        if i % per_ref == 0:
+            scorer.set_reference(refs[(i // per_ref) % pool])
+        scorer.score_prepared(dists[i % pool])  # returns floats: synchronises per pair, as the batch path does
+    return time.perf_counter() - t0
+
+
+def decode_seconds(folder: Path, table: Path, workers: int) -> float:
+    from fusedsim.cli._pairs import read_pairs
+    from fusedsim.engine.batch_pairs import PairTask, decode_ahead, plan
+
+    t = read_pairs(table)
+    tasks = [PairTask(i, t.image_path(r["ref"]), t.image_path(r["dist"])) for i, r in enumerate(t.rows)]
+    t0 = time.perf_counter()
+    for pair in decode_ahead(plan(tasks), workers=workers, prefetch=32):
+        assert not pair.error, pair.error
+    return time.perf_counter() - t0
+
+
+def e2e_seconds(table: Path, out: Path, metric: str, device: str, workers: int) -> float:
+    from fusedsim.cli.main import main
+
+    t0 = time.perf_counter()
+    code = main(["batch", str(table), "-o", str(out), "--metric", metric, "--device", device, "--workers",
+                 str(workers), "--overwrite", "--quiet"])
+    elapsed = time.perf_counter() - t0
+    assert code == 0, f"fusedsim batch failed with {code}"
+    return elapsed
+
+
+def process_seconds(table: Path, out: Path, metric: str, device: str, workers: int) -> float:
+    script = Path(sys.executable).parent / "fusedsim"
+    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "fusedsim"]
+    t0 = time.perf_counter()
+    subprocess.run([*cmd, "batch", str(table), "-o", str(out), "--metric", metric, "--device", device,
+                    "--workers", str(workers), "--overwrite", "--quiet"], check=True)
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pairs", type=int, default=1000)
+    parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--metric", default="ssim,ssimulacra2")
+    parser.add_argument("--layouts", default="1,10", help="distorted images per reference, comma-separated")
+    parser.add_argument("--workers", type=int, default=min(16, os.cpu_count() or 1), help="decoding threads")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "fusedsim-batch"))
+    parser.add_argument("--quick", action="store_true", help="24 pairs at 256² (smoke run)")
+    args = parser.parse_args()
+    if args.quick:
+        args.pairs, args.size = 24, 256
+    folder = Path(args.dir) / f"{args.size}"
+    t0 = time.perf_counter()
+    write_images(folder, args.pairs, args.size, args.workers)
+    print(f"images ready in {time.perf_counter() - t0:.1f} s: {args.pairs} pairs at {args.size}² in {folder}")
+    rows = []
+    for per_ref in (int(x) for x in args.layouts.split(",")):
+        table = write_table(folder, args.pairs, per_ref)
+        dec = decode_seconds(folder, table, args.workers)
+        for metric in args.metric.split(","):
+            comp = compute_seconds(folder, args.pairs, per_ref, metric, args.device)
+            e2e = e2e_seconds(table, folder / "out.csv", metric, args.device, args.workers)
+            proc = (process_seconds(table, folder / "out.csv", metric, args.device, args.workers)
+                    if metric == "ssim" and per_ref == 1 else None)
+            row = {"layout": per_ref, "metric": metric, "pairs": args.pairs, "size": args.size,
+                   "workers": args.workers, "compute_s": comp, "decode_s": dec, "e2e_s": e2e, "process_s": proc,
+                   "compute_pairs_s": args.pairs / comp, "decode_pairs_s": args.pairs / dec,
+                   "e2e_pairs_s": args.pairs / e2e, "e2e_over_compute": e2e / comp,
+                   "bound_s": max(comp, dec), "e2e_over_bound": e2e / max(comp, dec)}
+            rows.append(row)
+            print(f"{per_ref:>2}/ref {metric:<12} compute {row['compute_pairs_s']:8.1f} pairs/s  decode "
+                  f"{row['decode_pairs_s']:8.1f} pairs/s  end-to-end {row['e2e_pairs_s']:8.1f} pairs/s  "
+                  f"e2e/compute {row['e2e_over_compute']:.2f}  e2e/bound {row['e2e_over_bound']:.2f}"
+                  + (f"  whole process {proc:.1f} s" if proc else ""), flush=True)
+    payload = {"meta": metadata(args.device), "rows": rows}
+    path = write_json("batch", payload, os.environ.get("OUT"), smoke_dir() if args.device == "cpu" else
+                      Path(__file__).resolve().parent / "results")
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

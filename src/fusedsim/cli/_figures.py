@@ -1,0 +1,34 @@
+"""Figures of the CLI (matplotlib, headless): imported on use, saved whole or not at all.
+
+A figure is rendered to memory first, then written to a temporary file beside its target and renamed into place,
+so a failed render or a full disk never leaves a half-written PNG (the target of a symlink is replaced, as
+:mod:`fusedsim.cli._outputs` resolves it).
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from fusedsim.cli._atomic import write_bytes
+
+__all__ = ["pyplot", "save_figure"]
+
+
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the Agg backend, or a ValueError saying how to install it."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise ValueError("drawing figures needs matplotlib: pip install 'fusedsim[plot]'") from None
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(fig: Any, target: str, dpi: int) -> None:
+    """Render ``fig`` as PNG at ``dpi`` (the figure's own size: no tight cropping) and write it to ``target``."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi)
+    write_bytes(target, buffer.getvalue())

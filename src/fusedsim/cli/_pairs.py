@@ -1,0 +1,104 @@
+"""The pairs table of ``fusedsim batch``: a CSV, TSV or Parquet file with a reference and a distorted column.
+
+Column names (case-insensitive): ``ref`` / ``reference`` / ``ref_path`` and ``dist`` / ``distorted`` /
+``dist_path``; exactly one of each must be present. Other columns are carried to the output unchanged. Relative
+image paths are read relative to the folder of the pairs file, so a table moves with its images.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["DIST_ALIASES", "PAIR_FORMATS", "REF_ALIASES", "PairTable", "read_pairs", "table_format"]
+
+REF_ALIASES = ("ref", "reference", "ref_path")
+DIST_ALIASES = ("dist", "distorted", "dist_path")
+PAIR_FORMATS = {".csv": "csv", ".tsv": "tsv", ".parquet": "parquet"}
+
+
+@dataclass
+class PairTable:
+    """``rows`` as read (one dict per row, keys in file order) and the names of the reference/distorted columns."""
+
+    path: Path
+    columns: list[str]
+    rows: list[dict[str, Any]]
+    ref_column: str
+    dist_column: str
+
+    def image_path(self, value: Any) -> str:
+        """A cell of the ref/dist column as an absolute path (relative ones are relative to the table's folder)."""
+        text = "" if value is None else str(value).strip()
+        if not text:
+            return ""
+        # absolute: worker threads and Ray actors may run in another folder
+        return os.path.abspath(os.path.join(self.path.parent, text))
+
+
+def table_format(path: str | Path, formats: dict[str, str], option: str) -> str:
+    """The format named by ``path``'s extension among ``formats``; ValueError naming ``option`` otherwise."""
+    suffix = Path(str(path)).suffix.lower()
+    if suffix not in formats:
+        raise ValueError(f"{option} {path}: unknown table format {suffix or '(no extension)'!r}; use "
+                         f"{', '.join(formats)}")
+    return formats[suffix]
+
+
+def _pick(columns: list[str], aliases: tuple[str, ...], role: str, path: Path) -> str:
+    found = [c for c in columns if c.strip().lower() in aliases]
+    if not found:
+        raise ValueError(f"PAIRS {path}: no {role} column; name it one of {', '.join(aliases)} (columns found: "
+                         f"{', '.join(columns) or 'none'})")
+    if len(found) > 1:
+        raise ValueError(f"PAIRS {path}: several {role} columns ({', '.join(found)}); keep one")
+    return found[0]
+
+
+def _read_delimited(path: Path, delimiter: str) -> tuple[list[str], list[dict[str, Any]]]:
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        reader = csv.reader(f, delimiter=delimiter)
+        header = next(reader, None)
+        if header is None:
+            raise ValueError(f"PAIRS {path}: the file is empty (a header row with ref and dist columns is needed)")
+        rows = []
+        for line, cells in enumerate(reader, start=2):
+            if not any(c.strip() for c in cells):
+                continue  # blank line
+            if len(cells) != len(header):
+                raise ValueError(f"PAIRS {path}: line {line} has {len(cells)} fields but the header has "
+                                 f"{len(header)}")
+            rows.append(dict(zip(header, cells)))
+    return header, rows
+
+
+def _read_parquet(path: Path) -> tuple[list[str], list[dict[str, Any]]]:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise ValueError(f"PAIRS {path}: reading Parquet needs pyarrow (pip install 'fusedsim[parquet]')") from None
+    try:
+        table = pq.read_table(path)
+    except Exception as exc:  # pyarrow raises its own error types for damaged files
+        raise ValueError(f"PAIRS {path}: cannot read Parquet: {exc}") from None
+    return list(table.column_names), table.to_pylist()
+
+
+def read_pairs(path: str | Path) -> PairTable:
+    """Read the pairs table at ``path`` (format from the extension: ``.csv``, ``.tsv``, ``.parquet``)."""
+    path = Path(path)
+    fmt = table_format(path, PAIR_FORMATS, "PAIRS")
+    if not path.is_file():
+        raise FileNotFoundError(f"PAIRS: file not found: {path}")
+    if fmt == "parquet":
+        columns, rows = _read_parquet(path)
+    else:
+        columns, rows = _read_delimited(path, "," if fmt == "csv" else "\t")
+    if len(set(columns)) != len(columns):
+        raise ValueError(f"PAIRS {path}: repeated column names in {', '.join(columns)}")
+    ref = _pick(columns, REF_ALIASES, "reference", path)
+    dist = _pick(columns, DIST_ALIASES, "distorted", path)
+    return PairTable(path=path, columns=columns, rows=rows, ref_column=ref, dist_column=dist)

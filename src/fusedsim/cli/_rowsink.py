@@ -1,0 +1,204 @@
+"""Incremental result tables of ``fusedsim batch``: every finished row is on disk before the next pair is scored.
+
+* CSV/TSV and JSONL are append-only logs: one line per row, flushed at once. A run killed mid-line leaves at most
+  one partial last line, which ``--resume`` cuts off before appending.
+* Parquet cannot be appended row by row and a killed writer leaves a file without its footer, so its durable log
+  is a JSONL file beside it (``OUT.parquet.log.jsonl``); the Parquet file is written from the log at the end of
+  every run (to a temporary file, then renamed into place) and the log is removed once every pair is done.
+
+Numbers are written round-trip exact (``repr``); NaN is ``nan`` in CSV/TSV and ``null`` in JSON. ``error`` is
+empty for a pair that was scored.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from fusedsim.cli._atomic import write_bytes
+
+__all__ = ["OUTPUT_FORMATS", "RowSink", "cell_text"]
+
+OUTPUT_FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".parquet": "parquet"}
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None if math.isnan(value) else value  # +-inf stays a number in the log (json writes Infinity)
+    return value
+
+
+def cell_text(value: Any) -> str:
+    """A value as a CSV cell (floats round-trip exact, None empty)."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def _cut_partial_line(path: str) -> None:
+    """Drop the bytes after the last newline (a row cut by a killed run)."""
+    with open(path, "rb+") as f:
+        size = f.seek(0, os.SEEK_END)
+        if size == 0:
+            return
+        f.seek(max(0, size - 1))
+        if f.read(1) == b"\n":
+            return
+        block = 1 << 16
+        pos = size
+        while pos > 0:
+            start = max(0, pos - block)
+            f.seek(start)
+            chunk = f.read(pos - start)
+            cut = chunk.rfind(b"\n")
+            if cut >= 0:
+                f.truncate(start + cut + 1)
+                return
+            pos = start
+        f.truncate(0)
+
+
+class RowSink:
+    """Append rows with ``columns`` to ``target`` in ``fmt``; see the module docstring.
+
+    ``key_columns`` name the two columns whose values identify a pair for ``--resume`` (a pair listed k times is
+    done once k rows carry it).
+    """
+
+    def __init__(self, target: str, fmt: str, columns: Sequence[str], key_columns: tuple[str, str],
+                 name: str = "") -> None:
+        self.target = target
+        self.name = name or target  # the path as the user gave it, for messages
+        self.fmt = fmt
+        self.columns = list(columns)
+        self.key_columns = key_columns
+        self.log = target + ".log.jsonl" if fmt == "parquet" else target
+        self._file: io.TextIOBase | None = None
+        self._csv: Any = None
+        self.written = 0
+
+    # ---------------------------------------------------------------------------------------------- start
+    def existing(self) -> bool:
+        """Whether a previous run left rows (or a log) at the target."""
+        paths = (self.log, self.target) if self.fmt == "parquet" else (self.target,)
+        return any(os.path.exists(p) and os.path.getsize(p) > 0 for p in paths)
+
+    def start(self, resume: bool) -> Counter:
+        """Open the output; with ``resume`` read back the finished rows. Returns how often each key is done."""
+        done: Counter = Counter()
+        if resume and self.existing():
+            done = self._read_back()
+            mode = "a"
+        else:
+            mode = "w"
+            if self.fmt == "parquet" and os.path.exists(self.log):
+                os.unlink(self.log)
+        self._file = open(self.log, mode, encoding="utf-8", newline="")
+        if self.fmt in ("csv", "tsv"):
+            self._csv = csv.writer(self._file, delimiter="," if self.fmt == "csv" else "\t", lineterminator="\n")
+            if mode == "w":
+                self._csv.writerow(self.columns)
+                self._file.flush()
+        return done
+
+    def _read_back(self) -> Counter:
+        if self.fmt == "parquet" and not (os.path.exists(self.log) and os.path.getsize(self.log) > 0):
+            self._seed_log_from_parquet()
+        _cut_partial_line(self.log)
+        done: Counter = Counter()
+        a, b = self.key_columns
+        if self.fmt in ("csv", "tsv"):
+            with open(self.log, newline="", encoding="utf-8") as f:
+                reader = csv.reader(f, delimiter="," if self.fmt == "csv" else "\t")
+                header = next(reader, None)
+                if header is None:  # only a cut header: start over
+                    self._file = None
+                    os.truncate(self.log, 0)
+                    with open(self.log, "w", encoding="utf-8", newline="") as g:
+                        csv.writer(g, delimiter="," if self.fmt == "csv" else "\t",
+                                   lineterminator="\n").writerow(self.columns)
+                    return done
+                self._check_columns(header)
+                ia, ib = header.index(a), header.index(b)
+                for cells in reader:
+                    done[(cells[ia], cells[ib])] += 1
+        else:
+            with open(self.log, encoding="utf-8") as f:
+                for number, line in enumerate(f, start=1):
+                    if not line.strip():
+                        continue
+                    try:
+                        row = json.loads(line)
+                    except json.JSONDecodeError as exc:
+                        raise ValueError(f"-o {self.name}: cannot resume: line {number} of {self.log} is not "
+                                         f"JSON ({exc})") from None
+                    self._check_columns(list(row))
+                    done[(cell_text(row[a]), cell_text(row[b]))] += 1
+        return done
+
+    def _seed_log_from_parquet(self) -> None:
+        import pyarrow.parquet as pq
+
+        try:
+            rows = pq.read_table(self.target).to_pylist()
+        except Exception as exc:
+            raise ValueError(f"-o {self.name}: cannot resume: the Parquet file cannot be read ({exc}) and there "
+                             f"is no log {self.log}") from None
+        with open(self.log, "w", encoding="utf-8") as f:
+            for row in rows:
+                f.write(json.dumps({k: _json_value(v) for k, v in row.items()}) + "\n")
+
+    def _check_columns(self, found: list[str]) -> None:
+        if found != self.columns:
+            raise ValueError(f"-o {self.name}: cannot resume: it has the columns {', '.join(found)} but this run "
+                             f"writes {', '.join(self.columns)} (same pairs table and metrics are needed)")
+
+    # ---------------------------------------------------------------------------------------------- rows
+    def write(self, row: dict[str, Any]) -> None:
+        """Append one row (keys: ``columns``) and flush it to the operating system."""
+        assert self._file is not None, "start() first"
+        if self._csv is not None:
+            self._csv.writerow([cell_text(row.get(c)) for c in self.columns])
+        else:
+            self._file.write(json.dumps({c: _json_value(row.get(c)) for c in self.columns}) + "\n")
+        self._file.flush()
+        self.written += 1
+
+    def close(self, complete: bool, float_columns: Sequence[str] = ()) -> None:
+        """Close the log; for Parquet write the table from it (and drop the log when ``complete``)."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        if self.fmt == "parquet":
+            self._write_parquet(float_columns)
+            if complete:
+                os.unlink(self.log)
+
+    def _write_parquet(self, float_columns: Sequence[str]) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        rows = []
+        with open(self.log, encoding="utf-8") as f:
+            for line in f:
+                if line.endswith("\n") and line.strip():
+                    rows.append(json.loads(line))
+        floats = set(float_columns)
+        arrays = {}
+        for c in self.columns:
+            values = [r.get(c) for r in rows]
+            if c in floats:
+                arrays[c] = pa.array([math.nan if v is None else float(v) for v in values], type=pa.float64())
+            else:
+                arrays[c] = pa.array(values)
+        buffer = io.BytesIO()
+        pq.write_table(pa.table(arrays), buffer)
+        write_bytes(self.target, buffer.getvalue())

@@ -1,0 +1,258 @@
+"""``fusedsim batch PAIRS -o OUT``: score every pair of a table, unattended, without ever losing a finished row.
+
+Building the parser imports neither torch nor a metric; ``run`` imports them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+from fusedsim._device import DEVICE_HELP, check_device_name
+from fusedsim.cli.score import DEFAULT_METRICS, _image_metric, _score_metrics
+
+DESCRIPTION = """\
+Score many image pairs listed in a table and write one row per pair.
+
+PAIRS is a .csv, .tsv or .parquet table with a reference column (ref,
+reference or ref_path) and a distorted column (dist, distorted or
+dist_path); relative paths are read from the table's folder. Other columns
+are copied to the output.
+
+OUT (.csv, .tsv, .jsonl or .parquet) gets the input columns, one column per
+metric output (ssim, butteraugli.max_norm, ...), the backend used and the
+error (empty when the pair was scored). Rows are written as they finish, in
+finishing order: a killed run keeps every finished row and --resume skips
+them (a pair listed k times is done once k rows carry it; failed rows count
+as finished). Parquet's durable log is OUT.log.jsonl beside it: the Parquet
+file is written from it at the end of every run, and the log is removed when
+every pair is done.
+
+A bad pair (missing or unreadable file, different sizes, too small for a
+metric) gets NaN and its error message, and the run goes on; --fail-fast
+stops at the first one. Pairs sharing a reference are scored together and
+the prepared reference is reused (equal pixels under another path too).
+Images are decoded in worker threads ahead of scoring.
+
+Exit status: 0 when every pair was scored, 1 when some failed, 2 on a usage
+error (nothing scored).
+
+metrics:
+{metrics}"""
+
+
+def _metric_list(text: str) -> list[str]:
+    """argparse type of ``--metric``: names, aliases, comma lists or ``all`` as registry names (as ``score``)."""
+    got = _image_metric(text)
+    return list(got) if isinstance(got, (list, tuple)) else [got]
+
+
+def _device(text: str) -> str:
+    try:
+        return check_device_name(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _memory(text: str) -> str:
+    from fusedsim.engine.memory import parse_memory  # torch-free
+
+    try:
+        return str(parse_memory(text, "--memory"))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1; got {text!r}")
+    return value
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    specs = _score_metrics()
+    width = max(len(s.name) for s in specs)
+    table = "\n".join(f"  {s.name:<{width}}  {s.summary}" for s in specs)
+    parser = sub.add_parser("batch", help="score every pair of a CSV/TSV/Parquet table into an output table",
+                            description=DESCRIPTION.format(metrics=table),
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("pairs", metavar="PAIRS", help="table of pairs (.csv, .tsv, .parquet)")
+    parser.add_argument("-o", "--output", required=True, metavar="OUT",
+                        help="results table (.csv, .tsv, .jsonl, .parquet)")
+    parser.add_argument("--metric", action="append", type=_metric_list, metavar="NAME[,NAME...]",
+                        help=f"metrics to compute, repeatable or comma-separated, or all (default: "
+                             f"{', '.join(DEFAULT_METRICS)})")
+    parser.add_argument("--resume", action="store_true", help="keep the rows already in OUT and skip their pairs")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing OUT (default: refuse)")
+    parser.add_argument("--fail-fast", action="store_true", help="stop at the first pair that fails")
+    parser.add_argument("--device", type=_device, default="auto", help=f"{DEVICE_HELP} (auto: cuda when available)")
+    parser.add_argument("--memory", type=_memory, default="auto",
+                        help="memory mode: auto, full, strip or strip:ROWS (auto: full when the working set fits)")
+    parser.add_argument("--workers", type=_positive, default=None,
+                        help="image-decoding threads (local engine; default: CPU count, at most 8), or the "
+                             "number of CPU actors (Ray engine without GPUs; default: the cluster's CPUs)")
+    parser.add_argument("--prefetch", type=_positive, default=32, help="pairs decoded ahead of scoring (32)")
+    parser.add_argument("--engine", choices=("local", "ray"), default="local",
+                        help="local: this process; ray: one actor per GPU (or CPU actors) of a Ray cluster")
+    parser.add_argument("--address", default=None,
+                        help="Ray cluster address (--engine ray; default: start a local Ray instance)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
+    parser.set_defaults(run=run)
+
+
+def _metrics(args: argparse.Namespace) -> list[str]:
+    names = [n for group in (args.metric or [list(DEFAULT_METRICS)]) for n in group]
+    return list(dict.fromkeys(names))
+
+
+def _local_outcomes(scorer, tasks, columns, args, stats) -> Iterator[Any]:
+    from fusedsim.engine.batch_pairs import PairRunner, decode_ahead, plan
+
+    runner = PairRunner(scorer, columns)
+    workers = args.workers or min(8, os.cpu_count() or 1)
+    try:
+        for pair in decode_ahead(plan(tasks), workers=workers, prefetch=args.prefetch):
+            yield runner.run(pair)
+    finally:
+        stats["prepared"] = runner.prepared
+
+
+def run(args: argparse.Namespace) -> int:
+    from fusedsim.cli._outputs import Output, check_outputs
+    from fusedsim.cli._pairs import read_pairs, table_format
+    from fusedsim.cli._rowsink import OUTPUT_FORMATS, RowSink
+    from fusedsim.engine.batch_pairs import metric_columns
+    from fusedsim.metrics.registry import get_metric
+
+    if args.address and args.engine != "ray":
+        raise ValueError("--address needs --engine ray")
+    metric_names = _metrics(args)
+    specs = [get_metric(n) for n in metric_names]
+    fmt = table_format(args.output, OUTPUT_FORMATS, "-o")
+    table = read_pairs(args.pairs)
+    out = Output(args.output, fmt, "-o")
+    check_outputs([out])
+    if out.stream:
+        raise ValueError(f"-o {args.output}: batch writes a file it can resume; give a file path")
+    if os.path.realpath(args.pairs) == out.target:
+        raise ValueError(f"-o {args.output} is the pairs table itself; choose another output")
+    if fmt == "parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise ValueError(f"-o {args.output}: writing Parquet needs pyarrow (pip install 'fusedsim[parquet]')"
+                             ) from None
+    score_columns = metric_columns(specs)
+    columns = [*table.columns, *score_columns, "backend", "error"]
+    clash = sorted(set(table.columns) & set(columns[len(table.columns):]))
+    if clash:
+        raise ValueError(f"PAIRS {table.path} already has the output column(s) {', '.join(clash)}; rename them")
+    sink = RowSink(out.target, fmt, columns, (table.ref_column, table.dist_column), args.output)
+    if sink.existing() and not (args.resume or args.overwrite):
+        raise ValueError(f"-o {args.output} already holds results; pass --resume to continue that run or "
+                         "--overwrite to replace it")
+
+    # the engine first: a device, metric or cluster error stops the run before the output is touched
+    stats: dict[str, Any] = {"prepared": 0}
+    if args.engine == "ray":
+        from fusedsim.engine.ray_batch import RayBatch
+
+        engine: Any = RayBatch(metric_names, score_columns, device=args.device, memory=args.memory,
+                               address=args.address, workers=args.workers, prefetch=args.prefetch)
+    else:
+        from fusedsim.engine import Scorer
+
+        engine = Scorer(metric_names, device=args.device, memory=args.memory)
+    try:
+        return _run_batch(args, table, sink, engine, score_columns, stats)
+    finally:
+        if args.engine == "ray":
+            engine.shutdown()
+
+
+def _run_batch(args, table, sink, engine, score_columns, stats) -> int:
+    import math
+
+    from fusedsim.cli._rowsink import cell_text
+    from fusedsim.engine.batch_pairs import PairOutcome, PairTask
+
+    done = sink.start(args.resume)
+    skipped, tasks, early = 0, [], []
+    for index, row in enumerate(table.rows):
+        key = (cell_text(row[table.ref_column]), cell_text(row[table.dist_column]))
+        if done[key] > 0:
+            done[key] -= 1
+            skipped += 1
+            continue
+        ref, dist = table.image_path(row[table.ref_column]), table.image_path(row[table.dist_column])
+        if not ref or not dist:
+            missing = table.ref_column if not ref else table.dist_column
+            early.append(PairOutcome(index, {c: math.nan for c in score_columns}, "",
+                                     f"row {index + 1}: the {missing} cell is empty"))
+        else:
+            tasks.append(PairTask(index, ref, dist))
+
+    if args.engine == "ray":
+        outcomes: Iterator[Any] = engine.outcomes(tasks, stats)
+    else:
+        outcomes = _local_outcomes(engine, tasks, score_columns, args, stats)
+
+    from tqdm import tqdm
+
+    total = len(tasks) + len(early)
+    failed, backends = 0, Counter()
+    stopped = ""
+    complete = False
+    start = time.perf_counter()
+    bar = tqdm(total=total, unit="pair", disable=args.quiet, file=sys.stderr, dynamic_ncols=True,
+               desc="batch", smoothing=0.1)
+    try:
+        for outcome in _chain(early, outcomes):
+            row = dict(table.rows[outcome.index])
+            row.update({c: math.nan for c in score_columns})
+            row.update(outcome.values)
+            row["backend"], row["error"] = outcome.backend, outcome.error
+            sink.write(row)
+            bar.update(1)
+            if outcome.error:
+                failed += 1
+                if args.fail_fast:
+                    stopped = f"row {outcome.index + 1}: {outcome.error}"
+                    break
+            else:
+                backends[outcome.backend] += 1
+        else:
+            complete = True
+    finally:
+        if hasattr(outcomes, "close"):
+            outcomes.close()
+        bar.close()
+        sink.close(complete, float_columns=score_columns)
+        if not complete and not stopped:
+            print(f"fusedsim batch: interrupted; {sink.written} new rows kept in {args.output} (rerun with "
+                  "--resume to continue)", file=sys.stderr)
+    elapsed = time.perf_counter() - start
+    scored = sink.written - failed
+    if not args.quiet:
+        rate = sink.written / elapsed if elapsed > 0 else float("inf")
+        used = ", ".join(f"{name} {count}" for name, count in backends.items()) or "none"
+        print(f"fusedsim batch: {scored} scored, {failed} failed, {skipped} already done; {sink.written} rows in "
+              f"{elapsed:.1f} s ({rate:.2f} pairs/s); references prepared: {stats['prepared']}; backends: {used}; "
+              f"output: {args.output}", file=sys.stderr)
+    if stopped:
+        print(f"fusedsim batch: stopped at the first failed pair (--fail-fast): {stopped}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _chain(first: list[Any], rest: Iterator[Any]) -> Iterator[Any]:
+    yield from first
+    yield from rest

@@ -1,0 +1,95 @@
+"""``fusedsim bench``: measure time and peak memory per pixel of each metric on each backend, for the chooser.
+
+Each (metric, backend, size) is scored through :class:`fusedsim.engine.Scorer` on random pairs (not zeros): one
+warm-up call, then the median of ``--repeats`` calls. Peak memory is the allocator's peak on a GPU and the sampled
+growth of the resident set on the CPU (approximate). The results replace this machine's bench cache
+(:mod:`fusedsim.engine.bench_cache`), which the chooser reads; the cache is stale after a week or a GPU/driver
+change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from fusedsim._device import DEVICE_HELP
+from fusedsim.cli.score import _device, _image_metric
+
+DEFAULT_METRICS = ("ssim", "ms-ssim", "psnr")
+DEFAULT_SIZES = (256, 512, 1024)
+
+
+def _sizes(text: str) -> list[int]:
+    try:
+        sizes = [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        sizes = []
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError(f"--sizes must be comma-separated positive side lengths; got {text!r}")
+    return sizes
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer; got {text!r}")
+    return int(text)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("bench", help="measure metrics per backend into the bench cache used by the chooser",
+                            description=__doc__.split("\n\n", 1)[1] if __doc__ else None)
+    parser.add_argument("--metric", action="append", type=_image_metric, metavar="NAME[,NAME...]",
+                        help=f"metrics to measure, or all (default: {', '.join(DEFAULT_METRICS)})")
+    parser.add_argument("--sizes", type=_sizes, default=list(DEFAULT_SIZES), metavar="S[,S...]",
+                        help=f"square sides in pixels (default: {','.join(map(str, DEFAULT_SIZES))}); sizes below "
+                             "a metric's minimum are skipped")
+    parser.add_argument("--device", type=_device, default="auto",
+                        help=f"{DEVICE_HELP}; auto: the CPU and, when present, the first GPU")
+    parser.add_argument("--strip-rows", type=_positive, default=256, help="strip body rows measured (default 256)")
+    parser.add_argument("--repeats", type=_positive, default=3, help="timed calls per measurement (median)")
+    parser.add_argument("--channels", type=_positive, default=3, choices=(1, 3), help="1 (grey) or 3 (RGB)")
+    parser.add_argument("--format", choices=("plain", "json"), default="plain", help="output format")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import time
+
+    from fusedsim.cli._json import dumps
+    from fusedsim.engine.bench_cache import BenchCache, save_bench_cache
+    from fusedsim.engine.machine import cache_path, machine_identity
+    from fusedsim.engine.measure import cold_start_seconds, devices_for, measure
+    from fusedsim.metrics.registry import get_metric
+
+    names = list(dict.fromkeys(n for group in (args.metric or [DEFAULT_METRICS]) for n in group))
+    specs = [get_metric(n) for n in names]
+    devices = devices_for(args.device)
+    identity = machine_identity()
+    cache = BenchCache(identity=identity, created=time.time())
+    cache.cold_seconds = {dev.type: cold_start_seconds(dev) for dev in devices}
+    skipped: list[str] = []
+    for spec in specs:
+        for dev in devices:
+            for side in args.sizes:
+                if side < spec.min_size:
+                    skipped.append(f"{spec.name} at {side}px: below its minimum size {spec.min_size}")
+                    continue
+                for m, note in measure(spec, dev, side, args.channels, args.strip_rows, args.repeats):
+                    if m is not None:
+                        cache.measurements.append(m)
+                        if args.format == "plain":
+                            print(f"{m.metric:<12} {m.backend:<16} {side:>5}px  {m.seconds * 1e3:10.3f} ms  "
+                                  f"{m.seconds / m.values * 1e9:8.3f} ns/value  "
+                                  f"{m.peak_bytes / m.values:8.1f} B/value", flush=True)
+                    if note:
+                        skipped.append(note)
+    save_bench_cache(cache)
+    path = cache_path("bench", identity)
+    if args.format == "json":
+        print(dumps({**cache.to_dict(), "path": str(path), "skipped": skipped}))
+    else:
+        for line in skipped:
+            print(f"skipped: {line}", file=sys.stderr)
+        print(f"cold start: " + ", ".join(f"{k} {v:.2f} s" for k, v in cache.cold_seconds.items()))
+        print(f"bench cache written to {path}")
+    return 0

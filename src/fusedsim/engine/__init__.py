@@ -1,0 +1,38 @@
+"""The scoring engine: one :class:`Scorer` for any set of registered metrics, with memory modes (full / strip),
+a cached reference, an OOM fallback ladder and a benchmark-driven backend chooser.
+
+It knows no metric by name: everything comes from :class:`fusedsim.metrics.registry.MetricSpec`. Attributes load
+on first use, so importing this package does not import torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fusedsim.engine.chooser import Candidate, Choice, Task, choose
+    from fusedsim.engine.memory import MemoryMode, parse_memory
+    from fusedsim.engine.scorer import ScoreResult, Scorer
+
+_LAZY = {
+    "Scorer": "fusedsim.engine.scorer",
+    "ScoreResult": "fusedsim.engine.scorer",
+    "MemoryMode": "fusedsim.engine.memory",
+    "parse_memory": "fusedsim.engine.memory",
+    "Task": "fusedsim.engine.chooser",
+    "Candidate": "fusedsim.engine.chooser",
+    "Choice": "fusedsim.engine.chooser",
+    "choose": "fusedsim.engine.chooser",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,183 @@
+"""Batch scoring of image-file pairs: ordered plan, decoding ahead in threads, one prepared reference at a time.
+
+* :func:`plan` orders pairs so equal reference paths are consecutive (stable: file order within a reference).
+* :func:`decode_ahead` decodes pairs in worker threads, at most ``prefetch`` pairs ahead of the consumer, so image
+  decoding overlaps scoring; a reference shared by consecutive pairs is decoded and hashed once.
+* :class:`PairRunner` scores decoded pairs with a :class:`~fusedsim.engine.Scorer`; it prepares a reference only
+  when the xxhash of its decoded pixels differs from the prepared one, so equal images under different paths
+  reuse the state too. A failing pair becomes an outcome with NaN values and the error, never an exception.
+
+The local CLI path and the Ray actors (:mod:`fusedsim.engine.ray_batch`) run this same code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fusedsim.io.images import ImageData
+    from fusedsim.metrics.registry import MetricSpec
+
+__all__ = ["DecodedPair", "PairOutcome", "PairRunner", "PairTask", "decode_ahead", "metric_columns",
+           "pixel_hash", "plan"]
+
+
+@dataclass(frozen=True)
+class PairTask:
+    """One pair to score: ``index`` (its row in the pairs table) and the two image paths."""
+
+    index: int
+    ref: str
+    dist: str
+
+
+@dataclass
+class DecodedPair:
+    """A task with its decoded images (``ref_key``: hash of the reference pixels), or the decoding error."""
+
+    task: PairTask
+    ref: ImageData | None = None
+    ref_key: str = ""
+    dist: ImageData | None = None
+    error: str = ""
+
+
+@dataclass
+class PairOutcome:
+    """Scores of one pair: ``values`` by output column (NaN when it failed), the backend used, the error."""
+
+    index: int
+    values: dict[str, float]
+    backend: str = ""
+    error: str = ""
+    downgrades: list[str] = field(default_factory=list)
+
+
+def metric_columns(specs: Sequence[MetricSpec]) -> list[str]:
+    """Output columns of ``specs``: the metric name for one output, ``name.field`` for several."""
+    columns = []
+    for spec in specs:
+        if len(spec.outputs) == 1:
+            columns.append(spec.name)
+        else:
+            columns.extend(f"{spec.name}.{out}" for out in spec.outputs)
+    return columns
+
+
+def plan(tasks: Iterable[PairTask]) -> list[PairTask]:
+    """``tasks`` with equal reference paths made consecutive (first appearance order, then file order)."""
+    first: dict[str, int] = {}
+    ordered = list(tasks)
+    for t in ordered:
+        first.setdefault(t.ref, len(first))
+    return sorted(ordered, key=lambda t: (first[t.ref], t.index))
+
+
+def pixel_hash(image: ImageData) -> str:
+    """xxhash (xxh3-128) of the decoded pixels with their shape and bit depth (blake2b without xxhash)."""
+    array = image.pixels.numpy()
+    head = f"{tuple(array.shape)}:{image.bit_depth}:".encode()
+    try:
+        import xxhash
+    except ImportError:  # same role, slower: the key only has to tell images apart
+        return "b2:" + hashlib.blake2b(head + array.tobytes(), digest_size=16).hexdigest()
+    h = xxhash.xxh3_128(head)
+    h.update(memoryview(array).cast("B"))
+    return "xx:" + h.hexdigest()
+
+
+def _read_ref(path: str) -> tuple[ImageData, str]:
+    from fusedsim.io.images import read_image
+
+    image = read_image(path, "REF")
+    return image, pixel_hash(image)
+
+
+def _read_dist(path: str) -> ImageData:
+    from fusedsim.io.images import read_image
+
+    return read_image(path, "DIST")
+
+
+def _error_text(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return " ".join(text.split())  # one line: rows of a table
+
+
+def decode_ahead(tasks: Sequence[PairTask], workers: int = 4, prefetch: int = 16) -> Iterator[DecodedPair]:
+    """Decode ``tasks`` in ``workers`` threads, in order, at most ``prefetch`` pairs ahead of the consumer."""
+    if workers < 1 or prefetch < 1:
+        raise ValueError(f"workers and prefetch must be >= 1; got {workers} and {prefetch}")
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fusedsim-decode")
+    pending: deque[tuple[PairTask, Future, Future]] = deque()
+    ref_path, ref_future = None, None
+
+    def submit(task: PairTask) -> None:
+        nonlocal ref_path, ref_future
+        if task.ref != ref_path or ref_future is None:
+            ref_path, ref_future = task.ref, pool.submit(_read_ref, task.ref)
+        pending.append((task, ref_future, pool.submit(_read_dist, task.dist)))
+
+    def resolve(task: PairTask, ref_f: Future, dist_f: Future) -> DecodedPair:
+        out = DecodedPair(task)
+        try:
+            out.ref, out.ref_key = ref_f.result()
+            out.dist = dist_f.result()
+        except Exception as exc:
+            out.ref = out.dist = None
+            out.error = _error_text(exc)
+        return out
+
+    try:
+        for task in tasks:
+            submit(task)
+            if len(pending) >= prefetch:
+                yield resolve(*pending.popleft())
+        while pending:
+            yield resolve(*pending.popleft())
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+class PairRunner:
+    """Scores decoded pairs with one ``scorer`` for the output ``columns`` (see :func:`metric_columns`)."""
+
+    def __init__(self, scorer: Any, columns: Sequence[str]) -> None:
+        self.scorer = scorer
+        self.columns = list(columns)
+        self._ref_key = ""
+        self.prepared = 0  # references prepared (a reused one is not counted again)
+
+    def _failed(self, pair: DecodedPair, error: str) -> PairOutcome:
+        return PairOutcome(pair.task.index, {c: math.nan for c in self.columns}, "", error)
+
+    def run(self, pair: DecodedPair) -> PairOutcome:
+        """Score one decoded pair; errors (bad files, sizes, metric errors) are returned in the outcome."""
+        from fusedsim.io.images import check_image_pair
+
+        if pair.error:
+            return self._failed(pair, pair.error)
+        assert pair.ref is not None and pair.dist is not None
+        try:
+            check_image_pair(pair.ref, pair.dist)
+            if pair.ref_key != self._ref_key:
+                self._ref_key = ""
+                self.scorer.set_reference(pair.ref)
+                self._ref_key = pair.ref_key
+                self.prepared += 1
+            result = self.scorer.score_prepared(pair.dist)
+        except Exception as exc:  # one bad pair must not stop the batch
+            return self._failed(pair, _error_text(exc))
+        values = {c: math.nan for c in self.columns}
+        for name, value in result.values.items():
+            if isinstance(value, dict):
+                values.update({f"{name}.{k}": float(v) for k, v in value.items()})
+            else:
+                values[name] = float(value)
+        return PairOutcome(pair.task.index, values, result.backend, "", list(result.downgrades))

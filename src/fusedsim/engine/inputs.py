@@ -1,0 +1,50 @@
+"""What each metric kind reads: the engine's adaptation of an :class:`~fusedsim.io.images.ImageData` pair.
+
+* ``"image"`` metrics take the pixels as they are, ``(1, C, H, W)`` in ``0..data_range``, with ``data_range``.
+* ``"srgb"`` (perceptual) metrics take sRGB in ``[0, 1]`` with 3 channels: a grey image is replicated, since
+  these metrics are defined on colour images and a grey image is the colour image with R = G = B.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
+
+    from fusedsim.metrics.registry import MetricSpec
+
+__all__ = ["check_min_size", "metric_input", "result_values", "srgb"]
+
+
+def srgb(pixels: torch.Tensor, data_range: int, role: str) -> torch.Tensor:
+    """Pixels ``(1, C, H, W)`` in ``0..data_range`` as sRGB ``(1, 3, H, W)`` in ``[0, 1]`` (grey replicated)."""
+    if pixels.shape[1] == 1:
+        pixels = pixels.expand(-1, 3, -1, -1)
+    if pixels.shape[1] != 3:
+        raise ValueError(f"{role} has {pixels.shape[1]} channels; the perceptual metrics need grey or RGB")
+    return pixels.float() / data_range
+
+
+def metric_input(spec: MetricSpec, pixels: torch.Tensor, data_range: int, role: str) -> torch.Tensor:
+    """``pixels`` as ``spec`` reads them (see the module docstring); float32 either way."""
+    if spec.kind == "srgb":
+        return srgb(pixels, data_range, role)
+    if spec.kind != "image":
+        raise ValueError(f"{spec.name} is a {spec.kind} metric; the engine scores image pairs only")
+    return pixels.float()
+
+
+def result_values(spec: MetricSpec, out: Any) -> float | dict[str, float]:
+    """A metric's output for one pair as a float, or ``{field: float}`` when it reports several values."""
+    if len(spec.outputs) == 1 and not hasattr(out, "_fields"):
+        return float(out.reshape(-1)[0]) if hasattr(out, "reshape") else float(out)
+    return {field: float(getattr(out, field).reshape(-1)[0]) for field in spec.outputs}
+
+
+def check_min_size(specs: list[MetricSpec], width: int, height: int) -> None:
+    """Raise ``ValueError`` naming REF/DIST and their size if an image is too small for a metric."""
+    for spec in specs:
+        if min(width, height) < spec.min_size:
+            raise ValueError(f"REF and DIST are {width}×{height} but {spec.name} needs at least {spec.min_size} px "
+                             f"per side ({spec.min_size_reason})")

@@ -1,0 +1,187 @@
+"""Butteraugli (libjxl 0.7, the ``butteraugli_main`` tool): max-norm, the tool's "3-norm" and the distance map.
+
+Functional API :func:`butteraugli`, cached-reference pair :func:`prepare_butteraugli` /
+:func:`score_prepared_butteraugli` (used by ``fusedsim.Metric("butteraugli")``), and :class:`ButteraugliLoss`.
+The algorithm is the twin in :mod:`fusedsim.reference.butteraugli_ref`; on CUDA tensors its blurs and Malta filters
+run as Triton kernels (:mod:`fusedsim.ops.butteraugli_blur`, :mod:`fusedsim.ops.butteraugli_malta`) in float32, the
+reference's own precision, and the element-wise glue as PyTorch ops. The CPU path computes in float64.
+
+Gradients: when an input requires grad, the whole pipeline runs on the twin's PyTorch filters (autograd, any
+device); the Triton kernels are forward-only.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import torch
+
+from fusedsim.metrics.srgb_input import srgb_image, srgb_pair
+from fusedsim.reference.butteraugli_ref import (
+    MIN_SIZE,
+    TWIN_FILTERS,
+    ButteraugliFilters,
+    ButteraugliReference,
+    butteraugli_norms_ref,
+    diffmap_prepared_ref,
+    prepare_reference_ref,
+    srgb_to_linear_ref,
+)
+
+__all__ = ["ButteraugliLoss", "ButteraugliResult", "ButteraugliState", "butteraugli", "prepare_butteraugli",
+           "score_prepared_butteraugli"]
+
+_NAME = "butteraugli"
+_MIN_REASON = "libjxl's butteraugli returns an all-zero map below 8 px"
+_OP_FILTERS: ButteraugliFilters | None = None
+
+
+class ButteraugliResult(NamedTuple):
+    """Butteraugli of a batch: ``max_norm`` (N,) the map's maximum (the tool's distance), ``pnorm3`` (N,) float64
+    the tool's "3-norm" (mean over p = 3, 6, 12 of ``(mean d^p)^(1/p)``), ``distmap`` (N, H, W) the per-pixel
+    distance. Unbatched (3, H, W) inputs give 0-d norms and an (H, W) map."""
+
+    max_norm: torch.Tensor
+    pnorm3: torch.Tensor
+    distmap: torch.Tensor
+
+
+class ButteraugliState(NamedTuple):
+    """A prepared reference: its bands and masks (:class:`ButteraugliReference`), the (N, 3, H, W) shape it was
+    prepared for, whether it was batched, its dtype and ``hf_asymmetry``."""
+
+    reference: ButteraugliReference
+    shape: tuple[int, ...]
+    batched: bool
+    dtype: torch.dtype
+    hf_asymmetry: float
+
+
+def _check_params(intensity_target: float, hf_asymmetry: float) -> tuple[float, float]:
+    out = []
+    for name, value in (("intensity_target", intensity_target), ("hf_asymmetry", hf_asymmetry)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"{_NAME}: {name} must be a positive number; got {type(value).__name__}")
+        if not (math.isfinite(value) and value > 0):
+            raise ValueError(f"{_NAME}: {name} must be a finite number > 0; got {value!r}")
+        out.append(float(value))
+    return out[0], out[1]
+
+
+def _compute_dtype(device: torch.device) -> torch.dtype:
+    """float64 on the CPU (the parity path); float32 elsewhere, libjxl's own precision."""
+    return torch.float64 if device.type == "cpu" else torch.float32
+
+
+def _filters(*tensors: torch.Tensor) -> ButteraugliFilters:
+    """The registered ops (Triton on GPUs, the twin on the CPU) unless gradients are needed."""
+    global _OP_FILTERS
+    if any(t.requires_grad for t in tensors):
+        return TWIN_FILTERS
+    if _OP_FILTERS is None:
+        from fusedsim.ops.catalog import butteraugli_blur, butteraugli_malta
+
+        _OP_FILTERS = ButteraugliFilters(butteraugli_blur, butteraugli_malta)
+    return _OP_FILTERS
+
+
+def _linear(image: torch.Tensor) -> torch.Tensor:
+    return srgb_to_linear_ref(image.to(_compute_dtype(image.device)))
+
+
+def _expand(value, n: int):
+    """The prepared reference broadcast to a batch of n distorted images (views, no copies)."""
+    if isinstance(value, torch.Tensor):
+        return value.expand(n, *value.shape[1:])
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return type(value)(*(_expand(v, n) for v in value))
+    return value
+
+
+def prepare_butteraugli(ref: torch.Tensor, *, intensity_target: float = 80.0, hf_asymmetry: float = 0.8,
+                        check_range: bool | None = None) -> ButteraugliState:
+    """Prepare a reference (N, 3, H, W) or (3, H, W), sRGB uint8 or float in [0, 1], for
+    :func:`score_prepared_butteraugli`: its opsin image, frequency bands and masking maps at both resolutions."""
+    intensity_target, hf_asymmetry = _check_params(intensity_target, hf_asymmetry)
+    image, batched = srgb_image(ref, "ref", _NAME, min_size=MIN_SIZE, min_size_reason=_MIN_REASON,
+                                dtype=_compute_dtype(ref.device) if isinstance(ref, torch.Tensor) else torch.float32,
+                                check_range=check_range)
+    linear = _linear(image)
+    prepared = prepare_reference_ref(linear, intensity_target, _filters(linear))
+    return ButteraugliState(prepared, tuple(image.shape), batched, linear.dtype, hf_asymmetry)
+
+
+def score_prepared_butteraugli(state: ButteraugliState, dist: torch.Tensor, *,
+                               check_range: bool | None = None) -> ButteraugliResult:
+    """Butteraugli of ``dist`` against a prepared reference. ``dist`` has the reference's shape, or is a batch
+    (N, 3, H, W) of the reference's size when the reference is a single image."""
+    if not isinstance(state, ButteraugliState):
+        raise TypeError(f"{_NAME}: state must come from prepare_butteraugli; got {type(state).__name__}")
+    image, batched = srgb_image(dist, "dist", _NAME, min_size=MIN_SIZE, min_size_reason=_MIN_REASON,
+                                dtype=state.dtype, check_range=check_range)
+    n_ref = state.shape[0]
+    if image.shape[1:] != state.shape[1:] or (image.shape[0] != n_ref and n_ref != 1):
+        raise ValueError(f"{_NAME}: dist must match the reference's shape {state.shape} (or be a batch of its "
+                         f"size when the reference is one image); got {tuple(image.shape)}")
+    reference = state.reference
+    if image.shape[0] != n_ref:
+        reference = _expand(reference, image.shape[0])
+    if reference.full.mask.device != image.device:
+        raise ValueError(f"{_NAME}: dist is on {image.device} but the reference was prepared on "
+                         f"{reference.full.mask.device}")
+    linear = _linear(image)
+    diffmap = diffmap_prepared_ref(reference, linear, state.hf_asymmetry, _filters(linear, reference.full.mask))
+    max_norm, pnorm3 = butteraugli_norms_ref(diffmap)
+    if not (batched or state.batched):
+        return ButteraugliResult(max_norm[0], pnorm3[0], diffmap[0])
+    return ButteraugliResult(max_norm, pnorm3, diffmap)
+
+
+def butteraugli(ref: torch.Tensor, dist: torch.Tensor, *, intensity_target: float = 80.0,
+                hf_asymmetry: float = 0.8, check_range: bool | None = None) -> ButteraugliResult:
+    """Butteraugli distance of sRGB pairs, as libjxl 0.7's ``butteraugli_main`` computes it.
+
+    Args:
+        ref, dist: (N, 3, H, W) or (3, H, W), sRGB-encoded, uint8 0..255 or float in [0, 1]; H, W >= 8.
+        intensity_target: display luminance of sRGB white in nits (``butteraugli_main`` default 80; the libjxl
+            C API's default is 255).
+        hf_asymmetry: weight of new high-frequency artefacts against lost detail (``butteraugli_main``
+            hard-codes 0.8; 1.0 is neutral).
+        check_range: check float inputs lie in [0, 1] (default: on CPU tensors only, which needs no sync).
+
+    Returns:
+        :class:`ButteraugliResult` ``(max_norm, pnorm3, distmap)``; lower is better, 0 for identical images.
+    """
+    intensity_target, hf_asymmetry = _check_params(intensity_target, hf_asymmetry)
+    pair = srgb_pair(ref, dist, _NAME, min_size=MIN_SIZE, min_size_reason=_MIN_REASON,
+                     dtype=_compute_dtype(ref.device) if isinstance(ref, torch.Tensor) else torch.float32,
+                     check_range=check_range)
+    ref_lin, dist_lin = _linear(pair.ref), _linear(pair.dist)
+    filters = _filters(ref_lin, dist_lin)
+    prepared = prepare_reference_ref(ref_lin, intensity_target, filters)
+    diffmap = diffmap_prepared_ref(prepared, dist_lin, hf_asymmetry, filters)
+    max_norm, pnorm3 = butteraugli_norms_ref(diffmap)
+    if not pair.batched:
+        return ButteraugliResult(max_norm[0], pnorm3[0], diffmap[0])
+    return ButteraugliResult(max_norm, pnorm3, diffmap)
+
+
+class ButteraugliLoss(torch.nn.Module):
+    """Butteraugli as a loss: ``loss(ref, dist)`` -> the batch mean of the chosen norm (``"pnorm3"``, smooth, or
+    ``"max_norm"``). Differentiable with respect to both images through the PyTorch twin (any device); float
+    inputs in [0, 1]."""
+
+    def __init__(self, intensity_target: float = 80.0, hf_asymmetry: float = 0.8, norm: str = "pnorm3") -> None:
+        super().__init__()
+        self.intensity_target, self.hf_asymmetry = _check_params(intensity_target, hf_asymmetry)
+        if norm not in ("pnorm3", "max_norm"):
+            raise ValueError(f"{_NAME}: norm must be 'pnorm3' or 'max_norm'; got {norm!r}")
+        self.norm = norm
+
+    def forward(self, ref: torch.Tensor, dist: torch.Tensor) -> torch.Tensor:
+        result = butteraugli(ref, dist, intensity_target=self.intensity_target, hf_asymmetry=self.hf_asymmetry)
+        return getattr(result, self.norm).mean()
+
+    def extra_repr(self) -> str:
+        return f"intensity_target={self.intensity_target}, hf_asymmetry={self.hf_asymmetry}, norm={self.norm!r}"

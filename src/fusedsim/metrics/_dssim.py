@@ -1,0 +1,189 @@
+"""DSSIM (kornelski/dssim 3.5.0): functional form, cached reference, loss module.
+
+The algorithm and its constants are in :mod:`fusedsim.reference.dssim_ref`. On CUDA tensors the colour transform,
+the chroma pre-blur and the fused per-scale SSIM map run as Triton kernels (``dssim_lab``, ``dssim_blur``,
+``dssim_ssim_map``); linearisation, the 2x2 pyramid and the pooling are PyTorch. Calls that need gradients run
+the PyTorch twin (the same arithmetic; the kernels are forward only).
+
+Precision: uint8 input is computed in float32, as dssim does, and then reproduces dssim-core's f32 arithmetic
+(its LUT, fused multiply-adds, blur edge weights and summation order): the four upstream locked values are met
+to ~1e-16. float32 input is computed in float32, float64 input in float64 (for gradient checks; it differs from
+dssim's f32 results by their rounding, ~1e-6 on small images), float16/bfloat16 in float32.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import torch
+
+from fusedsim.metrics.srgb_input import srgb_image, srgb_pair
+from fusedsim.ops.registry import OPS
+from fusedsim.reference import dssim_ref as spec
+
+__all__ = ["DSSIMLoss", "DSSIMReference", "dssim", "prepare_dssim", "score_prepared_dssim"]
+
+_NAME = "dssim"
+
+
+def _ops():
+    import fusedsim.ops.catalog  # noqa: F401 - registers the ops
+
+    return OPS["dssim_lab"], OPS["dssim_blur"], OPS["dssim_ssim_map"]
+
+
+def _split_alpha(image: object) -> tuple[object, torch.Tensor | None]:
+    """RGBA (N, 4, H, W) / (4, H, W) -> the RGB part and the alpha plane; anything else is passed on unchanged."""
+    if isinstance(image, torch.Tensor) and image.dim() in (3, 4) and image.shape[-3] == 4:
+        return image[..., :3, :, :], image[..., 3:, :, :]
+    return image, None
+
+
+def _alpha(alpha: torch.Tensor | None, rgb: torch.Tensor, name: str) -> torch.Tensor | None:
+    """Straight alpha as (N, 1, H, W) in the dtype of ``rgb`` (checked like the colour channels)."""
+    if alpha is None:
+        return None
+    grey, _ = srgb_image(alpha.expand(*alpha.shape[:-3], 3, *alpha.shape[-2:]), f"{name} alpha", _NAME,
+                         dtype=rgb.dtype)
+    return grey[:, :1].to(rgb.dtype)
+
+
+def _compute_dtype(x: torch.Tensor) -> torch.dtype:
+    return torch.float64 if x.dtype == torch.float64 else torch.float32
+
+
+@dataclass(frozen=True)
+class DSSIMReference:
+    """A prepared reference: per scale, its Lab (N, 3, H_s, W_s) with pre-blurred a/b."""
+
+    scales: tuple[torch.Tensor, ...]
+    shape: tuple[int, ...]
+    has_alpha: bool
+    batched: bool
+    dtype: torch.dtype
+
+
+@functools.lru_cache(maxsize=8)
+def _lut(device: torch.device) -> torch.Tensor:
+    """dssim's sRGB -> linear table for uint8 (256 float32 values): the same function on the same values u/255 as
+    :func:`~fusedsim.reference.dssim_ref.srgb_to_linear_ref`, so bit-identical to it, in one gather."""
+    return spec.srgb_to_linear_ref(torch.arange(256, dtype=torch.float32) / 255.0).to(device)
+
+
+def _linear(rgb: torch.Tensor, raw: torch.Tensor | None) -> torch.Tensor:
+    if raw is None or rgb.dtype != torch.float32:
+        return spec.srgb_to_linear_ref(rgb)
+    lut = _lut(raw.device)
+    return lut.index_select(0, raw.reshape(-1).to(torch.int32)).view(raw.shape)
+
+
+def _side(rgb: torch.Tensor, alpha: torch.Tensor | None, grad: bool,
+          raw: torch.Tensor | None = None) -> list[torch.Tensor]:
+    """One image's per-scale Lab with pre-blurred a/b (see :func:`fusedsim.reference.dssim_ref.dssim_ref`);
+    ``raw`` is the uint8 image behind ``rgb``, if any (linearised by table look-up)."""
+    if grad:
+        lin = spec.srgb_to_linear_ref(rgb)
+        return spec.dssim_prepare_scales_ref(lin * alpha if alpha is not None else lin, alpha)
+    lab_op, blur_op, _ = _ops()
+    lin = _linear(rgb, raw)
+    if alpha is not None:
+        lin = lin * alpha
+    out = []
+    for s, _ in enumerate(spec.dssim_scale_sizes(lin.shape[-2], lin.shape[-1])):
+        if s:
+            lin = spec.dssim_downsample_ref(lin)
+            alpha = spec.dssim_downsample_ref(alpha) if alpha is not None else None
+        lab = lab_op(lin, alpha if alpha is not None else lin, alpha is not None)
+        out.append(torch.cat([lab[:, :1], blur_op(lab[:, 1:])], dim=1))
+    return out
+
+
+def _compare(ref_scales, dist_scales, grad: bool) -> torch.Tensor:
+    ssim_map = spec.dssim_ssim_map_ref if grad else _ops()[2]
+    scores = [spec.dssim_pool_ref(ssim_map(a, b), s) for s, (a, b) in enumerate(zip(ref_scales, dist_scales))]
+    return spec.dssim_combine_ref(scores)
+
+
+def _inputs(ref: object, dist: object):
+    ref_rgb, ref_alpha = _split_alpha(ref)
+    dist_rgb, dist_alpha = _split_alpha(dist)
+    if (ref_alpha is None) != (dist_alpha is None):
+        raise ValueError(f"{_NAME}: ref and dist must both be RGB or both RGBA; got shapes "
+                         f"{tuple(ref.shape)} and {tuple(dist.shape)}")  # type: ignore[union-attr]
+    dtype = torch.float32 if not isinstance(ref_rgb, torch.Tensor) else _compute_dtype(ref_rgb)
+    pair = srgb_pair(ref_rgb, dist_rgb, _NAME, dtype=dtype)
+    r, d = pair.ref.to(_compute_dtype(pair.ref)), pair.dist.to(_compute_dtype(pair.dist))
+    raws = tuple(_raw(x) for x in (ref_rgb, dist_rgb))
+    return r, d, _alpha(ref_alpha, r, "ref"), _alpha(dist_alpha, d, "dist"), pair.batched, raws
+
+
+def _raw(image: object) -> torch.Tensor | None:
+    """The uint8 image as (N, 3, H, W), or None for floating input."""
+    if isinstance(image, torch.Tensor) and image.dtype == torch.uint8:
+        return image if image.dim() == 4 else image.unsqueeze(0)
+    return None
+
+
+def dssim(ref: torch.Tensor, dist: torch.Tensor) -> torch.Tensor:
+    """DSSIM of each (reference, distorted) pair, as ``dssim`` 3.5.0 prints it: 0 for identical images, larger
+    is more different (1/SSIM - 1 of its multi-scale Lab SSIM).
+
+    Args:
+        ref, dist: sRGB images (N, 3, H, W) or (3, H, W), uint8 0..255 or floating in [0, 1]; or RGBA
+            (N, 4, H, W) / (4, H, W) with straight alpha, composited over dssim's pseudo-checkerboard.
+            Any size (images under 8 px use one scale).
+
+    Returns:
+        float64 tensor (N,), or 0-d for unbatched inputs.
+    """
+    r, d, ra, da, batched, (r_raw, d_raw) = _inputs(ref, dist)
+    grad = torch.is_grad_enabled() and (r.requires_grad or d.requires_grad)
+    out = _compare(_side(r, ra, grad, r_raw), _side(d, da, grad, d_raw), grad)
+    return out if batched else out[0]
+
+
+def prepare_dssim(ref: torch.Tensor) -> DSSIMReference:
+    """The reference side of :func:`dssim` (its Lab pyramid), for :func:`score_prepared_dssim`."""
+    rgb, alpha = _split_alpha(ref)
+    dtype = torch.float32 if not isinstance(rgb, torch.Tensor) else _compute_dtype(rgb)
+    image, batched = srgb_image(rgb, "ref", _NAME, dtype=dtype)
+    image = image.to(_compute_dtype(image))
+    alpha_t = _alpha(alpha, image, "ref")
+    scales = _side(image, alpha_t, False, _raw(rgb))
+    return DSSIMReference(tuple(scales), tuple(ref.shape), alpha_t is not None, batched, image.dtype)
+
+
+def score_prepared_dssim(state: DSSIMReference, dist: torch.Tensor) -> torch.Tensor:
+    """:func:`dssim` of ``dist`` against a prepared reference (same values as the one-shot call)."""
+    if not isinstance(state, DSSIMReference):
+        raise TypeError(f"{_NAME}: state must come from prepare_dssim; got {type(state).__name__}")
+    if not isinstance(dist, torch.Tensor) or tuple(dist.shape) != state.shape:
+        shape = tuple(dist.shape) if isinstance(dist, torch.Tensor) else type(dist).__name__
+        raise ValueError(f"{_NAME}: dist must have the reference's shape {state.shape}; got {shape}")
+    rgb, alpha = _split_alpha(dist)
+    image, _ = srgb_image(rgb, "dist", _NAME, dtype=state.dtype)
+    if _compute_dtype(image) != state.dtype:
+        raise TypeError(f"{_NAME}: dist must have the reference's kind of dtype ({state.dtype} computation); got "
+                        f"{dist.dtype}")
+    image = image.to(state.dtype)
+    if image.device != state.scales[0].device:
+        raise ValueError(f"{_NAME}: dist is on {image.device} but the reference on {state.scales[0].device}")
+    grad = torch.is_grad_enabled() and image.requires_grad  # gradients for dist: its side runs the twin
+    out = _compare(state.scales, _side(image, _alpha(alpha, image, "dist"), grad, _raw(rgb)), grad)
+    return out if state.batched else out[0]
+
+
+class DSSIMLoss(torch.nn.Module):
+    """DSSIM as a loss: ``DSSIMLoss()(ref, dist)`` is the mean :func:`dssim` over the batch (``reduction='mean'``)
+    or the per-image values (``'none'``). Gradients flow to both inputs (floating, in [0, 1])."""
+
+    def __init__(self, reduction: str = "mean") -> None:
+        super().__init__()
+        if reduction not in ("mean", "none"):
+            raise ValueError(f"reduction must be 'mean' or 'none'; got {reduction!r}")
+        self.reduction = reduction
+
+    def forward(self, ref: torch.Tensor, dist: torch.Tensor) -> torch.Tensor:
+        out = dssim(ref, dist)
+        return out.mean() if self.reduction == "mean" else out

@@ -1,0 +1,111 @@
+"""Butteraugli's separable blur (libjxl 0.7) as two Triton passes, horizontal then vertical.
+
+    butteraugli_blur(x (N, C, H, W), sigma) -> (N, C, H, W), float32 (float64 for float64 input)
+
+Taps ``exp(-i²/2σ²)`` for ``|i| <= max(1, ⌊2.25σ⌋)`` (``butteraugli_filters_ref.blur_taps``).
+With 5 taps the image is mirrored at its borders (edge pixel repeated) and the taps are normalised once; with
+any other length the out-of-image taps are dropped and the output divided by the sum of the taps that remain,
+per axis, as libjxl's transposing convolution does. Each program owns a BH×BW tile of one plane; the K taps are
+K shifted loads of the input tile (the window is at most 33 taps, so the re-reads stay in L1/L2). Forward only:
+the differentiable path is the twin.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+import triton
+import triton.language as tl
+
+from fusedsim.ops._launch import Launcher
+from fusedsim.reference.butteraugli_filters_ref import blur_taps
+from fusedsim.reference.ssim_ref import compute_dtype
+
+
+@triton.jit
+def _blur_axis_kernel(X, OUT, TAPS, H, W, sxh, sxw, C, scx_n, scx_c, scale,
+                      K: tl.constexpr, MIRROR: tl.constexpr, ALONG_W: tl.constexpr, ACC: tl.constexpr,
+                      BH: tl.constexpr, BW: tl.constexpr):
+    pid_w = tl.program_id(0)
+    pid_h = tl.program_id(1)
+    plane = tl.program_id(2)
+    rows = pid_h * BH + tl.arange(0, BH)[:, None]
+    cols = pid_w * BW + tl.arange(0, BW)[None, :]
+    ok = (rows < H) & (cols < W)
+    # input planes may be any (n, c) strides: plane index -> n, c
+    base = X + (plane // C).to(tl.int64) * scx_n + (plane % C).to(tl.int64) * scx_c
+    if ALONG_W:
+        n_axis = W
+        pos = cols
+    else:
+        n_axis = H
+        pos = rows
+    acc = tl.zeros([BH, BW], ACC)
+    wsum = tl.zeros([BH, BW], ACC)
+    for k in tl.static_range(K):
+        w = tl.load(TAPS + k).to(ACC)
+        q = pos + (k - K // 2)
+        if MIRROR:
+            q = tl.where(q < 0, -q - 1, q)
+            q = tl.where(q >= n_axis, 2 * n_axis - 1 - q, q)
+            q = tl.minimum(tl.maximum(q, 0), n_axis - 1)
+            m = ok
+        else:
+            m = ok & (q >= 0) & (q < n_axis)
+        if ALONG_W:
+            ptr = base + rows.to(tl.int64) * sxh + q.to(tl.int64) * sxw
+        else:
+            ptr = base + q.to(tl.int64) * sxh + cols.to(tl.int64) * sxw
+        v = tl.load(ptr, mask=m, other=0.0).to(ACC)
+        acc += w * v
+        if not MIRROR:
+            wsum += tl.where(m, w, 0.0)
+    if MIRROR:
+        out = acc * scale
+    else:
+        out = acc / tl.where(ok, wsum, 1.0)
+    pix = (plane.to(tl.int64) * H + rows) * W + cols
+    tl.store(OUT + pix, out.to(OUT.dtype.element_ty), mask=ok)
+
+
+class BlurPlan:
+    """One (shape, strides, dtype, sigma): ``forward(x) -> ((N, C, H, W) blurred, ())``."""
+
+    def __init__(self, shape, strides, dtype: torch.dtype, device: torch.device, sigma: float) -> None:
+        n, c, h, w = shape
+        self.shape = shape
+        self.dtype = compute_dtype(dtype)
+        taps = blur_taps(sigma)
+        self.taps = torch.as_tensor(taps, dtype=self.dtype, device=device)
+        k = taps.size
+        mirror = k == 5
+        scale = float(1.0 / taps.astype("float64").sum())
+        acc = tl.float64 if self.dtype == torch.float64 else tl.float32
+        bh, bw = 16, 32
+        grid = (triton.cdiv(w, bw), triton.cdiv(h, bh), n * c)
+        self._h = Launcher(_blur_axis_kernel, grid, num_warps=4)
+        self._v = Launcher(_blur_axis_kernel, grid, num_warps=4)
+        sn, sc, sh, sw = strides
+        self._h_args = (h, w, sh, sw, c, sn, sc, scale, k, mirror, True, acc, bh, bw)
+        self._v_args = (h, w, w, 1, c, c * h * w, h * w, scale, k, mirror, False, acc, bh, bw)
+
+    def forward(self, x: torch.Tensor):
+        tmp = torch.empty(self.shape, dtype=self.dtype, device=x.device)
+        out = torch.empty_like(tmp)
+        self._h(x, tmp, self.taps, *self._h_args)
+        self._v(tmp, out, self.taps, *self._v_args)
+        return out, ()
+
+
+@functools.lru_cache(maxsize=256)
+def _blur_plan(shape, strides, dtype, device, sigma) -> BlurPlan:
+    return BlurPlan(shape, strides, dtype, device, sigma)
+
+
+def butteraugli_blur_plan(tensors, scalars) -> BlurPlan:
+    (x,) = tensors
+    (sigma,) = scalars
+    if x.dim() != 4:
+        raise ValueError(f"butteraugli_blur runs on (N, C, H, W) tensors; got shape {tuple(x.shape)}")
+    return _blur_plan(tuple(x.shape), x.stride(), x.dtype, x.device, float(sigma))

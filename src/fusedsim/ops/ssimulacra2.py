@@ -1,0 +1,273 @@
+"""SSIMULACRA2's blurs and comparison of one scale as Triton kernels.
+
+    ssimulacra2_reference_blur(x1) -> (2, N, 3, h, w) float32: G(x1), G(x1²)
+    ssimulacra2_error_pool(x1, x2, mu1, s11) -> (N, 3, 2, 3) float64: [channel, (L1, L4), (ssim, ringing, blur)]
+
+G is libjxl's recursive Gaussian (sigma 1.5, ``ops/recursive_gaussian.py``). The reference side (x1 and its two
+blurs) is computed once per reference image (cached-reference scoring reuses it); x1, mu1, s11 may hold one
+image for N distorted ones. Twins: ``ssimulacra2_reference_blur_ref`` and ``ssimulacra2_error_pool_ref`` in
+:mod:`fusedsim.reference.ssimulacra2_ref`.
+
+``ssimulacra2_error_pool`` is three launches: the horizontal pass of x2, x2², x1·x2 (products formed on the fly),
+then one vertical kernel that finishes the three blurs row by row and, with each finished row, evaluates the
+SSIM and edge maps (float32 as the reference, the edge ratio and the pooled sums in float64) and accumulates
+the six pooled sums per column: the blurred maps never reach memory. Each program writes its partial sums; a
+third small launch adds them over column blocks in a fixed order (deterministic) and takes the means and the
+fourth roots.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+import triton
+import triton.language as tl
+
+from fusedsim.ops._launch import Launcher
+from fusedsim.ops.recursive_gaussian import (
+    MODE_DIST_MAPS,
+    MODE_REF_MAPS,
+    coefficient_tensor,
+    horizontal_plan,
+    lanes_per_program,
+    v_filter3,
+    v_row,
+    vertical_plan,
+)
+from fusedsim.reference.recursive_gaussian_ref import recursive_gaussian_coefficients
+from fusedsim.reference.ssimulacra2_ref import C2, SIGMA
+
+_C2 = tl.constexpr(C2)
+
+
+@triton.jit
+def _accumulate(MU1, S11, X1, X2, ref_base, base, n, height, width, cols, cmask, mu2, s22, s12,
+                acc_ssim, acc_ssim4, acc_ring, acc_ring4, acc_blur, acc_blur4):
+    """Row n's SSIM and edge maps (float32 as the reference; the edge ratio in float64) added to the sums."""
+    valid = cmask & (n >= 0) & (n < height)
+    offs = n.to(tl.int64) * width + cols
+    mu1 = tl.load(MU1 + ref_base + offs, mask=valid, other=0.0)
+    s11 = tl.load(S11 + ref_base + offs, mask=valid, other=0.0)
+    x1 = tl.load(X1 + ref_base + offs, mask=valid, other=0.0)
+    x2 = tl.load(X2 + base + offs, mask=valid, other=0.0)
+    diff = mu1 - mu2
+    num_m = 1.0 - diff * diff
+    num_s = 2.0 * (s12 - mu1 * mu2) + _C2
+    denom_s = ((s11 - mu1 * mu1) + (s22 - mu2 * mu2)) + _C2
+    ratio = tl.math.div_rn(num_m * num_s, tl.where(valid, denom_s, 1.0))
+    d = tl.where(valid, tl.maximum(1.0 - ratio.to(tl.float64), 0.0), 0.0)
+    edge = ((1.0 + tl.abs(x2 - mu2).to(tl.float64)) / (1.0 + tl.abs(x1 - mu1).to(tl.float64))) - 1.0
+    ring = tl.where(valid, tl.maximum(edge, 0.0), 0.0)
+    blur = tl.where(valid, tl.maximum(-edge, 0.0), 0.0)
+    d2 = d * d
+    r2 = ring * ring
+    b2 = blur * blur
+    return (acc_ssim + d, acc_ssim4 + d2 * d2, acc_ring + ring, acc_ring4 + r2 * r2, acc_blur + blur,
+            acc_blur4 + b2 * b2)
+
+
+@triton.jit
+def _error_kernel(T, X1, X2, MU1, S11, PART, COEF, height, width, map_stride, col_blocks,
+                  RADIUS: tl.constexpr, REF_BCAST: tl.constexpr, BLOCK_C: tl.constexpr):
+    # Four row steps per iteration, each step's new input rows loaded four steps ahead (see the vertical
+    # kernel in ops/recursive_gaussian.py); maps a, b, c = the horizontal passes of x2, x2², x1·x2.
+    pid_c = tl.program_id(0)
+    plane = tl.program_id(1)
+    cols = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
+    cmask = cols < width
+    base = plane.to(tl.int64) * height * width
+    ref_plane = plane % 3 if REF_BCAST else plane
+    ref_base = ref_plane.to(tl.int64) * height * width
+    TB = T + map_stride
+    TC = T + 2 * map_stride
+    n2_1, n2_3, n2_5 = tl.load(COEF + 36), tl.load(COEF + 37), tl.load(COEF + 38)
+    d1_1, d1_3, d1_5 = tl.load(COEF + 39), tl.load(COEF + 40), tl.load(COEF + 41)
+    zf = tl.zeros([BLOCK_C], tl.float32)
+    # recursion states: map (a, b, c) x filter (1, 3, 5) x (y[-1], y[-2])
+    a1, a1b, a3, a3b, a5, a5b = zf, zf, zf, zf, zf, zf
+    b1, b1b, b3, b3b, b5, b5b = zf, zf, zf, zf, zf, zf
+    c1, c1b, c3, c3b, c5, c5b = zf, zf, zf, zf, zf, zf
+    acc_ssim = tl.zeros([BLOCK_C], tl.float64)
+    acc_ssim4 = acc_ssim
+    acc_ring = acc_ssim
+    acc_ring4 = acc_ssim
+    acc_blur = acc_ssim
+    acc_blur4 = acc_ssim
+    zero = cols * 0
+    qa0 = v_row(T, base, zero, height, width, cols, cmask)
+    qa1 = v_row(T, base, zero + 1, height, width, cols, cmask)
+    qa2 = v_row(T, base, zero + 2, height, width, cols, cmask)
+    qa3 = v_row(T, base, zero + 3, height, width, cols, cmask)
+    qb0 = v_row(TB, base, zero, height, width, cols, cmask)
+    qb1 = v_row(TB, base, zero + 1, height, width, cols, cmask)
+    qb2 = v_row(TB, base, zero + 2, height, width, cols, cmask)
+    qb3 = v_row(TB, base, zero + 3, height, width, cols, cmask)
+    qc0 = v_row(TC, base, zero, height, width, cols, cmask)
+    qc1 = v_row(TC, base, zero + 1, height, width, cols, cmask)
+    qc2 = v_row(TC, base, zero + 2, height, width, cols, cmask)
+    qc3 = v_row(TC, base, zero + 3, height, width, cols, cmask)
+    for n0 in range(1 - RADIUS, height, 4):
+        n = zero + n0
+        top = n - RADIUS - 1
+        sa = v_row(T, base, top, height, width, cols, cmask) + qa0
+        sb = v_row(TB, base, top, height, width, cols, cmask) + qb0
+        sc = v_row(TC, base, top, height, width, cols, cmask) + qc0
+        qa0 = v_row(T, base, n + 3 + RADIUS, height, width, cols, cmask)
+        qb0 = v_row(TB, base, n + 3 + RADIUS, height, width, cols, cmask)
+        qc0 = v_row(TC, base, n + 3 + RADIUS, height, width, cols, cmask)
+        mu2, a1, a1b, a3, a3b, a5, a5b = v_filter3(sa, n2_1, n2_3, n2_5, d1_1, d1_3, d1_5, a1, a1b, a3, a3b, a5, a5b)
+        s22, b1, b1b, b3, b3b, b5, b5b = v_filter3(sb, n2_1, n2_3, n2_5, d1_1, d1_3, d1_5, b1, b1b, b3, b3b, b5, b5b)
+        s12, c1, c1b, c3, c3b, c5, c5b = v_filter3(sc, n2_1, n2_3, n2_5, d1_1, d1_3, d1_5, c1, c1b, c3, c3b, c5, c5b)
+        acc_ssim, acc_ssim4, acc_ring, acc_ring4, acc_blur, acc_blur4 = _accumulate(
+            MU1, S11, X1, X2, ref_base, base, n, height, width, cols, cmask, mu2, s22, s12,
+            acc_ssim, acc_ssim4, acc_ring, acc_ring4, acc_blur, acc_blur4)
+        n = n + 1
+        top = n - RADIUS - 1
+        sa = v_row(T, base, top, height, width, cols, cmask) + qa1
+        sb = v_row(TB, base, top, height, width, cols, cmask) + qb1
+        sc = v_row(TC, base, top, height, width, cols, cmask) + qc1
+        qa1 = v_row(T, base, n + 3 + RADIUS, height, width, cols, cmask)
+        qb1 = v_row(TB, base, n + 3 + RADIUS, height, width, cols, cmask)
+        qc1 = v_row(TC, base, n + 3 + RADIUS, height, width, cols, cmask)
+        mu2, a1, a1b, a3, a3b, a5, a5b = v_filter3(sa, n2_1, n2_3, n2_5, d1_1, d1_3, d1_5, a1, a1b, a3, a3b, a5, a5b)
+        s22, b1, b1b, b3, b3b, b5, b5b = v_filter3(sb, n2_1, n2_3, n2_5, d1_1, d1_3, d1_5, b1, b1b, b3, b3b, b5, b5b)
+        s12, c1, c1b, c3, c3b, c5, c5b = v_filter3(sc, n2_1, n2_3, n2_5, d1_1, d1_3, d1_5, c1, c1b, c3, c3b, c5, c5b)
+        acc_ssim, acc_ssim4, acc_ring, acc_ring4, acc_blur, acc_blur4 = _accumulate(
+            MU1, S11, X1, X2, ref_base, base, n, height, width, cols, cmask, mu2, s22, s12,
+            acc_ssim, acc_ssim4, acc_ring, acc_ring4, acc_blur, acc_blur4)
+        n = n + 1
+        top = n - RADIUS - 1
+        sa = v_row(T, base, top, height, width, cols, cmask) + qa2
+        sb = v_row(TB, base, top, height, width, cols, cmask) + qb2
+        sc = v_row(TC, base, top, height, width, cols, cmask) + qc2
+        qa2 = v_row(T, base, n + 3 + RADIUS, height, width, cols, cmask)
+        qb2 = v_row(TB, base, n + 3 + RADIUS, height, width, cols, cmask)
+        qc2 = v_row(TC, base, n + 3 + RADIUS, height, width, cols, cmask)
+        mu2, a1, a1b, a3, a3b, a5, a5b = v_filter3(sa, n2_1, n2_3, n2_5, d1_1, d1_3, d1_5, a1, a1b, a3, a3b, a5, a5b)
+        s22, b1, b1b, b3, b3b, b5, b5b = v_filter3(sb, n2_1, n2_3, n2_5, d1_1, d1_3, d1_5, b1, b1b, b3, b3b, b5, b5b)
+        s12, c1, c1b, c3, c3b, c5, c5b = v_filter3(sc, n2_1, n2_3, n2_5, d1_1, d1_3, d1_5, c1, c1b, c3, c3b, c5, c5b)
+        acc_ssim, acc_ssim4, acc_ring, acc_ring4, acc_blur, acc_blur4 = _accumulate(
+            MU1, S11, X1, X2, ref_base, base, n, height, width, cols, cmask, mu2, s22, s12,
+            acc_ssim, acc_ssim4, acc_ring, acc_ring4, acc_blur, acc_blur4)
+        n = n + 1
+        top = n - RADIUS - 1
+        sa = v_row(T, base, top, height, width, cols, cmask) + qa3
+        sb = v_row(TB, base, top, height, width, cols, cmask) + qb3
+        sc = v_row(TC, base, top, height, width, cols, cmask) + qc3
+        qa3 = v_row(T, base, n + 3 + RADIUS, height, width, cols, cmask)
+        qb3 = v_row(TB, base, n + 3 + RADIUS, height, width, cols, cmask)
+        qc3 = v_row(TC, base, n + 3 + RADIUS, height, width, cols, cmask)
+        mu2, a1, a1b, a3, a3b, a5, a5b = v_filter3(sa, n2_1, n2_3, n2_5, d1_1, d1_3, d1_5, a1, a1b, a3, a3b, a5, a5b)
+        s22, b1, b1b, b3, b3b, b5, b5b = v_filter3(sb, n2_1, n2_3, n2_5, d1_1, d1_3, d1_5, b1, b1b, b3, b3b, b5, b5b)
+        s12, c1, c1b, c3, c3b, c5, c5b = v_filter3(sc, n2_1, n2_3, n2_5, d1_1, d1_3, d1_5, c1, c1b, c3, c3b, c5, c5b)
+        acc_ssim, acc_ssim4, acc_ring, acc_ring4, acc_blur, acc_blur4 = _accumulate(
+            MU1, S11, X1, X2, ref_base, base, n, height, width, cols, cmask, mu2, s22, s12,
+            acc_ssim, acc_ssim4, acc_ring, acc_ring4, acc_blur, acc_blur4)
+    out = PART + (plane.to(tl.int64) * col_blocks + pid_c) * 6
+    tl.store(out, tl.sum(acc_ssim, axis=0))
+    tl.store(out + 1, tl.sum(acc_ssim4, axis=0))
+    tl.store(out + 2, tl.sum(acc_ring, axis=0))
+    tl.store(out + 3, tl.sum(acc_ring4, axis=0))
+    tl.store(out + 4, tl.sum(acc_blur, axis=0))
+    tl.store(out + 5, tl.sum(acc_blur4, axis=0))
+
+
+@triton.jit
+def _finish_kernel(PART, OUT, col_blocks, pixels):
+    """Per plane: the column blocks' partial sums in a fixed order, then means (L1) and fourth roots of the
+    means of d⁴ (L4), written as [norm][map]."""
+    plane = tl.program_id(0)
+    i = tl.arange(0, 8)
+    ok = i < 6
+    acc = tl.zeros([8], tl.float64)
+    for b in range(0, col_blocks):
+        acc += tl.load(PART + (plane.to(tl.int64) * col_blocks + b) * 6 + i, mask=ok, other=0.0)
+    mean = acc / pixels
+    l4 = (i % 2) == 1
+    value = tl.where(l4, tl.sqrt(tl.sqrt(tl.maximum(mean, 0.0))), mean)
+    tl.store(OUT + plane.to(tl.int64) * 6 + (i % 2) * 3 + i // 2, value, mask=ok)
+
+
+def _check(tensor: torch.Tensor, name: str, shape: tuple[int, ...]) -> None:
+    if tensor.dtype != torch.float32:
+        raise TypeError(f"{name} must be float32 for the Triton SSIMULACRA2 kernels (the reference's arithmetic); "
+                        f"got {tensor.dtype} — the reference backend computes float64 exactly")
+    if tuple(tensor.shape) != shape:
+        raise ValueError(f"{name} must have shape {shape}; got {tuple(tensor.shape)}")
+
+
+class ReferenceBlurPlan:
+    """forward(x1) -> ((2, N, 3, h, w) float32 [G(x1), G(x1²)], ())."""
+
+    def __init__(self, shape: tuple[int, ...], device: torch.device) -> None:
+        n, c, h, w = shape
+        self.shape = shape
+        self._h = horizontal_plan(n * c, h, w, MODE_REF_MAPS, SIGMA, device)
+        self._v = vertical_plan(2 * n * c, h, w, SIGMA, device)
+
+    def forward(self, x1: torch.Tensor):
+        _check(x1, "x1", self.shape)
+        maps = self._h(x1.contiguous())  # (2, N·3, h, w)
+        return self._v(maps.reshape(-1, *self.shape[2:])).reshape(2, *self.shape), ()
+
+
+class ErrorPoolPlan:
+    """forward(x1, x2, mu1, s11) -> ((N, 3, 2, 3) float64, ()), the reference side with batch 1 or N."""
+
+    def __init__(self, ref_shape: tuple[int, ...], dist_shape: tuple[int, ...], device: torch.device) -> None:
+        n, c, h, w = dist_shape
+        self.ref_shape, self.dist_shape = ref_shape, dist_shape
+        self.ref_bcast = ref_shape[0] == 1 and n > 1
+        rg = recursive_gaussian_coefficients(SIGMA)
+        self.coef = coefficient_tensor(SIGMA, device)
+        self._h = horizontal_plan(n * c, h, w, MODE_DIST_MAPS, SIGMA, device, self.ref_bcast)
+        block = lanes_per_program(w, n * c, device)
+        self.col_blocks = triton.cdiv(w, block)
+        self._launch = Launcher(_error_kernel, (self.col_blocks, n * c), num_warps=block // 32,
+                                enable_fp_fusion=False)
+        self._tail = (h, w, n * c * h * w, self.col_blocks, rg.radius, self.ref_bcast, block)
+        self._finish = Launcher(_finish_kernel, (n * c,), num_warps=1, enable_fp_fusion=False)
+        self.pixels = h * w
+
+    def forward(self, x1: torch.Tensor, x2: torch.Tensor, mu1: torch.Tensor, s11: torch.Tensor):
+        for t, name in ((x1, "x1"), (mu1, "mu1"), (s11, "s11")):
+            _check(t, name, self.ref_shape)
+        _check(x2, "x2", self.dist_shape)
+        x1, x2, mu1, s11 = x1.contiguous(), x2.contiguous(), mu1.contiguous(), s11.contiguous()
+        maps = self._h(x2, x1)  # (3, N·3, h, w): horizontal x2, x2², x1·x2
+        n, c = self.dist_shape[:2]
+        part = torch.empty(n * c, self.col_blocks, 6, dtype=torch.float64, device=x2.device)
+        self._launch(maps, x1, x2, mu1, s11, part, self.coef, *self._tail)
+        out = torch.empty(n, c, 2, 3, dtype=torch.float64, device=x2.device)
+        self._finish(part, out, self.col_blocks, self.pixels)
+        return out, ()
+
+
+@functools.lru_cache(maxsize=64)
+def _ref_blur_plan(shape, device) -> ReferenceBlurPlan:
+    return ReferenceBlurPlan(shape, device)
+
+
+@functools.lru_cache(maxsize=64)
+def _error_plan(ref_shape, dist_shape, device) -> ErrorPoolPlan:
+    return ErrorPoolPlan(ref_shape, dist_shape, device)
+
+
+def _image_shape(x: torch.Tensor, name: str) -> tuple[int, ...]:
+    if x.dim() != 4 or x.shape[1] != 3:
+        raise ValueError(f"{name} must be (N, 3, h, w); got shape {tuple(x.shape)}")
+    return tuple(x.shape)
+
+
+def reference_blur_plan(tensors, scalars) -> ReferenceBlurPlan:
+    (x1,) = tensors
+    return _ref_blur_plan(_image_shape(x1, "x1"), x1.device)
+
+
+def error_pool_plan(tensors, scalars) -> ErrorPoolPlan:
+    x1, x2 = tensors[:2]
+    ref_shape, dist_shape = _image_shape(x1, "x1"), _image_shape(x2, "x2")
+    if ref_shape[2:] != dist_shape[2:] or ref_shape[0] not in (1, dist_shape[0]):
+        raise ValueError(f"x1 {ref_shape} and x2 {dist_shape} must have the same size (x1 may hold one image)")
+    return _error_plan(ref_shape, dist_shape, x2.device)

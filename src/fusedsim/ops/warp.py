@@ -1,0 +1,544 @@
+"""Fused warp kernels (Triton) and their plans for the ops ``warp`` and ``compose``.
+
+    warp(image, affine, grid, out_shape, is_displacement, mode, padding, align_corners) -> out
+    compose(u, v, affine, add_v, align_corners) -> out
+
+Each program takes BLOCK output voxels of one batch entry, builds their sampling points from the voxel index,
+the (d, d+1) affine and the displacement (``p = A·x + u(x)``, or ``p = φ(x)`` for a full field; x the identity
+grid of ``F.affine_grid``), maps them to source indices exactly as ``F.grid_sample`` does (unnormalise, border /
+reflection folding, out-of-range guard), and interpolates every channel from the same corners and weights. The
+sampling grid is never written to memory: forward traffic is the displacement, the gathered image and the output.
+
+The backward recomputes the points and, in one launch, scatters ``w·g`` into the image gradient (float atomics,
+like ``grid_sample``'s backward), writes dL/du per voxel (a batch-broadcast displacement is summed over the batch
+inside the program: no atomics) and stores per-program partial sums of dL/dA = Σ dL/dp ⊗ (x, 1), reduced in a
+fixed order by one ``sum`` (deterministic). Coordinate gradients follow grid_sample's chain rule (``*_set_grad``:
+a clipped coordinate, including one exactly on the border, passes no gradient). Arithmetic is float32, float64
+when any input is float64.
+
+``compose`` is the same kernel reading the channel-last field u as a (B, d, *S) image through its strides and
+writing a channel-last output, with ``v`` added in the same pass when ``add_v``.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+import triton
+import triton.language as tl
+
+from fusedsim.ops._launch import Launcher
+
+# sizes are used in float arithmetic; keeping them out of Triton's value specialisation keeps them tensors
+_SIZES = ["C", "ID", "IH", "IW", "OD", "OH", "OW", "NVOX"]
+FWD_BLOCK, FWD_WARPS = 512, 4
+BWD_BLOCK, BWD_WARPS = 256, 4
+_INT31 = 2**31 - 1
+
+
+# ------------------------------------------------------------------------------------------- coordinate maps
+@triton.jit
+def _base_coord(i, n, ALIGN: tl.constexpr, DT: tl.constexpr):
+    """affine_grid's identity coordinate of index i on an axis of n points (0 when n == 1)."""
+    fi = i.to(DT)
+    if ALIGN:
+        v = fi * 2.0 / tl.maximum(n - 1, 1) - 1.0
+        v = tl.where(n > 1, v, 0.0)
+    else:
+        v = (fi * 2.0 + 1.0) / n - 1.0
+    return v
+
+
+@triton.jit
+def _reflect(x, twice_low, twice_high):
+    """grid_sample's reflect_coordinates (with its gradient sign), for a non-degenerate span."""
+    lo = twice_low * 0.5
+    span = (twice_high - twice_low) * 0.5
+    x = x - lo
+    sign = tl.where(x < 0, -1.0, 1.0)
+    x = tl.abs(x)
+    extra = x % span  # x >= 0: C fmod
+    flips = tl.floor(x / span)
+    odd = (flips - 2.0 * tl.floor(flips * 0.5)) != 0
+    return tl.where(odd, span - extra + lo, extra + lo), tl.where(odd, -sign, sign)
+
+
+@triton.jit
+def _source_index(p, size, PAD: tl.constexpr, ALIGN: tl.constexpr):
+    """Normalised coordinate p -> source index on an axis of ``size`` voxels and d(index)/dp (grid_sample's
+    grid_sampler_compute_source_index_set_grad, then its guard that sends non-finite or huge values to -100)."""
+    if ALIGN:
+        x = (p + 1.0) * 0.5 * (size - 1)
+        mult = tl.zeros_like(p) + (size - 1) * 0.5
+    else:
+        x = ((p + 1.0) * size - 1.0) * 0.5
+        mult = tl.zeros_like(p) + size * 0.5
+    if PAD == 2:  # reflection, then clip
+        if ALIGN:
+            r, m = _reflect(x, 0.0, 2.0 * tl.maximum(size - 1, 1))  # size 1: folded to 0 below
+            degenerate = size <= 1
+        else:
+            r, m = _reflect(x, -1.0, 2.0 * size - 1.0)
+            degenerate = size <= 0
+        x = tl.where(degenerate, 0.0, r)
+        mult = tl.where(degenerate, 0.0, mult * m)
+    if PAD >= 1:  # border (and the clip after reflection): the border itself passes no gradient
+        hi = size - 1.0
+        inside = (x > 0) & (x < hi)
+        mult = tl.where(inside, mult, 0.0)
+        x = tl.where(x <= 0, 0.0, tl.where(x >= hi, hi, x))
+    ok = (x > -2147483648.0) & (x < 2147483646.0)  # also False for NaN
+    return tl.where(ok, x, -100.0), mult
+
+
+@triton.jit
+def _round_half_even(x):
+    """nearbyint under the default rounding mode (grid_sample's nearest), exact for every float."""
+    f = tl.floor(x)
+    d = x - f
+    odd = (f - 2.0 * tl.floor(f * 0.5)) != 0
+    return f + tl.where((d > 0.5) | ((d == 0.5) & odd), 1.0, 0.0)
+
+
+@triton.jit
+def _points(aff, grd, b, od, oh, ow, valid, OD, OH, OW, asb, asr, asc, gsb, gsd, gsh, gsw, gsk,
+            NDIM: tl.constexpr, HAS_AFFINE: tl.constexpr, HAS_GRID: tl.constexpr, IS_DISP: tl.constexpr,
+            ALIGN: tl.constexpr, DT: tl.constexpr):
+    """Sampling points (px, py, pz) of the voxels (od, oh, ow) of batch b, and their identity coordinates."""
+    xb = _base_coord(ow, OW, ALIGN, DT)
+    yb = _base_coord(oh, OH, ALIGN, DT)
+    zb = _base_coord(od, OD, ALIGN, DT)
+    px = tl.zeros_like(xb)
+    py = tl.zeros_like(xb)
+    pz = tl.zeros_like(xb)
+    if IS_DISP:
+        if HAS_AFFINE:
+            a = aff + b * asb
+            if NDIM == 3:
+                px = (tl.load(a).to(DT) * xb + tl.load(a + asc).to(DT) * yb + tl.load(a + 2 * asc).to(DT) * zb
+                      + tl.load(a + 3 * asc).to(DT))
+                py = (tl.load(a + asr).to(DT) * xb + tl.load(a + asr + asc).to(DT) * yb
+                      + tl.load(a + asr + 2 * asc).to(DT) * zb + tl.load(a + asr + 3 * asc).to(DT))
+                pz = (tl.load(a + 2 * asr).to(DT) * xb + tl.load(a + 2 * asr + asc).to(DT) * yb
+                      + tl.load(a + 2 * asr + 2 * asc).to(DT) * zb + tl.load(a + 2 * asr + 3 * asc).to(DT))
+            else:
+                px = tl.load(a).to(DT) * xb + tl.load(a + asc).to(DT) * yb + tl.load(a + 2 * asc).to(DT)
+                py = (tl.load(a + asr).to(DT) * xb + tl.load(a + asr + asc).to(DT) * yb
+                      + tl.load(a + asr + 2 * asc).to(DT))
+        else:
+            px = xb
+            py = yb
+            pz = zb
+    if HAS_GRID:
+        g = grd + b * gsb + od * gsd + oh * gsh + ow * gsw
+        px += tl.load(g, mask=valid, other=0.0).to(DT)
+        py += tl.load(g + gsk, mask=valid, other=0.0).to(DT)
+        if NDIM == 3:
+            pz += tl.load(g + 2 * gsk, mask=valid, other=0.0).to(DT)
+    return px, py, pz, xb, yb, zb
+
+
+@triton.jit
+def _voxel(pid, BLOCK: tl.constexpr, NVOX, OH, OW, INDEX64: tl.constexpr):
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    if INDEX64:
+        offs = offs.to(tl.int64)
+    valid = offs < NVOX
+    ow = offs % OW
+    t = offs // OW
+    return offs, valid, t // OH, t % OH, ow
+
+
+@triton.jit
+def _corner(i0, d: tl.constexpr, w0, w1, size, INDEX64: tl.constexpr):
+    """Index, in-bounds mask and weight of corner d (0: floor, 1: floor + 1) along one axis."""
+    i = i0 + d
+    inb = (i >= 0) & (i < size)
+    if INDEX64:
+        i = i.to(tl.int64)
+    return i, inb, (w1 if d == 1 else w0)
+
+
+# ----------------------------------------------------------------------------------------------------- kernels
+@triton.jit(do_not_specialize=_SIZES)
+def _warp_fwd_kernel(img, aff, grd, out, C, ID, IH, IW, OD, OH, OW, NVOX,
+                     isb, isc, isd, ish, isw, asb, asr, asc, gsb, gsd, gsh, gsw, gsk, osb, osc, osd, osh, osw,
+                     NDIM: tl.constexpr, HAS_AFFINE: tl.constexpr, HAS_GRID: tl.constexpr, IS_DISP: tl.constexpr,
+                     ADD_GRID: tl.constexpr, MODE: tl.constexpr, PAD: tl.constexpr, ALIGN: tl.constexpr,
+                     INDEX64: tl.constexpr, DT: tl.constexpr, BLOCK: tl.constexpr):
+    b = tl.program_id(1)
+    if INDEX64:
+        b = b.to(tl.int64)
+    _offs, valid, od, oh, ow = _voxel(tl.program_id(0), BLOCK, NVOX, OH, OW, INDEX64)
+    px, py, pz, _xb, _yb, _zb = _points(aff, grd, b, od, oh, ow, valid, OD, OH, OW, asb, asr, asc, gsb, gsd, gsh,
+                                     gsw, gsk, NDIM, HAS_AFFINE, HAS_GRID, IS_DISP, ALIGN, DT)
+    ix, _mx = _source_index(px, IW, PAD, ALIGN)
+    iy, _my = _source_index(py, IH, PAD, ALIGN)
+    iz = tl.zeros_like(ix)
+    if NDIM == 3:
+        iz, _mz = _source_index(pz, ID, PAD, ALIGN)
+    src = img + b * isb
+    dst = out + b * osb + od * osd + oh * osh + ow * osw
+    gdst = grd + b * gsb + od * gsd + oh * gsh + ow * gsw
+    if MODE == 0:
+        fx = tl.floor(ix)
+        fy = tl.floor(iy)
+        fz = tl.floor(iz)
+        wx1, wy1, wz1 = ix - fx, iy - fy, iz - fz
+        wx0, wy0, wz0 = (fx + 1.0) - ix, (fy + 1.0) - iy, (fz + 1.0) - iz
+        x0, y0, z0 = fx.to(tl.int32), fy.to(tl.int32), fz.to(tl.int32)
+    else:
+        x0 = _round_half_even(ix).to(tl.int32)
+        y0 = _round_half_even(iy).to(tl.int32)
+        z0 = _round_half_even(iz).to(tl.int32)
+    plane = src  # channel pointers advance by their strides: 64-bit arithmetic, no c·stride product
+    for c in range(C):
+        acc = tl.zeros([BLOCK], dtype=DT)
+        if MODE == 0:
+            for dz in tl.static_range(NDIM - 1):
+                zi, zin, wz = _corner(z0, dz, wz0, wz1, ID, INDEX64)
+                for dy in tl.static_range(2):
+                    yi, yin, wy = _corner(y0, dy, wy0, wy1, IH, INDEX64)
+                    for dx in tl.static_range(2):
+                        xi, xin, wx = _corner(x0, dx, wx0, wx1, IW, INDEX64)
+                        m = valid & xin & yin
+                        w = wx * wy
+                        if NDIM == 3:
+                            m = m & zin
+                            w = w * wz
+                        v = tl.load(plane + zi * isd + yi * ish + xi * isw, mask=m, other=0.0).to(DT)
+                        acc += w * v
+        else:
+            zi, zin, _w = _corner(z0, 0, z0, z0, ID, INDEX64)
+            yi, yin, _w = _corner(y0, 0, y0, y0, IH, INDEX64)
+            xi, xin, _w = _corner(x0, 0, x0, x0, IW, INDEX64)
+            m = valid & xin & yin
+            if NDIM == 3:
+                m = m & zin
+            acc = tl.load(plane + zi * isd + yi * ish + xi * isw, mask=m, other=0.0).to(DT)
+        if ADD_GRID:  # compose: out = v + u∘(A·x + v), channel c is component c
+            acc += tl.load(gdst, mask=valid, other=0.0).to(DT)
+        tl.store(dst, acc.to(out.dtype.element_ty), mask=valid)
+        plane += isc
+        dst += osc
+        gdst += gsk
+
+
+@triton.jit(do_not_specialize=[*_SIZES, "INNER"])
+def _warp_bwd_kernel(img, aff, grd, gout, gimg, ggrid, gpart, C, ID, IH, IW, OD, OH, OW, NVOX, INNER,
+                     isb, isc, isd, ish, isw, asb, asr, asc, gsb, gsd, gsh, gsw, gsk, osb, osc, osd, osh, osw,
+                     jsb, jsc, jsd, jsh, jsw, ggsb,
+                     NDIM: tl.constexpr, HAS_AFFINE: tl.constexpr, HAS_GRID: tl.constexpr, IS_DISP: tl.constexpr,
+                     ADD_GRID: tl.constexpr, MODE: tl.constexpr, PAD: tl.constexpr, ALIGN: tl.constexpr,
+                     NEED_IMG: tl.constexpr, NEED_GRID: tl.constexpr, NEED_AFF: tl.constexpr, NEED_P: tl.constexpr,
+                     INDEX64: tl.constexpr, DT: tl.constexpr, BLOCK: tl.constexpr):
+    """Program (voxel block, batch group): batches pid1·INNER ... pid1·INNER + INNER - 1 (INNER = B when a
+    batch-1 displacement needs its gradient: the batch sum then stays in registers). NEED_P: bilinear and a
+    coordinate gradient (grid or affine) asked for."""
+    pid = tl.program_id(0)
+    group = tl.program_id(1)
+    if INDEX64:
+        group = group.to(tl.int64)
+    offs, valid, od, oh, ow = _voxel(pid, BLOCK, NVOX, OH, OW, INDEX64)
+    sx = tl.zeros([BLOCK], dtype=DT)  # dL/dgrid summed over the batches of this program
+    sy = tl.zeros([BLOCK], dtype=DT)
+    sz = tl.zeros([BLOCK], dtype=DT)
+    for j in range(INNER):
+        b = group * INNER + j
+        px, py, pz, xb, yb, zb = _points(aff, grd, b, od, oh, ow, valid, OD, OH, OW, asb, asr, asc, gsb, gsd, gsh,
+                                         gsw, gsk, NDIM, HAS_AFFINE, HAS_GRID, IS_DISP, ALIGN, DT)
+        ix, mx = _source_index(px, IW, PAD, ALIGN)
+        iy, my = _source_index(py, IH, PAD, ALIGN)
+        iz = tl.zeros_like(ix)
+        mz = tl.zeros_like(ix)
+        if NDIM == 3:
+            iz, mz = _source_index(pz, ID, PAD, ALIGN)
+        src = img + b * isb
+        dsrc = gimg + b * jsb
+        gin = gout + b * osb + od * osd + oh * osh + ow * osw
+        if MODE == 0:
+            fx = tl.floor(ix)
+            fy = tl.floor(iy)
+            fz = tl.floor(iz)
+            wx1, wy1, wz1 = ix - fx, iy - fy, iz - fz
+            wx0, wy0, wz0 = (fx + 1.0) - ix, (fy + 1.0) - iy, (fz + 1.0) - iz
+            x0, y0, z0 = fx.to(tl.int32), fy.to(tl.int32), fz.to(tl.int32)
+        else:
+            x0 = _round_half_even(ix).to(tl.int32)
+            y0 = _round_half_even(iy).to(tl.int32)
+            z0 = _round_half_even(iz).to(tl.int32)
+        gx = tl.zeros([BLOCK], dtype=DT)  # dL/d(source index), summed over channels
+        gy = tl.zeros([BLOCK], dtype=DT)
+        gz = tl.zeros([BLOCK], dtype=DT)
+        plane = src
+        dplane = dsrc
+        for c in range(C):
+            g = tl.load(gin, mask=valid, other=0.0).to(DT)
+            if ADD_GRID:  # out = v + ...: dL/dv picks up g directly
+                sx += tl.where(c == 0, g, 0.0)
+                sy += tl.where(c == 1, g, 0.0)
+                if NDIM == 3:
+                    sz += tl.where(c == 2, g, 0.0)
+            if MODE == 0:
+                for dz in tl.static_range(NDIM - 1):
+                    zi, zin, wz = _corner(z0, dz, wz0, wz1, ID, INDEX64)
+                    for dy in tl.static_range(2):
+                        yi, yin, wy = _corner(y0, dy, wy0, wy1, IH, INDEX64)
+                        for dx in tl.static_range(2):
+                            xi, xin, wx = _corner(x0, dx, wx0, wx1, IW, INDEX64)
+                            m = valid & xin & yin
+                            w = wx * wy
+                            if NDIM == 3:
+                                m = m & zin
+                                w = w * wz
+                            if NEED_IMG:
+                                tl.atomic_add(dplane + zi * jsd + yi * jsh + xi * jsw,
+                                              (w * g).to(gimg.dtype.element_ty), mask=m)
+                            if NEED_P:
+                                vg = tl.load(plane + zi * isd + yi * ish + xi * isw, mask=m, other=0.0).to(DT) * g
+                                sgx = 1.0 if dx == 1 else -1.0
+                                sgy = 1.0 if dy == 1 else -1.0
+                                if NDIM == 3:
+                                    sgz = 1.0 if dz == 1 else -1.0
+                                    gx += sgx * (wy * wz) * vg
+                                    gy += sgy * (wx * wz) * vg
+                                    gz += sgz * (wx * wy) * vg
+                                else:
+                                    gx += sgx * wy * vg
+                                    gy += sgy * wx * vg
+            elif NEED_IMG:
+                zi, zin, _w = _corner(z0, 0, z0, z0, ID, INDEX64)
+                yi, yin, _w = _corner(y0, 0, y0, y0, IH, INDEX64)
+                xi, xin, _w = _corner(x0, 0, x0, x0, IW, INDEX64)
+                m = valid & xin & yin
+                if NDIM == 3:
+                    m = m & zin
+                tl.atomic_add(dplane + zi * jsd + yi * jsh + xi * jsw, g.to(gimg.dtype.element_ty), mask=m)
+            gin += osc
+            plane += isc
+            dplane += jsc
+        if NEED_P:
+            gx = tl.where(valid, gx * mx, 0.0)  # dL/dp
+            gy = tl.where(valid, gy * my, 0.0)
+            gz = tl.where(valid, gz * mz, 0.0)
+            if NEED_GRID:
+                sx += gx
+                sy += gy
+                if NDIM == 3:
+                    sz += gz
+            if NEED_AFF:  # dL/dA = Σ dL/dp ⊗ (x, y[, z], 1): this program's partial sums
+                part = gpart + (b * tl.num_programs(0) + pid) * (NDIM * (NDIM + 1))
+                tl.store(part + 0, tl.sum(gx * xb, axis=0))
+                tl.store(part + 1, tl.sum(gx * yb, axis=0))
+                if NDIM == 3:
+                    tl.store(part + 2, tl.sum(gx * zb, axis=0))
+                    tl.store(part + 3, tl.sum(gx, axis=0))
+                    tl.store(part + 4, tl.sum(gy * xb, axis=0))
+                    tl.store(part + 5, tl.sum(gy * yb, axis=0))
+                    tl.store(part + 6, tl.sum(gy * zb, axis=0))
+                    tl.store(part + 7, tl.sum(gy, axis=0))
+                    tl.store(part + 8, tl.sum(gz * xb, axis=0))
+                    tl.store(part + 9, tl.sum(gz * yb, axis=0))
+                    tl.store(part + 10, tl.sum(gz * zb, axis=0))
+                    tl.store(part + 11, tl.sum(gz, axis=0))
+                else:
+                    tl.store(part + 2, tl.sum(gx, axis=0))
+                    tl.store(part + 3, tl.sum(gy * xb, axis=0))
+                    tl.store(part + 4, tl.sum(gy * yb, axis=0))
+                    tl.store(part + 5, tl.sum(gy, axis=0))
+    if NEED_GRID:
+        dst = ggrid + group * ggsb + offs * NDIM
+        tl.store(dst, sx, mask=valid)
+        tl.store(dst + 1, sy, mask=valid)
+        if NDIM == 3:
+            tl.store(dst + 2, sz, mask=valid)
+
+
+# --------------------------------------------------------------------------------------------------------- plans
+def _tl_dtype(dtype: torch.dtype):
+    return tl.float64 if dtype == torch.float64 else tl.float32
+
+
+def _span(shape, strides) -> int:
+    """Largest element offset reachable in a tensor of this shape and these strides."""
+    return sum((s - 1) * abs(st) for s, st in zip(shape, strides))
+
+
+def _bcdhw(strides: tuple[int, ...], batch: int, channel_last: bool) -> tuple[int, ...]:
+    """(batch, channel, d, h, w) strides of a (B, C, *S) tensor, or of a (B, *S, C) one read as (B, C, *S); the
+    batch stride is 0 when the batch broadcasts, d is 0 in 2-D."""
+    strides = tuple(strides)
+    if channel_last:
+        strides = (strides[0], strides[-1], *strides[1:-1])
+    spatial = strides[2:] if len(strides) == 5 else (0, *strides[2:])
+    return (strides[0] if batch > 1 else 0, strides[1], *spatial)
+
+
+def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    out, acc = [], 1
+    for s in reversed(shape):
+        out.append(acc)
+        acc *= s
+    return tuple(reversed(out))
+
+
+class WarpPlan:
+    """Launch geometry and constants of one warp / compose call, fixed by shapes, strides, dtypes and options.
+
+    ``forward(image, affine, grid) -> (out, ())``; ``backward(tensors, saved, g, needs) -> (d_image, d_affine,
+    d_grid)``. Absent affine / grid are empty tensors. ``channel_last``: the image, the output and the image
+    gradient are channel-last fields (B, *S, C) (compose); ``add_grid``: the grid is added to the output.
+    """
+
+    def __init__(self, image_shape, image_strides, image_dtype, affine_shape, affine_strides, affine_dtype,
+                 grid_shape, grid_strides, grid_dtype, device, out_shape, is_displacement, mode, padding,
+                 align_corners, channel_last=False, add_grid=False) -> None:
+        nd = len(image_shape) - 2
+        if channel_last:
+            spatial_in, c = tuple(image_shape[1:-1]), image_shape[-1]
+        else:
+            spatial_in, c = tuple(image_shape[2:]), image_shape[1]
+        self.nd, self.c, self.mode, self.channel_last = nd, c, int(mode), channel_last
+        self.has_affine, self.has_grid = len(affine_shape) == 3, len(grid_shape) == nd + 2
+        bi = image_shape[0]
+        self.ba = affine_shape[0] if self.has_affine else 1
+        self.bg = grid_shape[0] if self.has_grid else 1
+        self.batch = max(bi, self.ba, self.bg)
+        self.acc = torch.float64 if torch.float64 in (image_dtype, affine_dtype, grid_dtype) else torch.float32
+        self.out_shape = tuple(out_shape)
+        self.nvox = 1
+        for s in self.out_shape:
+            self.nvox *= s
+        od, oh, ow = (1, *self.out_shape) if nd == 2 else self.out_shape
+        idd, ih, iw = (1, *spatial_in) if nd == 2 else spatial_in
+        self.sizes = (c, idd, ih, iw, od, oh, ow, self.nvox)
+        # output and image gradient: contiguous in the layout of the call
+        self.full_out = (self.batch, *self.out_shape, c) if channel_last else (self.batch, c, *self.out_shape)
+        self.grad_image_shape = (bi, *spatial_in, c) if channel_last else (bi, c, *spatial_in)
+        out_strides = _contiguous_strides(self.full_out)
+        gi_strides = _contiguous_strides(self.grad_image_shape)
+        a_s = tuple(affine_strides) if self.has_affine else (0, 0, 0)
+        g_s = tuple(grid_strides) if self.has_grid else (0,) * (nd + 2)
+        g_spatial = g_s[1:-1] if nd == 3 else (0, *g_s[1:-1])
+        self.strides = (*_bcdhw(image_strides, bi, channel_last), self.ba > 1 and a_s[0] or 0, a_s[1], a_s[2],
+                        self.bg > 1 and g_s[0] or 0, *g_spatial, g_s[-1], *_bcdhw(out_strides, self.batch, channel_last))
+        self.grad_image_strides = _bcdhw(gi_strides, bi, channel_last)
+        self.grad_grid_batch_stride = self.nvox * nd if self.bg > 1 else 0
+        largest = max(_span(image_shape, image_strides), _span(grid_shape, grid_strides) if self.has_grid else 0,
+                      self.batch * self.nvox * max(c, nd), bi * c * idd * ih * iw)
+        self.index64 = largest + 2 * (c + 1) >= _INT31
+        self.flags = (nd, self.has_affine, self.has_grid, bool(is_displacement), bool(add_grid), self.mode,
+                      int(padding), bool(align_corners))
+        self.dt = _tl_dtype(self.acc)
+        self._fwd = Launcher(_warp_fwd_kernel, (triton.cdiv(self.nvox, FWD_BLOCK), self.batch), num_warps=FWD_WARPS)
+        self._bwd: dict[tuple[bool, bool, bool], tuple[Launcher, int, int]] = {}
+
+    def _present(self, image, affine, grid):
+        """Stand-ins for absent tensors (never read: the kernel's flags skip them)."""
+        return image, (affine if self.has_affine else image), (grid if self.has_grid else image)
+
+    # ----------------------------------------------------------------------------------------------- forward
+    def forward(self, image: torch.Tensor, affine: torch.Tensor, grid: torch.Tensor):
+        out = torch.empty(self.full_out, dtype=image.dtype, device=image.device)
+        self._fwd(*self._present(image, affine, grid), out, *self.sizes, *self.strides, *self.flags, self.index64,
+                  self.dt, FWD_BLOCK)
+        return out, ()
+
+    # ---------------------------------------------------------------------------------------------- backward
+    def backward(self, tensors, saved, grad_out: torch.Tensor, needs):
+        image, affine, grid = tensors[:3]
+        linear = self.mode == 0
+        need_img = bool(needs[0])
+        need_aff = bool(needs[1]) and self.has_affine
+        need_grid = bool(needs[2]) and self.has_grid
+        add_grid = self.flags[4]
+        # nearest: the output is piecewise constant in the points, their gradient is 0 (as grid_sample's)
+        k_aff, k_grid = need_aff and linear, need_grid and (linear or add_grid)
+        g_image = g_affine = g_grid = None
+        if need_img or k_aff or k_grid:
+            g_image, g_affine, g_grid = self._launch_backward(image, affine, grid, grad_out, need_img, k_aff, k_grid)
+        if g_image is not None and g_image.dtype != image.dtype:
+            g_image = g_image.to(image.dtype)
+        if need_aff:
+            g_affine = torch.zeros_like(affine) if g_affine is None else g_affine.to(affine.dtype)
+        if need_grid:
+            g_grid = torch.zeros_like(grid) if g_grid is None else g_grid.to(grid.dtype)
+        return g_image, g_affine, g_grid
+
+    def _launch_backward(self, image, affine, grid, grad_out, need_img, need_aff, need_grid):
+        key = (need_img, need_aff, need_grid)
+        entry = self._bwd.get(key)
+        if entry is None:
+            # a batch-1 displacement whose gradient is needed: one program sums every batch entry
+            inner = self.batch if (need_grid and self.bg == 1) else 1
+            dims = (triton.cdiv(self.nvox, BWD_BLOCK), self.batch // inner)
+            entry = self._bwd[key] = (Launcher(_warp_bwd_kernel, dims, num_warps=BWD_WARPS), dims[0], inner)
+        launcher, nprog, inner = entry
+        dev = image.device
+        g = grad_out.contiguous()
+        gimg = torch.zeros(self.grad_image_shape, dtype=self.acc, device=dev) if need_img else None
+        ggrid = torch.empty((self.bg, *self.out_shape, self.nd), dtype=self.acc, device=dev) if need_grid else None
+        na = self.nd * (self.nd + 1)
+        gpart = torch.empty((self.batch, nprog, na), dtype=self.acc, device=dev) if need_aff else None
+        need_p = (need_aff or need_grid) and self.mode == 0
+        launcher(*self._present(image, affine, grid), g, g if gimg is None else gimg, g if ggrid is None else ggrid,
+                 g if gpart is None else gpart, *self.sizes, inner, *self.strides, *self.grad_image_strides,
+                 self.grad_grid_batch_stride, *self.flags, need_img, need_grid, need_aff, need_p, self.index64,
+                 self.dt, BWD_BLOCK)
+        g_affine = None
+        if gpart is not None:  # fixed-order reduction of the per-program partial sums
+            g_affine = gpart.sum(1).view(self.batch, self.nd, self.nd + 1)
+            if self.ba == 1 and self.batch > 1:
+                g_affine = g_affine.sum(0, keepdim=True)
+        return gimg, g_affine, ggrid
+
+
+def _meta(t: torch.Tensor) -> tuple:
+    return tuple(t.shape), tuple(t.stride()), t.dtype
+
+
+@functools.lru_cache(maxsize=256)
+def _warp_plan_cached(*key) -> WarpPlan:
+    return WarpPlan(*key)
+
+
+def warp_plan(tensors, scalars) -> WarpPlan:
+    """The cached plan of ``warp`` for these tensors (shapes, strides, dtypes, device) and scalars."""
+    image, affine, grid = tensors
+    out_shape, is_displacement, mode, padding, align_corners = scalars
+    if grid.dim() == image.dim():  # the grid's lattice wins, as in the twin
+        out_shape = grid.shape[1:-1]
+    return _warp_plan_cached(*_meta(image), *_meta(affine), *_meta(grid), image.device,
+                             tuple(int(s) for s in out_shape), bool(is_displacement), int(mode), int(padding),
+                             bool(align_corners))
+
+
+class ComposePlan:
+    """``compose(u, v, affine)``: a channel-last :class:`WarpPlan` over (u as the image, affine, v as the grid),
+    bilinear with zero padding, v added to the output when ``add_v``."""
+
+    def __init__(self, u_meta, v_meta, a_meta, device, add_v: bool, align_corners: bool) -> None:
+        v_shape = v_meta[0]
+        self.warp = WarpPlan(*u_meta, *a_meta, *v_meta, device, tuple(v_shape[1:-1]), True, 0, 0, align_corners,
+                             channel_last=True, add_grid=add_v)
+
+    def forward(self, u, v, affine):
+        return self.warp.forward(u, affine, v)
+
+    def backward(self, tensors, saved, grad_out, needs):
+        u, v, affine = tensors
+        g_u, g_a, g_v = self.warp.backward((u, affine, v), saved, grad_out, (needs[0], needs[2], needs[1]))
+        return g_u, g_v, g_a
+
+
+@functools.lru_cache(maxsize=256)
+def _compose_plan_cached(*key) -> ComposePlan:
+    return ComposePlan(*key)
+
+
+def compose_plan(tensors, scalars) -> ComposePlan:
+    """The cached plan of ``compose`` for these tensors and scalars."""
+    u, v, affine = tensors
+    add_v, align_corners = scalars
+    return _compose_plan_cached(_meta(u), _meta(v), _meta(affine), u.device, bool(add_v), bool(align_corners))

@@ -127,8 +127,8 @@ def test_score_cli_comma_lists_memory_and_tsv(tmp_path, capsys):
 
 
 def test_score_cli_all_and_bad_memory(capsys):
-    from fusedsim.cli.score import _image_metric, _score_metrics
     from fusedsim.cli.main import main
+    from fusedsim.cli.score import _image_metric, _score_metrics
 
     assert _image_metric("all") == [s.name for s in _score_metrics()]
     assert _image_metric("psnr, SSIM") == ["psnr", "ssim"]

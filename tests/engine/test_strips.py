@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import torch
+from engine_pairs import image_pair
 
 from fusedsim.engine import Scorer
 from fusedsim.engine.strips import plan_strips
 from fusedsim.ssim import ssim
-
-from engine_pairs import image_pair
 
 # Full mode reduces the float32 map (or squared errors) in float32, strips sum float64 partial sums: the two differ
 # by float32 rounding of a mean of ~1e5 values (relative ~1e-7 for SSIM; PSNR's dB error is 4.3 * relative MSE error).
@@ -22,7 +23,7 @@ def test_plan_partitions_rows_and_carries_the_halo(height, body, halo):
     plan = plan_strips(height, body, halo)
     bodies = [(a, b) for _, _, a, b in plan]
     assert bodies[0][0] == 0 and bodies[-1][1] == height
-    assert all(b0[1] == b1[0] for b0, b1 in zip(bodies, bodies[1:]))  # a partition, in order
+    assert all(b0[1] == b1[0] for b0, b1 in itertools.pairwise(bodies))  # a partition, in order
     for r0, r1, a, b in plan:
         assert (r0, r1) == (max(0, a - halo), min(height, b + halo))
     assert all(b - a == body for a, b in bodies[:-1])
@@ -72,7 +73,7 @@ def test_one_strip_is_the_full_computation():
 def test_ms_ssim_strips_follow_the_pyramid():
     """Each body owns, at every level, the window centres between the images of its edges; odd level sizes (zero
     padding in pytorch-msssim's pooling) included: 331 -> 166 -> 83 -> 42 -> 21 rows."""
-    for height, width, body in ((331, 180, 64), (200, 170, 7)):
+    for height, width, body in ((331, 180, 64), (200, 170, 24)):
         ref, dist = image_pair(height, width)
         full = Scorer(["ms-ssim"], device="cpu", memory="full").score(ref, dist)
         strips = Scorer(["ms-ssim"], device="cpu", memory=body).score(ref, dist)
@@ -88,3 +89,24 @@ def test_metrics_without_a_strip_path_run_full():
     strip = Scorer(["dssim", "ssim"], device="cpu", memory=16).score(ref, dist)
     assert strip.backends == {"dssim": "cpu full", "ssim": "cpu strip 16"}
     assert strip.values["dssim"] == full.values["dssim"]
+
+
+def test_strips_match_pytorch_msssim():
+    """Against the reference implementation in float64 (pytorch-msssim 1.0.0): our float32 computation loses
+    ~1e-5 to the cancellation in sigma² = E[x²] - mu² with 0..255 values (as in tests/cli/test_score_cli.py)."""
+    pytorch_msssim = pytest.importorskip("pytorch_msssim")
+    ref, dist = image_pair(331, 257)
+    strips = Scorer(["ssim", "ms-ssim"], device="cpu", memory=48).score(ref, dist)
+    assert set(strips.backends.values()) == {"cpu strip 48"}
+    x, y = ref.pixels.double(), dist.pixels.double()
+    assert strips.values["ssim"] == pytest.approx(pytorch_msssim.ssim(x, y, data_range=255).item(), abs=2e-5)
+    assert strips.values["ms-ssim"] == pytest.approx(pytorch_msssim.ms_ssim(x, y, data_range=255).item(), abs=2e-5)
+
+
+def test_psnr_strips_sum_in_blocks(monkeypatch):
+    from fusedsim.metrics import _strip_sums
+
+    ref, dist = image_pair(200, 300)
+    full = Scorer(["psnr"], device="cpu", memory="full").score(ref, dist).values["psnr"]
+    monkeypatch.setattr(_strip_sums, "_PSNR_BLOCK", 2000)  # 2 rows of 900 values per block
+    assert Scorer(["psnr"], device="cpu", memory=64).score(ref, dist).values["psnr"] == pytest.approx(full, abs=1e-4)

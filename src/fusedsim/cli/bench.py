@@ -1,11 +1,5 @@
-"""``fusedsim bench``: measure time and peak memory per pixel of each metric on each backend, for the chooser.
-
-Each (metric, backend, size) is scored through :class:`fusedsim.engine.Scorer` on random pairs (not zeros): one
-warm-up call, then the median of ``--repeats`` calls. Peak memory is the allocator's peak on a GPU and the sampled
-growth of the resident set on the CPU (approximate). The results replace this machine's bench cache
-(:mod:`fusedsim.engine.bench_cache`), which the chooser reads; the cache is stale after a week or a GPU/driver
-change.
-"""
+"""``fusedsim bench``: measure time and peak memory per pixel of each metric on each backend, for the chooser
+(:mod:`fusedsim.engine.chooser`); the cache is :mod:`fusedsim.engine.bench_cache`."""
 
 from __future__ import annotations
 
@@ -17,6 +11,15 @@ from fusedsim.cli.score import _device, _image_metric
 
 DEFAULT_METRICS = ("ssim", "ms-ssim", "psnr")
 DEFAULT_SIZES = (256, 512, 1024)
+
+DESCRIPTION = """\
+Measure each metric on each backend (CPU and GPU, full mode and strips) at a
+few square sizes, on random pairs (not zeros): one warm-up call, then the
+median of --repeats calls. Peak memory is the allocator's peak on a GPU and
+the sampled growth of the resident set on the CPU (approximate). The results
+replace this machine's bench cache (in the user cache folder, or
+FUSEDSIM_CACHE_DIR), which `fusedsim score` and the engine's chooser read;
+the cache is stale after a week or when the GPU or its driver changes."""
 
 
 def _sizes(text: str) -> list[int]:
@@ -37,7 +40,7 @@ def _positive(text: str) -> int:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("bench", help="measure metrics per backend into the bench cache used by the chooser",
-                            description=__doc__.split("\n\n", 1)[1] if __doc__ else None)
+                            description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--metric", action="append", type=_image_metric, metavar="NAME[,NAME...]",
                         help=f"metrics to measure, or all (default: {', '.join(DEFAULT_METRICS)})")
     parser.add_argument("--sizes", type=_sizes, default=list(DEFAULT_SIZES), metavar="S[,S...]",
@@ -90,6 +93,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         for line in skipped:
             print(f"skipped: {line}", file=sys.stderr)
-        print(f"cold start: " + ", ".join(f"{k} {v:.2f} s" for k, v in cache.cold_seconds.items()))
+        print("cold start: " + ", ".join(f"{k} {v:.2f} s" for k, v in cache.cold_seconds.items()))
         print(f"bench cache written to {path}")
     return 0

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from fusedsim.engine.chooser import Candidate, Choice, Task, choose
     from fusedsim.engine.memory import MemoryMode, parse_memory
-    from fusedsim.engine.scorer import ScoreResult, Scorer
+    from fusedsim.engine.scorer import Scorer, ScoreResult
 
 _LAZY = {
     "Scorer": "fusedsim.engine.scorer",

@@ -2,13 +2,14 @@
 
 Each backend measured for the task's metric is a candidate. Its time is interpolated linearly in the number of
 values (pixels x channels) between the measured sizes (extrapolated with the rate of the nearest end), its memory
-scales with the bytes per value of the largest measurement. A candidate whose memory exceeds the task's budget for
-its device type is infeasible. A strip backend's memory scales with the image width, not its area. Context ``"one-shot"`` adds the device's cold start (a CUDA context costs
+scales with the bytes per value of the largest measurement (a strip backend's with the image width, not its area).
+A candidate whose memory exceeds the task's budget for its device type is infeasible. Context ``"one-shot"`` adds the device's cold start (a CUDA context costs
 seconds, so small single jobs may run faster on the CPU); ``"batch"`` ranks by warm time alone.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -59,7 +60,7 @@ def _interpolate(points: list[Measurement], values: int) -> float:
     """Seconds at ``values`` from measurements sorted by size (linear between them, rate at the ends)."""
     if values <= points[0].values:
         return points[0].seconds * values / points[0].values
-    for lo, hi in zip(points, points[1:]):
+    for lo, hi in itertools.pairwise(points):
         if values <= hi.values:
             if hi.values == lo.values:
                 return hi.seconds

@@ -5,10 +5,10 @@
   metric's halo (:attr:`MetricSpec.halo_rows`) so strip results equal full results.
 * ``auto``: full when :meth:`MetricSpec.working_set_bytes` fits the budget, else strip.
 
-The budget of a GPU is ``FUSEDSIM_VRAM_CAP_BYTES`` when set, else the free memory from
-``torch.cuda.mem_get_info``. On the CPU, ``FUSEDSIM_RAM_CAP_BYTES`` caps the whole process: the budget is the cap
-less what the process holds already (its resident set: the images, torch); without a cap it is the available
-memory.
+The budget of a GPU is ``FUSEDSIM_VRAM_CAP_BYTES`` when set, else 80% of the free memory from
+``torch.cuda.mem_get_info``. On the CPU, ``FUSEDSIM_RAM_CAP_BYTES`` caps the whole process: the budget is 80% of
+the cap less what the process holds already (its resident set: the images, torch); without a cap, 80% of the
+available memory.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ __all__ = ["MemoryMode", "budget_bytes", "parse_memory", "process_rss", "strip_r
 
 VRAM_CAP_ENV = "FUSEDSIM_VRAM_CAP_BYTES"
 RAM_CAP_ENV = "FUSEDSIM_RAM_CAP_BYTES"
-_HEADROOM = 0.8  # of the free memory: allocator fragmentation and other tensors
+_HEADROOM = 0.8  # of the free host memory: allocator fragmentation, estimates that run low
 _MIN_STRIP_ROWS = 16
 
 
@@ -98,7 +98,8 @@ def budget_bytes(device: torch.device) -> int:
         free, _total = torch.cuda.mem_get_info(device)
         return int(free * _HEADROOM)
     cap = _env_bytes(RAM_CAP_ENV)
-    return cap - process_rss() if cap is not None else int(_available_ram() * _HEADROOM)
+    free = cap - process_rss() if cap is not None else _available_ram()
+    return int(free * _HEADROOM)
 
 
 def process_rss() -> int:

@@ -23,8 +23,19 @@ from fusedsim._device import resolve_device
 from fusedsim.engine.bench_cache import BenchCache, load_bench_cache
 from fusedsim.engine.chooser import CONTEXTS, Choice, Task, choose
 from fusedsim.engine.inputs import check_min_size, metric_input, result_values
-from fusedsim.engine.ladder import Step, is_oom, record_failure, recorded_failure, run_fault_hook
-from fusedsim.engine.memory import MemoryMode, budget_bytes, parse_memory, strip_rows_for_budget
+from fusedsim.engine.ladder import (
+    Step,
+    is_oom,
+    record_failure,
+    recorded_failure,
+    run_fault_hook,
+)
+from fusedsim.engine.memory import (
+    MemoryMode,
+    budget_bytes,
+    parse_memory,
+    strip_rows_for_budget,
+)
 from fusedsim.engine.strips import can_strip, plan_strips, score_strips
 from fusedsim.io.images import ImageData, check_image_pair
 from fusedsim.metrics.registry import MetricSpec, get_metric
@@ -119,6 +130,7 @@ class Scorer:
             self.params[spec.name] = dict(values)
         self._ref: ImageData | None = None
         self._prepared: dict[tuple[str, str], Any] = {}  # (metric, device) -> prepared state or ref pixels
+        self._dist_inputs: dict[tuple[str, str], torch.Tensor] = {}  # (kind, device) -> dist input, one call
 
     @property
     def metrics(self) -> list[str]:
@@ -150,8 +162,11 @@ class Scorer:
         values: dict[str, float | dict[str, float]] = {}
         backends: dict[str, str] = {}
         downgrades: list[str] = []
-        for spec in self.specs:
-            values[spec.name], backends[spec.name] = self._run_ladder(spec, ref, dist, downgrades)
+        try:
+            for spec in self.specs:
+                values[spec.name], backends[spec.name] = self._run_ladder(spec, ref, dist, downgrades)
+        finally:
+            self._dist_inputs.clear()
         distinct = set(backends.values())
         backend = distinct.pop() if len(distinct) == 1 else ", ".join(f"{k}={v}" for k, v in backends.items())
         return ScoreResult(values=values, backend=backend, downgrades=downgrades, backends=backends)
@@ -232,7 +247,7 @@ class Scorer:
                 run_fault_hook(spec.name, step)
                 value = self._run_step(spec, step, ref, dist)
                 return result_values(spec, value), self._label(spec, step, ref)
-            except Exception as exc:  # noqa: BLE001  (only OOM moves down the ladder)
+            except Exception as exc:  # only OOM moves down the ladder
                 if not is_oom(exc) or final:
                     raise
                 last_error = exc
@@ -253,8 +268,9 @@ class Scorer:
         return step.backend
 
     def _release(self, step: Step) -> None:
-        for key in [k for k in self._prepared if k[1] == step.device]:
-            del self._prepared[key]
+        for cache in (self._prepared, self._dist_inputs):
+            for key in [k for k in cache if k[1] == step.device]:
+                del cache[key]
         if step.device_type == "cuda":
             torch.cuda.empty_cache()
 
@@ -265,7 +281,10 @@ class Scorer:
             return score_strips(spec, ref.pixels, dist.pixels, data_range=ref.data_range, body_rows=step.rows or 0,
                                 device=device, params=params)
         state = self._reference_state(spec, ref, device)
-        y = metric_input(spec, dist.pixels.to(device, non_blocking=True), dist.data_range, "DIST")
+        y = self._dist_inputs.get((spec.kind, str(device)))
+        if y is None:  # metrics of one kind on one device share the converted distorted pixels
+            y = metric_input(spec, dist.pixels.to(device, non_blocking=True), dist.data_range, "DIST")
+            self._dist_inputs[(spec.kind, str(device))] = y
         if spec.kind == "image":
             return spec.load()(state, y, data_range=ref.data_range, **params)
         if spec.cached_reference:
@@ -276,11 +295,11 @@ class Scorer:
         key = (spec.name, str(device))
         state = self._prepared.get(key)
         if state is None:
-            pixels = ref.pixels.to(device, non_blocking=True)
             # metrics of one kind on one device share the converted reference pixels
             shared = (f"<{spec.kind}>", str(device))
             x = self._prepared.get(shared)
             if x is None:
+                pixels = ref.pixels.to(device, non_blocking=True)
                 x = self._prepared[shared] = metric_input(spec, pixels, ref.data_range, "REF")
             state = spec.load("prepare")(x, **self.params[spec.name]) if spec.cached_reference else x
             self._prepared[key] = state

@@ -10,6 +10,7 @@ images.
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ def plan_strips(height: int, body_rows: int, halo: int) -> list[tuple[int, int, 
     if len(starts) > 1 and height - starts[-1] < halo:
         starts.pop()
     bounds = [*starts, height]
-    return [(max(0, a - halo), min(height, b + halo), a, b) for a, b in zip(bounds[:-1], bounds[1:])]
+    return [(max(0, a - halo), min(height, b + halo), a, b) for a, b in itertools.pairwise(bounds)]
 
 
 def score_strips(spec: MetricSpec, ref: torch.Tensor, dist: torch.Tensor, *, data_range: int, body_rows: int,

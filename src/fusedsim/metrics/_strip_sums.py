@@ -47,15 +47,23 @@ def ssim_strip_finish(sums: torch.Tensor, data_range: float = 255, **params) -> 
 
 
 # ------------------------------------------------------------------------------------------------------- PSNR
+_PSNR_BLOCK = 1 << 22  # values per block of the squared-error sum
+
 def psnr_strip_sums(ref: torch.Tensor, dist: torch.Tensor, rows: tuple[int, int], *, device: torch.device,
                     data_range: float = 255, **params) -> torch.Tensor:
     """``[sum of squared errors, number of values]`` of the body rows (PSNR needs no halo).
 
     The float32 difference is exact for image values (integers below 2**24); its squares are summed in float64 by
-    one dot product (12 bytes per value of temporaries)."""
-    diff = (_rows(ref, *rows, device) - _rows(dist, *rows, device)).flatten().double()
-    count = torch.tensor(float(diff.numel()), dtype=torch.float64, device=device)
-    return torch.stack((torch.dot(diff, diff), count))
+    dot products over blocks of about 4 M values, so the temporaries stay small whatever the body."""
+    start, stop = rows
+    step = max(1, _PSNR_BLOCK // max(1, ref.shape[1] * ref.shape[-1]))
+    total = torch.zeros((), dtype=torch.float64, device=device)
+    for r0 in range(start, stop, step):
+        r1 = min(stop, r0 + step)
+        diff = (_rows(ref, r0, r1, device) - _rows(dist, r0, r1, device)).flatten().double()
+        total = total + torch.dot(diff, diff)
+    count = torch.tensor(float((stop - start) * ref.shape[1] * ref.shape[-1]), dtype=torch.float64, device=device)
+    return torch.stack((total, count))
 
 
 def psnr_strip_finish(sums: torch.Tensor, data_range: float = 255, **params) -> torch.Tensor:
@@ -89,7 +97,12 @@ def ms_ssim_strip_sums(ref: torch.Tensor, dist: torch.Tensor, rows: tuple[int, i
     level-``l`` rows it needs (its centres and the 5-row halo) are pooled from the level-0 rows under them, with
     zero rows where pytorch-msssim pads, so every pooled value and every SSIM value equals the full pyramid's.
     """
-    from fusedsim.ssim.functional import MS_SSIM_WEIGHTS, _check_constants, reduce_call, window_table
+    from fusedsim.ssim.functional import (
+        MS_SSIM_WEIGHTS,
+        _check_constants,
+        reduce_call,
+        window_table,
+    )
 
     weights = params.get("weights") or MS_SSIM_WEIGHTS
     win_size, win_sigma = int(params.get("win_size", 11)), float(params.get("win_sigma", 1.5))

@@ -16,14 +16,23 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from fusedsim.backend import BackendUnavailableError, use_backend
+    from fusedsim.engine.scorer import Scorer, ScoreResult
     from fusedsim.metrics._cvvdp import CVVDPLoss, cvvdp
     from fusedsim.metrics._dssim import DSSIMLoss, dssim
     from fusedsim.metrics._iwssim import IWSSIMLoss, iw_ssim
-    from fusedsim.engine.scorer import ScoreResult, Scorer
-    from fusedsim.metrics.cached import Metric
     from fusedsim.metrics._ssimulacra2 import SSIMULACRA2Loss, ssimulacra2
+    from fusedsim.metrics.cached import Metric
     from fusedsim.metrics.registry import get_metric, list_metrics
-    from fusedsim.ssim import MS_SSIM, SSIM, FusedSSIM, L1SSIMLoss, fused_ssim, l1_ssim_loss, ms_ssim, ssim
+    from fusedsim.ssim import (
+        MS_SSIM,
+        SSIM,
+        FusedSSIM,
+        L1SSIMLoss,
+        fused_ssim,
+        l1_ssim_loss,
+        ms_ssim,
+        ssim,
+    )
 
 # public name -> module that defines it
 _LAZY_ATTRIBUTES = {

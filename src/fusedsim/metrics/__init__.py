@@ -7,10 +7,29 @@ name: ``fusedsim.metrics.psnr`` is always the function.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from fusedsim._lazy import lazy_attributes
 
 if TYPE_CHECKING:
+    from fusedsim.metrics._cvvdp import (
+        CVVDPLoss,
+        cvvdp,
+        prepare_cvvdp,
+        score_prepared_cvvdp,
+    )
+    from fusedsim.metrics._dssim import (
+        DSSIMLoss,
+        dssim,
+        prepare_dssim,
+        score_prepared_dssim,
+    )
+    from fusedsim.metrics._iwssim import (
+        IWSSIMLoss,
+        iw_ssim,
+        prepare_iw_ssim,
+        score_prepared_iw_ssim,
+    )
     from fusedsim.metrics._psnr import psnr
     from fusedsim.metrics._ssimulacra2 import (
         SSIMULACRA2Loss,
@@ -18,11 +37,13 @@ if TYPE_CHECKING:
         score_prepared_ssimulacra2,
         ssimulacra2,
     )
-    from fusedsim.metrics._cvvdp import CVVDPLoss, cvvdp, prepare_cvvdp, score_prepared_cvvdp
-    from fusedsim.metrics._dssim import DSSIMLoss, dssim, prepare_dssim, score_prepared_dssim
-    from fusedsim.metrics._iwssim import IWSSIMLoss, iw_ssim, prepare_iw_ssim, score_prepared_iw_ssim
     from fusedsim.metrics.cached import Metric
-    from fusedsim.metrics.registry import MetricSpec, get_metric, list_metrics, register_metric
+    from fusedsim.metrics.registry import (
+        MetricSpec,
+        get_metric,
+        list_metrics,
+        register_metric,
+    )
 
 # public name -> module that defines it
 _LAZY = {
@@ -57,14 +78,4 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)

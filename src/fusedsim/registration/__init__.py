@@ -7,12 +7,16 @@ Triton. Implementations live in private modules so that a submodule never shadow
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from fusedsim._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from fusedsim.registration._lncc import LNCCLoss, lncc_loss
-    from fusedsim.registration._mutual_information import MutualInformationLoss, mutual_information_loss
+    from fusedsim.registration._mutual_information import (
+        MutualInformationLoss,
+        mutual_information_loss,
+    )
     from fusedsim.registration._warp import compose, scaling_and_squaring, warp
 
 # public name -> module that defines it
@@ -29,14 +33,4 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)

@@ -1,7 +1,7 @@
 """Every registered op against its PyTorch twin: values, every gradient (random cotangents), the shape function,
 float64 and float32, on the op's own examples (odd sizes, several programs, non-contiguous inputs).
 
-Registering an op in ``fusedsim.ops.catalog`` enrols it here. Kernels run on the GPU when there is one, else on
+Registering an op in a family of ``fusedsim.ops.catalog`` enrols it here. Kernels run on the GPU when there is one, else on
 the CPU through Triton's interpreter. Tolerances are the op's own (``KernelOp.tolerance``, with their reasons in
 the catalog); ``None`` means bit-identical.
 """
@@ -121,11 +121,12 @@ def test_custom_ops_are_made_on_first_need_with_the_twins_shapes():
     import subprocess
     import sys
 
-    probe = ("import torch, fusedsim.ops.catalog\n"
-             "from fusedsim.ops.registry import OPS\n"
-             "print(sum(hasattr(torch.ops.fusedsim, n) for n in OPS))")
+    probe = ("import torch\n"
+             "from fusedsim.ops.registry import registered_ops\n"
+             "ops = registered_ops()\n"
+             "print(len(ops), sum(hasattr(torch.ops.fusedsim, op.name) for op in ops))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "0"
+    assert out.split() == [str(len(OPS)), "0"]
 
     from fusedsim.ops.registry import define_custom_ops
 
@@ -156,3 +157,20 @@ def test_gpu_pending_ops_run_their_twins_under_auto_and_their_kernels_when_force
     with use_backend("triton"):
         op(*example.tensors, *example.scalars)
     assert calls == ["kernel"]
+
+
+def test_one_op_loads_only_the_families_up_to_it():
+    """``op("integer_ssim")`` (the video command) registers the SSIM and video families, not the perceptual or
+    registration twins; reading any name from the catalog package loads everything."""
+    import subprocess
+    import sys
+
+    probe = ("import sys\n"
+             "from fusedsim.ops import op\n"
+             "op('integer_ssim')\n"
+             "print(sorted(m.rsplit('.', 1)[1] for m in sys.modules if m.startswith('fusedsim.ops.catalog.')))\n"
+             "print('fusedsim.reference.butteraugli_ref' in sys.modules)\n"
+             "from fusedsim.ops.catalog import butteraugli_blur, GPU_PENDING\n"
+             "print(butteraugli_blur.name)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[:3] == ["['_common', 'ssim', 'vmaf']", "False", "butteraugli_blur"]

@@ -64,7 +64,7 @@ def _mask_diff(dtype: torch.dtype, grad: bool):
     gradients; otherwise the twin itself (differentiable, exact float64)."""
     if grad or dtype == torch.float64:
         return spec.cvvdp_mask_diff_ref
-    import fusedsim.ops.catalog  # noqa: F401 - registers the ops
+    import fusedsim.ops.catalog.perceptual  # noqa: F401 - registers the ops
     from fusedsim.ops.registry import OPS
 
     return OPS["cvvdp_mask_diff"]

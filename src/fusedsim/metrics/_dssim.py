@@ -28,7 +28,7 @@ _NAME = "dssim"
 
 
 def _ops():
-    import fusedsim.ops.catalog  # noqa: F401 - registers the ops
+    import fusedsim.ops.catalog.perceptual  # noqa: F401 - registers the ops
 
     return OPS["dssim_lab"], OPS["dssim_blur"], OPS["dssim_ssim_map"]
 

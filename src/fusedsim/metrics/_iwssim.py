@@ -77,7 +77,7 @@ class _Fns:
             self.eig = spec.corrected_eig_ref
             self.info = spec.info_weight_map_op_ref
         else:
-            import fusedsim.ops.catalog  # noqa: F401 - registers the ops
+            import fusedsim.ops.catalog.perceptual  # noqa: F401 - registers the ops
 
             self.moments, self.gram = OPS["windowed_moments"], OPS["iwssim_gram"]
             self.eig, self.info = OPS["iwssim_eig"], OPS["iwssim_info"]

@@ -255,6 +255,8 @@ def register_op(op: KernelOp) -> KernelOp:
 
 def registered_ops() -> Sequence[KernelOp]:
     """Every op, after importing the modules that define them."""
-    import fusedsim.ops.catalog  # noqa: F401 - registers every op
+    from fusedsim.ops.catalog import load_all
+
+    load_all()
 
     return tuple(OPS.values())

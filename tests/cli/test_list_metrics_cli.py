@@ -34,3 +34,21 @@ def test_json_writes_infinity_as_null(capsys):
     rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
     assert rows["psnr"]["identical_value"] is None and rows["psnr"]["value_range"] == [0.0, None]
     assert rows["ms-ssim"]["aliases"] == ["ms_ssim", "msssim"] and rows["ms-ssim"]["min_size"] == 161
+
+
+def test_a_closed_pipe_ends_the_command_quietly(monkeypatch):
+    """``fusedsim ... | head`` must end with SIGPIPE's status, not a traceback, when the reader exits early."""
+    import os
+    import sys
+
+    from fusedsim.cli import main as cli_main
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader has gone away
+    stream = os.fdopen(write_end, "w")
+    monkeypatch.setattr(sys, "stdout", stream)
+    try:
+        assert cli_main.main(["list-metrics", "--format", "json"]) == 141
+    finally:
+        monkeypatch.undo()
+        stream.close()

@@ -90,15 +90,14 @@ def read_limit(ref: Path, dist: Path, frames: int, planes: tuple[str, ...], thre
     """frames/s of the package's positioned reads of ``planes`` of both clips into pinned memory."""
     import torch
 
-    from fusedsim.io.frame_stream import plane_groups, plane_layout, read_planes
+    from fusedsim.io.frame_stream import plane_groups, plane_layout, read_planes, row_bytes
     from fusedsim.io.video import open_video
 
     with open_video(ref) as r, open_video(dist) as d:
         layout = plane_layout(r.fmt, planes)
         groups = plane_groups(layout, 1)
-        row_bytes = sum(h * w for _, _, h, w in layout)
         batch = 32
-        slots = torch.empty((2, threads, batch, row_bytes), dtype=torch.uint8, pin_memory=True).numpy()
+        slots = torch.empty((2, threads, batch, row_bytes(layout, 1)), dtype=torch.uint8, pin_memory=True).numpy()
         offsets = (r.frame_offsets(), d.frame_offsets())
         fds = [os.open(p, os.O_RDONLY) for p in (ref, dist)]
 

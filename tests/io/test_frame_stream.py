@@ -9,29 +9,31 @@ import pytest
 import torch
 from test_video import random_planes, write_raw, write_y4m
 
-from fusedsim.io.frame_stream import PLANES, plane_groups, plane_layout, read_planes, stream_pair_to_device
+from fusedsim.io.frame_stream import (
+    PLANES,
+    plane_groups,
+    plane_layout,
+    read_planes,
+    row_bytes,
+    split_planes,
+    stream_pair_to_device,
+)
 from fusedsim.io.video import VideoFormat, open_video
 
 
 def _read_with_offsets(reader, planes):
     fmt = reader.fmt
     layout = plane_layout(fmt, planes)
-    groups = plane_groups(layout, fmt.bytes_per_sample)
-    row_bytes = sum(h * w for _, _, h, w in layout) * fmt.bytes_per_sample
     n = reader.frame_count
-    rows = np.zeros((n, row_bytes), dtype=np.uint8)
+    rows = np.zeros((n, row_bytes(layout, fmt.bytes_per_sample)), dtype=np.uint8)
     fd = os.open(reader.path, os.O_RDONLY)
     try:
+        groups = plane_groups(layout, fmt.bytes_per_sample)
         read_planes(fd, reader.frame_offsets(), groups, rows, 0, 1, n, str(reader.path))  # frames 1..n-1
         read_planes(fd, reader.frame_offsets(), groups, rows, 0, 0, 1, str(reader.path))  # then frame 0
     finally:
         os.close(fd)
-    out, pos = {}, 0
-    for index, _, h, w in layout:
-        size = h * w * fmt.bytes_per_sample
-        out[PLANES[index]] = rows[:, pos:pos + size].view(fmt.dtype).reshape(n, h, w)
-        pos += size
-    return out
+    return {PLANES[i]: v for i, v in split_planes(rows, layout, fmt.bytes_per_sample, fmt.dtype).items()}
 
 
 @pytest.mark.parametrize("pix_fmt", ["yuv420p", "yuv422p10le", "yuv444p12le"])

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from _backends import assert_kernel_matches_twin
 
 from fusedsim.backend import use_backend
 from fusedsim.registration import LNCCLoss, lncc_loss
@@ -150,22 +151,7 @@ def test_kernels_match_twin_on_image_crops(data, kernel_device, case):
     pred, target = pred.to(dtype), target.to(dtype)
     kw = {"kernel_size": k, "kernel_type": kt, "reduction": reduction, "convention": conv}
 
-    def run(backend, p, t):
-        p, t = p.detach().clone().requires_grad_(), t.detach().clone().requires_grad_()
-        with use_backend(backend):
-            out = lncc_loss(p, t, **kw)
-        cot = torch.randn(out.shape, generator=torch.Generator().manual_seed(0), dtype=torch.float64).to(out)
-        return out.detach(), torch.autograd.grad(out, (p, t), cot)
-
-    got, got_grads = run("triton", pred.to(kernel_device), target.to(kernel_device))
-    ref, ref_grads = run("reference", pred.double(), target.double())
-    val_tol, grad_tol = KERNEL_TOL[dtype]
-    assert got.dtype == (torch.float64 if dtype == torch.float64 else torch.float32)
-    torch.testing.assert_close(got.double().cpu(), ref, atol=val_tol, rtol=val_tol)
-    for g, r in zip(got_grads, ref_grads):
-        assert g.dtype == dtype and g.shape == r.shape
-        rel = ((g.double().cpu() - r).norm() / r.norm()).item()
-        assert rel < grad_tol, rel
+    assert_kernel_matches_twin(lncc_loss, pred, target, kw, kernel_device, KERNEL_TOL[dtype])
 
 
 def test_gradients_for_target_only(kernel_device):

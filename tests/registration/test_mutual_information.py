@@ -16,9 +16,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from _backends import assert_kernel_matches_twin
 
 from fusedsim.backend import use_backend
-from fusedsim.reference.mutual_information_ref import mi_norm, mi_setup, parzen_histogram_ref
+from fusedsim.reference.mutual_information_ref import (
+    mi_norm,
+    mi_setup,
+    parzen_histogram_ref,
+)
 from fusedsim.registration import MutualInformationLoss, mutual_information_loss
 
 F32_STORAGE = 4 * 2.0**-24
@@ -139,22 +144,7 @@ def test_kernels_match_twin_on_image_crops(data, kernel_device, case):
     pred, target = pred.to(dtype), target.to(dtype)
     kw = {"num_bins": nb, "reduction": reduction, "convention": conv}
 
-    def run(backend, p, t):
-        p, t = p.detach().clone().requires_grad_(), t.detach().clone().requires_grad_()
-        with use_backend(backend):
-            out = mutual_information_loss(p, t, **kw)
-        cot = torch.randn(out.shape, generator=torch.Generator().manual_seed(0), dtype=torch.float64).to(out)
-        return out.detach(), torch.autograd.grad(out, (p, t), cot)
-
-    got, got_grads = run("triton", pred.to(kernel_device), target.to(kernel_device))
-    ref, ref_grads = run("reference", pred.double(), target.double())
-    val_tol, grad_tol = KERNEL_TOL[dtype]
-    assert got.dtype == (torch.float64 if dtype == torch.float64 else torch.float32)
-    torch.testing.assert_close(got.double().cpu(), ref, atol=val_tol, rtol=val_tol)
-    for g, r in zip(got_grads, ref_grads):
-        assert g.dtype == dtype and g.shape == r.shape
-        rel = ((g.double().cpu() - r).norm() / r.norm()).item()
-        assert rel < grad_tol, rel
+    assert_kernel_matches_twin(mutual_information_loss, pred, target, kw, kernel_device, KERNEL_TOL[dtype])
 
 
 # ------------------------------------------------------------------------------------------ twin gradients

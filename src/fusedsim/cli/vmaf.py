@@ -33,7 +33,6 @@ HELP_FEATURES = tuple(_FEATURE_SPECS)
 EXPECTED_METRICS = {name: spec.outputs for name, spec in _FEATURE_SPECS.items()}
 _AUTO_BATCH_BYTES = 128 * 2**20  # per clip, when --batch-frames is not given
 _MAX_AUTO_BATCH = 32
-_STREAM_BATCH_BYTES = 64 * 2**20  # per clip and host slot on the GPU path (three slots are pinned)
 
 
 def _feature_lines() -> str:
@@ -502,10 +501,7 @@ def _score_streamed(ref_reader, dist_reader, features, extract, device, frames, 
         return None
     from fusedsim.vmaf.device_scoring import score_on_device
 
-    planes = {p for f in features for p in registry.feature_spec(f).planes}
-    per_frame = ref_reader.fmt.luma_bytes if planes == {"y"} else ref_reader.fmt.frame_bytes
-    bf = batch_frames or max(1, min(_MAX_AUTO_BATCH, _STREAM_BATCH_BYTES // per_frame))
-    return score_on_device(ref_reader, dist_reader, features, device=dev, frames=frames, batch_frames=bf,
+    return score_on_device(ref_reader, dist_reader, features, device=dev, frames=frames, batch_frames=batch_frames,
                            progress=progress)
 
 

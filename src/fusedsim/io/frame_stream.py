@@ -26,7 +26,8 @@ import torch
 
 from fusedsim.io.video import VideoFormat, VideoReader
 
-__all__ = ["PLANES", "DeviceFrames", "plane_groups", "plane_layout", "read_planes", "stream_pair_to_device"]
+__all__ = ["PLANES", "DeviceFrames", "plane_groups", "plane_layout", "read_planes", "row_bytes", "split_planes",
+           "stream_pair_to_device"]
 
 #: Plane names in file order.
 PLANES = ("y", "u", "v")
@@ -79,6 +80,22 @@ class _Slot:
         self.copied: torch.cuda.Event | None = None
 
 
+def row_bytes(layout: list[tuple[int, int, int, int]], bytes_per_sample: int) -> int:
+    """Bytes of one frame's requested planes, stored back to back."""
+    return sum(h * w for _, _, h, w in layout) * bytes_per_sample
+
+
+def split_planes(rows, layout: list[tuple[int, int, int, int]], bytes_per_sample: int, dtype) -> dict:
+    """``{index in PLANES: (n, h, w) view}`` of the planes packed in ``rows`` (``(n, row_bytes)`` uint8, a numpy
+    array or a torch tensor; ``dtype`` is the sample dtype of that library). No copies."""
+    n, out, pos = rows.shape[0], {}, 0
+    for index, _, h, w in layout:
+        size = h * w * bytes_per_sample
+        out[index] = rows[:, pos:pos + size].view(dtype).reshape(n, h, w)
+        pos += size
+    return out
+
+
 def plane_groups(layout: list[tuple[int, int, int, int]], bytes_per_sample: int) -> list[tuple[int, int, int]]:
     """Runs of planes that are adjacent in the file: (offset in the frame, offset in the slot row, length)."""
     groups: list[list[int]] = []
@@ -111,7 +128,7 @@ def stream_pair_to_device(ref: VideoReader, dist: VideoReader, planes: Sequence[
         raise ValueError(f"planes must name at least one of {', '.join(PLANES)}; got {list(planes)!r}")
     bps = fmt.bytes_per_sample
     groups = plane_groups(layout, bps)
-    row_bytes = sum(h * w for _, _, h, w in layout) * bps
+    packed = row_bytes(layout, bps)
     batch_frames = max(1, min(batch_frames, frames))
     n_batches = -(-frames // batch_frames)
     threads = threads or min(8, os.cpu_count() or 1)
@@ -121,7 +138,7 @@ def stream_pair_to_device(ref: VideoReader, dist: VideoReader, planes: Sequence[
     dtype = torch.uint8 if bps == 1 else torch.uint16
     copy_stream = torch.cuda.Stream(device)
     compute_stream = torch.cuda.current_stream(device)
-    device_buffers = [torch.empty((2, batch_frames, row_bytes), dtype=torch.uint8, device=device) for _ in range(2)]
+    device_buffers = [torch.empty((2, batch_frames, packed), dtype=torch.uint8, device=device) for _ in range(2)]
     used: list[torch.cuda.Event | None] = [None, None]
     host_slots: list[_Slot | None] = [None] * max(2, slots)
 
@@ -133,7 +150,7 @@ def stream_pair_to_device(ref: VideoReader, dist: VideoReader, planes: Sequence[
     def submit(pool: ThreadPoolExecutor, b: int) -> list[Future]:
         slot = host_slots[b % len(host_slots)]
         if slot is None:
-            slot = host_slots[b % len(host_slots)] = _Slot(row_bytes, batch_frames)
+            slot = host_slots[b % len(host_slots)] = _Slot(packed, batch_frames)
         first = b * batch_frames
         n = min(batch_frames, frames - first)
         bounds = np.linspace(0, n, min(chunks, n) + 1).astype(int)
@@ -155,14 +172,8 @@ def stream_pair_to_device(ref: VideoReader, dist: VideoReader, planes: Sequence[
             slot.copied = torch.cuda.Event()
             slot.copied.record(copy_stream)
         compute_stream.wait_event(slot.copied)
-        views: list[list[torch.Tensor | None]] = [[None] * 3, [None] * 3]
-        pos = 0
-        for index, _, h, w in layout:
-            size = h * w * bps
-            for clip in (0, 1):
-                views[clip][index] = buffer[clip, :n, pos:pos + size].view(dtype).view(n, h, w)
-            pos += size
-        return DeviceFrames(first, n, tuple(views[0]), tuple(views[1]))
+        clips = [split_planes(buffer[clip, :n], layout, bps, dtype) for clip in (0, 1)]
+        return DeviceFrames(first, n, *(tuple(c.get(i) for i in range(len(PLANES))) for c in clips))
 
     try:
         with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="fusedsim-read") as pool:

@@ -20,13 +20,23 @@ from fusedsim.vmaf.features import feature_spec
 __all__ = ["score_on_device"]
 
 
+#: Bytes of one clip's planes per pinned host slot when ``batch_frames`` is not given (three slots per clip).
+STREAM_BATCH_BYTES = 64 * 2**20
+MAX_BATCH_FRAMES = 32
+
+
 def score_on_device(ref: VideoReader, dist: VideoReader, features: Sequence[str], *, device: torch.device,
-                    frames: int, batch_frames: int, threads: int | None = None,
+                    frames: int, batch_frames: int | None = None, threads: int | None = None,
                     progress: Callable[[int], None] | None = None) -> dict[str, np.ndarray]:
     """Per-frame values (libvmaf name -> float64 array of ``frames`` values) of ``features`` for the first
-    ``frames`` frames of two regular-file clips of the same format."""
+    ``frames`` frames of two regular-file clips of the same format. ``batch_frames`` defaults to as many frames
+    of the planes read as fit in :data:`STREAM_BATCH_BYTES`, at most :data:`MAX_BATCH_FRAMES`."""
     specs = [feature_spec(f) for f in features]
     planes = tuple(p for p in PLANES if any(p in spec.planes for spec in specs))
+    if batch_frames is None:
+        fmt = ref.fmt
+        per_frame = fmt.luma_bytes if planes == ("y",) else fmt.frame_bytes
+        batch_frames = max(1, min(MAX_BATCH_FRAMES, STREAM_BATCH_BYTES // per_frame))
     bit_depth = ref.fmt.bit_depth
     columns: dict[str, list[torch.Tensor]] = {}
     for batch in stream_pair_to_device(ref, dist, planes, device=device, batch_frames=batch_frames, frames=frames,

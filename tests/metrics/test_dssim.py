@@ -135,8 +135,9 @@ def test_triton_path_with_alpha_equals_twin(kernel_device):
         got = fusedsim.dssim(ref.to(kernel_device), dist.to(kernel_device))
     with use_backend("reference"):
         want = fusedsim.dssim(ref, dist)
-    # the kernels reproduce the float32 twin bit for bit; a GPU's float64 pooling sums run in another order
-    torch.testing.assert_close(got.cpu(), want, rtol=0, atol=1e-13)
+    # with alpha the GPU result differs from the CPU twin in the last bits of float32 SSIM (7.9e-8 on the H200,
+    # about one float32 ulp at 1.0, where DSSIM = 1/SSIM - 1 is formed): allow 3 ulp
+    torch.testing.assert_close(got.cpu(), want, rtol=0, atol=1.8e-7)
 
 
 def test_gradients_pass_gradcheck_and_reach_both_inputs():

@@ -3,11 +3,11 @@
     butteraugli_blur(x (N, C, H, W), sigma) -> (N, C, H, W), float32 (float64 for float64 input)
 
 Taps ``exp(-i²/2σ²)`` for ``|i| <= max(1, ⌊2.25σ⌋)`` (``butteraugli_filters_ref.blur_taps``).
-With 5 taps the image is mirrored at its borders (edge pixel repeated) and the taps are normalised once; with
-any other length the out-of-image taps are dropped and the output divided by the sum of the taps that remain,
-per axis, as libjxl's transposing convolution does. Each program owns a BH×BW tile of one plane; the K taps are
-K shifted loads of the input tile (the window is at most 33 taps, so the re-reads stay in L1/L2). Forward only:
-the differentiable path is the twin.
+With 5 taps the image is mirrored at its borders (edge pixel repeated) and the taps are normalised once (on the
+host, in float64); with any other length the out-of-image taps are dropped and the output divided by the sum of
+the taps that remain, per axis, as libjxl's transposing convolution does. Each program owns a BH×BW tile of one
+plane; the K taps are K shifted loads of the input tile (the window is at most 33 taps, so the re-reads stay in
+L1/L2). Forward only: the differentiable path is the twin.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from fusedsim.reference.ssim_ref import compute_dtype
 
 
 @triton.jit
-def _blur_axis_kernel(X, OUT, TAPS, H, W, sxh, sxw, C, scx_n, scx_c, scale,
+def _blur_axis_kernel(X, OUT, TAPS, H, W, sxh, sxw, C, scx_n, scx_c,
                       K: tl.constexpr, MIRROR: tl.constexpr, ALONG_W: tl.constexpr, ACC: tl.constexpr,
                       BH: tl.constexpr, BW: tl.constexpr):
     pid_w = tl.program_id(0)
@@ -62,7 +62,7 @@ def _blur_axis_kernel(X, OUT, TAPS, H, W, sxh, sxw, C, scx_n, scx_c, scale,
         if not MIRROR:
             wsum += tl.where(m, w, 0.0)
     if MIRROR:
-        out = acc * scale
+        out = acc
     else:
         out = acc / tl.where(ok, wsum, 1.0)
     pix = (plane.to(tl.int64) * H + rows) * W + cols
@@ -76,19 +76,20 @@ class BlurPlan:
         n, c, h, w = shape
         self.shape = shape
         self.dtype = compute_dtype(dtype)
-        taps = blur_taps(sigma)
-        self.taps = torch.as_tensor(taps, dtype=self.dtype, device=device)
+        taps = blur_taps(sigma).astype("float64")
         k = taps.size
         mirror = k == 5
-        scale = float(1.0 / taps.astype("float64").sum())
+        if mirror:  # normalised once, on the host in float64 (a float scalar argument would be rounded to float32)
+            taps = taps / taps.sum()
+        self.taps = torch.as_tensor(taps, dtype=self.dtype, device=device)
         acc = tl.float64 if self.dtype == torch.float64 else tl.float32
         bh, bw = 16, 32
         grid = (triton.cdiv(w, bw), triton.cdiv(h, bh), n * c)
         self._h = Launcher(_blur_axis_kernel, grid, num_warps=4)
         self._v = Launcher(_blur_axis_kernel, grid, num_warps=4)
         sn, sc, sh, sw = strides
-        self._h_args = (h, w, sh, sw, c, sn, sc, scale, k, mirror, True, acc, bh, bw)
-        self._v_args = (h, w, w, 1, c, c * h * w, h * w, scale, k, mirror, False, acc, bh, bw)
+        self._h_args = (h, w, sh, sw, c, sn, sc, k, mirror, True, acc, bh, bw)
+        self._v_args = (h, w, w, 1, c, c * h * w, h * w, k, mirror, False, acc, bh, bw)
 
     def forward(self, x: torch.Tensor):
         tmp = torch.empty(self.shape, dtype=self.dtype, device=x.device)

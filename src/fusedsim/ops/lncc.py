@@ -218,7 +218,7 @@ def render_grad_maps(k: int, three_d: bool, name: str) -> str:
                            flags=", CLAMP: tl.constexpr, HAS_GMAP: tl.constexpr, MEAN: tl.constexpr, "
                                  "NEED_P: tl.constexpr, NEED_T: tl.constexpr")
     body = _CONST_LINES + [
-        "slot = NPL.to(tl.int64) * HO * WO",
+        "slot = tl.cast(NPL, tl.int64) * HO * WO",
         "gs = tl.load(G).to(ACC)",
         "if MEAN:",
         "    gs = gs / count",
@@ -256,8 +256,8 @@ def render_grad_conv(k: int, three_d: bool, name: str) -> str:
     bd, kd_taps = (DEPTH_BLOCK, k) if three_d else (1, 1)
     body = _depth_prologue(kd_taps, bd, "D", "0") + [
         "col_ok = cols < W",
-        "plane = H.to(tl.int64) * W",
-        "slot_sz = NPL.to(tl.int64) * plane",
+        "plane = tl.cast(H, tl.int64) * W",
+        "slot_sz = tl.cast(NPL, tl.int64) * plane",
         "mb = MAPS + nc.to(tl.int64) * D * plane",
         "t_slot = 1",
         "if NEED_P:",

@@ -72,7 +72,7 @@ def _hist_fwd_kernel(X, Y, NORM, CENT, PART, V, C, CHUNK, pre_hi, pre_lo, NB: tl
         ok = idx < V
         px, _x, _xh, _in = _parzen(X, base, idx, ok, lo, scale, cent, bok, pre, CLAMP, ACC)
         py, _y, _yh, _jn = _parzen(Y, base, idx, ok, lo, scale, cent, bok, pre, CLAMP, ACC)
-        pab = tl.dot(tl.trans(px), py, pab, input_precision="ieee")
+        pab = tl.dot(tl.trans(px), py, pab, input_precision="ieee", out_dtype=ACC)
         pa += tl.sum(px, axis=0)
         pb += tl.sum(py, axis=0)
     out = PART + ((n.to(tl.int64) * C + c) * tl.num_programs(0) + chunk) * (NBP + 2) * NBP
@@ -111,7 +111,7 @@ def _hist_bwd_kernel(X, Y, NORM, CENT, GH, DX, DY, GNORM, V, C, CHUNK, count, pr
         px, x, _, x_in = _parzen(X, base, idx, ok, lo, scale, cent, bok, pre, CLAMP, ACC)
         py, y, _, y_in = _parzen(Y, base, idx, ok, lo, scale, cent, bok, pre, CLAMP, ACC)
         if NEED_X or NEED_NORM:
-            vx = tl.dot(py, tl.trans(g_ab), input_precision="ieee") + g_a[None, :]
+            vx = tl.dot(py, tl.trans(g_ab), input_precision="ieee", out_dtype=ACC) + g_a[None, :]
             cbar = tl.sum(px * cent[None, :], axis=1)
             gxh = coef * tl.sum(px * (cent[None, :] - cbar[:, None]) * vx, axis=1)
             gxh = tl.where(x_in, gxh, 0.0)
@@ -120,7 +120,7 @@ def _hist_bwd_kernel(X, Y, NORM, CENT, GH, DX, DY, GNORM, V, C, CHUNK, count, pr
             g_lo += gxh
             g_scale += gxh * (x - lo)
         if NEED_Y or NEED_NORM:
-            vy = tl.dot(px, g_ab, input_precision="ieee") + g_b[None, :]
+            vy = tl.dot(px, g_ab, input_precision="ieee", out_dtype=ACC) + g_b[None, :]
             cbar = tl.sum(py * cent[None, :], axis=1)
             gyh = coef * tl.sum(py * (cent[None, :] - cbar[:, None]) * vy, axis=1)
             gyh = tl.where(y_in, gyh, 0.0)

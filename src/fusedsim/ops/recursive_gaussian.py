@@ -144,12 +144,11 @@ def _iir_horizontal_kernel(A, B, OUT, COEF, rows, width, height, head_end, block
     i10, i11, i12, i13, p10, p11, p12, p13, q10, q11, q12, q13 = _filter_coefs(COEF, 0)
     i30, i31, i32, i33, p30, p31, p32, p33, q30, q31, q32, q33 = _filter_coefs(COEF, 1)
     i50, i51, i52, i53, p50, p51, p52, p53, q50, q51, q52, q53 = _filter_coefs(COEF, 2)
-    y1 = tl.zeros([BLOCK_R], tl.float32)
-    y1b = y1
-    y3 = y1
-    y3b = y1
-    y5 = y1
-    y5b = y1
+    # one zeros tensor per state: Triton (compiled, not interpreted) drops a loop-carried variable whose new value
+    # is another variable's old one when both started as the same tensor (y[-2] <- y[-1] would never update)
+    y1, y1b = tl.zeros([BLOCK_R], tl.float32), tl.zeros([BLOCK_R], tl.float32)
+    y3, y3b = tl.zeros([BLOCK_R], tl.float32), tl.zeros([BLOCK_R], tl.float32)
+    y5, y5b = tl.zeros([BLOCK_R], tl.float32), tl.zeros([BLOCK_R], tl.float32)
     for n in range(1 - RADIUS, head_end):
         s = (_h_sample(A, B, a_row, b_row, n - RADIUS - 1, width, rmask, m, MODE)
              + _h_sample(A, B, a_row, b_row, n + RADIUS - 1, width, rmask, m, MODE))
@@ -214,12 +213,11 @@ def _iir_vertical_kernel(X, OUT, COEF, height, width, RADIUS: tl.constexpr, BLOC
     base = plane.to(tl.int64) * height * width
     n2_1, n2_3, n2_5 = tl.load(COEF + 36), tl.load(COEF + 37), tl.load(COEF + 38)
     d1_1, d1_3, d1_5 = tl.load(COEF + 39), tl.load(COEF + 40), tl.load(COEF + 41)
-    y1 = tl.zeros([BLOCK_C], tl.float32)
-    y1b = y1
-    y3 = y1
-    y3b = y1
-    y5 = y1
-    y5b = y1
+    # one zeros tensor per state: Triton (compiled, not interpreted) drops a loop-carried variable whose new value
+    # is another variable's old one when both started as the same tensor (y[-2] <- y[-1] would never update)
+    y1, y1b = tl.zeros([BLOCK_C], tl.float32), tl.zeros([BLOCK_C], tl.float32)
+    y3, y3b = tl.zeros([BLOCK_C], tl.float32), tl.zeros([BLOCK_C], tl.float32)
+    y5, y5b = tl.zeros([BLOCK_C], tl.float32), tl.zeros([BLOCK_C], tl.float32)
     zero = cols * 0
     b0 = v_row(X, base, zero, height, width, cols, cmask)  # the first steps' bottom rows: 0, 1, 2, 3
     b1 = v_row(X, base, zero + 1, height, width, cols, cmask)

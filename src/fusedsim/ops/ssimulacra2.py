@@ -42,6 +42,13 @@ _C2 = tl.constexpr(C2)
 
 
 @triton.jit
+def _zeros6(BLOCK_C: tl.constexpr):
+    """Six distinct float32 zero vectors."""
+    return (tl.zeros([BLOCK_C], tl.float32), tl.zeros([BLOCK_C], tl.float32), tl.zeros([BLOCK_C], tl.float32),
+            tl.zeros([BLOCK_C], tl.float32), tl.zeros([BLOCK_C], tl.float32), tl.zeros([BLOCK_C], tl.float32))
+
+
+@triton.jit
 def _accumulate(MU1, S11, X1, X2, ref_base, base, n, height, width, cols, cmask, mu2, s22, s12,
                 acc_ssim, acc_ssim4, acc_ring, acc_ring4, acc_blur, acc_blur4):
     """Row n's SSIM and edge maps (float32 as the reference; the edge ratio in float64) added to the sums."""
@@ -83,11 +90,11 @@ def _error_kernel(T, X1, X2, MU1, S11, PART, COEF, height, width, map_stride, co
     TC = T + 2 * map_stride
     n2_1, n2_3, n2_5 = tl.load(COEF + 36), tl.load(COEF + 37), tl.load(COEF + 38)
     d1_1, d1_3, d1_5 = tl.load(COEF + 39), tl.load(COEF + 40), tl.load(COEF + 41)
-    zf = tl.zeros([BLOCK_C], tl.float32)
-    # recursion states: map (a, b, c) x filter (1, 3, 5) x (y[-1], y[-2])
-    a1, a1b, a3, a3b, a5, a5b = zf, zf, zf, zf, zf, zf
-    b1, b1b, b3, b3b, b5, b5b = zf, zf, zf, zf, zf, zf
-    c1, c1b, c3, c3b, c5, c5b = zf, zf, zf, zf, zf, zf
+    # recursion states: map (a, b, c) x filter (1, 3, 5) x (y[-1], y[-2]), each its own zeros tensor (see
+    # recursive_gaussian._iir_horizontal_kernel: states that start as one tensor are not all carried)
+    a1, a1b, a3, a3b, a5, a5b = _zeros6(BLOCK_C)
+    b1, b1b, b3, b3b, b5, b5b = _zeros6(BLOCK_C)
+    c1, c1b, c3, c3b, c5, c5b = _zeros6(BLOCK_C)
     acc_ssim = tl.zeros([BLOCK_C], tl.float64)
     acc_ssim4 = acc_ssim
     acc_ring = acc_ssim

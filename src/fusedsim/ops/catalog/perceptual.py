@@ -58,7 +58,6 @@ def _dssim_lab_examples(device: torch.device) -> list[Example]:
 
 dssim_lab = register_op(KernelOp(
     name="dssim_lab",
-    triton_by_default=False,  # in GPU_PENDING
     schema="(Tensor lin, Tensor alpha, bool has_alpha) -> Tensor",
     n_tensors=2,
     plan_for="fusedsim.ops.dssim_lab:dssim_lab_fwd",
@@ -84,7 +83,6 @@ def _dssim_image_examples(device: torch.device, channels: int, seed: int) -> lis
 
 dssim_blur = register_op(KernelOp(
     name="dssim_blur",
-    triton_by_default=False,  # in GPU_PENDING
     schema="(Tensor x) -> Tensor",
     n_tensors=1,
     plan_for="fusedsim.ops.dssim_blur:dssim_blur_fwd",
@@ -98,7 +96,6 @@ dssim_blur = register_op(KernelOp(
 
 dssim_ssim_map = register_op(KernelOp(
     name="dssim_ssim_map",
-    triton_by_default=False,  # in GPU_PENDING
     schema="(Tensor lab1, Tensor lab2) -> Tensor",
     n_tensors=2,
     plan_for="fusedsim.ops.dssim_ssim_map:dssim_ssim_map_fwd",
@@ -125,7 +122,6 @@ def _iwssim_gram_examples(device: torch.device) -> list[Example]:
 
 iwssim_gram = register_op(KernelOp(
     name="iwssim_gram",
-    triton_by_default=False,  # in GPU_PENDING
     schema="(Tensor ref_band, Tensor parent, bool has_parent) -> Tensor",
     n_tensors=2,
     plan_for="fusedsim.ops.iwssim_gram:iwssim_gram_fwd",
@@ -149,7 +145,6 @@ def _iwssim_eig_examples(device: torch.device) -> list[Example]:
 
 iwssim_eig = register_op(KernelOp(
     name="iwssim_eig",
-    triton_by_default=False,  # in GPU_PENDING
     schema="(Tensor gram) -> Tensor",
     n_tensors=1,
     plan_for="fusedsim.ops.iwssim_eig:iwssim_eig_fwd",
@@ -180,7 +175,6 @@ def _iwssim_info_examples(device: torch.device) -> list[Example]:
 
 iwssim_info = register_op(KernelOp(
     name="iwssim_info",
-    triton_by_default=False,  # in GPU_PENDING
     schema="(Tensor ref_band, Tensor dist_band, Tensor parent, Tensor eig, bool has_parent) -> Tensor",
     n_tensors=4,
     plan_for="fusedsim.ops.iwssim_info:iwssim_info_fwd",
@@ -214,7 +208,6 @@ def _butteraugli_blur_examples(device: torch.device) -> list[Example]:
 
 butteraugli_blur = register_op(KernelOp(
     name="butteraugli_blur",
-    triton_by_default=False,  # in GPU_PENDING
     schema="(Tensor x, float sigma) -> Tensor",
     n_tensors=1,
     plan_for="fusedsim.ops.butteraugli_blur:butteraugli_blur_plan",
@@ -244,7 +237,6 @@ def _butteraugli_malta_examples(device: torch.device) -> list[Example]:
 
 butteraugli_malta = register_op(KernelOp(
     name="butteraugli_malta",
-    triton_by_default=False,  # in GPU_PENDING
     schema="(Tensor lum0, Tensor lum1, float w_0gt1, float w_0lt1, float norm1, float mulli, bool low_freq) -> Tensor",
     n_tensors=2,
     plan_for="fusedsim.ops.butteraugli_malta:butteraugli_malta_plan",
@@ -292,7 +284,6 @@ def _recursive_gaussian_examples(device: torch.device) -> list[Example]:
 
 recursive_gaussian = register_op(KernelOp(
     name="recursive_gaussian",
-    triton_by_default=False,  # in GPU_PENDING
     schema="(Tensor x, float sigma) -> Tensor",
     n_tensors=1,
     plan_for="fusedsim.ops.recursive_gaussian:recursive_gaussian_plan",
@@ -319,7 +310,6 @@ def _linear_xyb_examples(device: torch.device) -> list[Example]:
 
 ssimulacra2_linear_xyb = register_op(KernelOp(
     name="ssimulacra2_linear_xyb",
-    triton_by_default=False,  # in GPU_PENDING
     schema="(Tensor x, bool downsample) -> Tensor",
     n_tensors=1,
     plan_for="fusedsim.ops.xyb:linear_xyb_plan",
@@ -336,7 +326,6 @@ ssimulacra2_linear_xyb = register_op(KernelOp(
 
 ssimulacra2_reference_blur = register_op(KernelOp(
     name="ssimulacra2_reference_blur",
-    triton_by_default=False,  # in GPU_PENDING
     schema="(Tensor x1) -> Tensor",
     n_tensors=1,
     plan_for="fusedsim.ops.ssimulacra2:reference_blur_plan",
@@ -362,7 +351,6 @@ def _error_pool_examples(device: torch.device) -> list[Example]:
 
 ssimulacra2_error_pool = register_op(KernelOp(
     name="ssimulacra2_error_pool",
-    triton_by_default=False,  # in GPU_PENDING
     schema="(Tensor x1, Tensor x2, Tensor mu1, Tensor s11) -> Tensor",
     n_tensors=4,
     plan_for="fusedsim.ops.ssimulacra2:error_pool_plan",
@@ -394,7 +382,6 @@ def _cvvdp_mask_examples(device: torch.device) -> list[Example]:
 
 cvvdp_mask_diff = register_op(KernelOp(
     name="cvvdp_mask_diff",
-    triton_by_default=False,  # in GPU_PENDING
     schema="(Tensor test, Tensor ref, Tensor sens, Tensor blurred) -> Tensor",
     n_tensors=4,
     plan_for="fusedsim.ops.cvvdp_mask_diff:cvvdp_mask_diff_fwd",

@@ -202,7 +202,6 @@ def _hist_examples(device: torch.device) -> list[Example]:
 
 parzen_histogram = register_op(KernelOp(
     name="parzen_histogram",
-    triton_by_default=False,  # in GPU_PENDING
     schema="(Tensor pred, Tensor target, Tensor norm, Tensor centres, float preterm, bool clamp, bool pooled) "
            "-> Tensor",
     n_tensors=4,

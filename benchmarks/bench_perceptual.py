@@ -1,4 +1,5 @@
-"""Perceptual-metric benchmark (SSIMULACRA2, Butteraugli, DSSIM, IW-SSIM): what codec engineers call.
+"""Perceptual-metric benchmark (SSIMULACRA2, Butteraugli, DSSIM, IW-SSIM, ColorVideoVDP, zensim): what codec
+engineers call.
 
 Per metric and square size (512², 1024², 2048², 4096² = 16 MP; one uint8 sRGB pair per call, default arguments):
   one-shot  warm per-call time of ``fusedsim.<metric>(ref, dist)`` and its peak extra GPU memory
@@ -127,11 +128,21 @@ def _pycvvdp(ref: Tensor, dist: Tensor):
     return "pycvvdp", lambda: metric.predict(dist[0], ref[0], dim_order="CHW")[0], lambda r: float(r)
 
 
+def _zensim_bench() -> MetricBench:
+    import fusedsim
+
+    return MetricBench(
+        name="zensim", one_shot=fusedsim.zensim, value=lambda r: float(r),
+        anchors={"zenmetrics_rtx5070_16mp_ms": 37.8, "goal_h200_16mp_ms": 7.6, "cpu_16core_1080p_ms": 22,
+                 "goal_h200_1080p_ms": 3.0})
+
+
 PROVIDERS: dict[str, Callable[[], MetricBench]] = {"ssimulacra2": _ssimulacra2_bench,
                                                    "butteraugli": _butteraugli_bench,
                                                    "dssim": _dssim_bench,
                                                    "iw-ssim": _iw_ssim_bench,
-                                                   "cvvdp": _cvvdp_bench}
+                                                   "cvvdp": _cvvdp_bench,
+                                                   "zensim": _zensim_bench}
 
 
 # -------------------------------------------------------------------------------------------------- inputs

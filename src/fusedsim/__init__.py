@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from fusedsim.metrics._dssim import DSSIMLoss, dssim
     from fusedsim.metrics._iwssim import IWSSIMLoss, iw_ssim
     from fusedsim.metrics._ssimulacra2 import SSIMULACRA2Loss, ssimulacra2
+    from fusedsim.metrics._zensim import ZensimLoss, zensim, zensim_features
     from fusedsim.metrics.cached import Metric
     from fusedsim.metrics.registry import get_metric, list_metrics
     from fusedsim.ssim import (
@@ -57,6 +58,9 @@ _LAZY_ATTRIBUTES = {
     "IWSSIMLoss": "fusedsim.metrics._iwssim",
     "ssimulacra2": "fusedsim.metrics._ssimulacra2",
     "SSIMULACRA2Loss": "fusedsim.metrics._ssimulacra2",
+    "zensim": "fusedsim.metrics._zensim",
+    "zensim_features": "fusedsim.metrics._zensim",
+    "ZensimLoss": "fusedsim.metrics._zensim",
     "butteraugli": "fusedsim.metrics._butteraugli",
     "ButteraugliLoss": "fusedsim.metrics._butteraugli",
     "Scorer": "fusedsim.engine.scorer",

@@ -37,6 +37,14 @@ if TYPE_CHECKING:
         score_prepared_ssimulacra2,
         ssimulacra2,
     )
+    from fusedsim.metrics._zensim import (
+        ZensimLoss,
+        prepare_zensim,
+        score_prepared_zensim,
+        zensim,
+        zensim_feature_names,
+        zensim_features,
+    )
     from fusedsim.metrics.cached import Metric
     from fusedsim.metrics.registry import (
         MetricSpec,
@@ -51,6 +59,12 @@ _LAZY = {
     "SSIMULACRA2Loss": "fusedsim.metrics._ssimulacra2",
     "prepare_ssimulacra2": "fusedsim.metrics._ssimulacra2",
     "score_prepared_ssimulacra2": "fusedsim.metrics._ssimulacra2",
+    "zensim": "fusedsim.metrics._zensim",
+    "zensim_features": "fusedsim.metrics._zensim",
+    "zensim_feature_names": "fusedsim.metrics._zensim",
+    "ZensimLoss": "fusedsim.metrics._zensim",
+    "prepare_zensim": "fusedsim.metrics._zensim",
+    "score_prepared_zensim": "fusedsim.metrics._zensim",
     "psnr": "fusedsim.metrics._psnr",
     "butteraugli": "fusedsim.metrics._butteraugli",
     "ButteraugliLoss": "fusedsim.metrics._butteraugli",

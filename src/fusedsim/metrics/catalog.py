@@ -98,6 +98,18 @@ register_metric(MetricSpec(
     score_prepared="fusedsim.metrics._ssimulacra2:score_prepared_ssimulacra2",
 ))
 
+# ------------------------------------------------------------------------------- perceptual (sRGB pairs): zensim
+register_metric(MetricSpec(
+    name="zensim", kind="srgb", compute="fusedsim.metrics._zensim:zensim",
+    summary="zensim (imazen/zensim 0.2.7 linear profile PreviewV0_2): XYB, 4 scales, box-blur SSIM/edge/HF "
+            "features, 228 weights; 100 = identical",
+    outputs=("zensim",), higher_is_better=True, identical_value=100.0, value_range=(-math.inf, 100.0),
+    differentiable=True, min_size=1, min_size_reason="any size (sides under 64 px are mirror-padded, as upstream)",
+    halo_rows=None, bytes_per_pixel=200.0, cached_reference=True,
+    prepare="fusedsim.metrics._zensim:prepare_zensim",
+    score_prepared="fusedsim.metrics._zensim:score_prepared_zensim",
+))
+
 # -------------------------------------------------------------------------------- perceptual (sRGB pairs): DSSIM
 register_metric(MetricSpec(
     name="dssim", kind="srgb", compute="fusedsim.metrics._dssim:dssim",

@@ -64,10 +64,9 @@ def _mask_diff(dtype: torch.dtype, grad: bool):
     gradients; otherwise the twin itself (differentiable, exact float64)."""
     if grad or dtype == torch.float64:
         return spec.cvvdp_mask_diff_ref
-    import fusedsim.ops.catalog.perceptual  # noqa: F401 - registers the ops
-    from fusedsim.ops.registry import OPS
+    from fusedsim.ops import op
 
-    return OPS["cvvdp_mask_diff"]
+    return op("cvvdp_mask_diff")
 
 
 def _finish(out, batched: bool, return_map: bool):

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from fusedsim.metrics.srgb_input import srgb_image, srgb_pair
-from fusedsim.ops.registry import OPS
+from fusedsim.ops import op
 from fusedsim.reference import dssim_ref as spec
 
 __all__ = ["DSSIMLoss", "DSSIMReference", "dssim", "prepare_dssim", "score_prepared_dssim"]
@@ -28,9 +28,7 @@ _NAME = "dssim"
 
 
 def _ops():
-    import fusedsim.ops.catalog.perceptual  # noqa: F401 - registers the ops
-
-    return OPS["dssim_lab"], OPS["dssim_blur"], OPS["dssim_ssim_map"]
+    return op("dssim_lab"), op("dssim_blur"), op("dssim_ssim_map")
 
 
 def _split_alpha(image: object) -> tuple[object, torch.Tensor | None]:

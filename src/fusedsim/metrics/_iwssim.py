@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import torch
 
 from fusedsim.metrics.srgb_input import srgb_image, srgb_pair
-from fusedsim.ops.registry import OPS
+from fusedsim.ops import op
 from fusedsim.reference import iwssim_ref as spec
 
 __all__ = ["IWSSIMLoss", "IWSSIMReference", "iw_ssim", "prepare_iw_ssim", "score_prepared_iw_ssim"]
@@ -77,10 +77,8 @@ class _Fns:
             self.eig = spec.corrected_eig_ref
             self.info = spec.info_weight_map_op_ref
         else:
-            import fusedsim.ops.catalog.perceptual  # noqa: F401 - registers the ops
-
-            self.moments, self.gram = OPS["windowed_moments"], OPS["iwssim_gram"]
-            self.eig, self.info = OPS["iwssim_eig"], OPS["iwssim_info"]
+            self.moments, self.gram = op("windowed_moments"), op("iwssim_gram")
+            self.eig, self.info = op("iwssim_eig"), op("iwssim_info")
 
 
 def _prepare_bands(grey: torch.Tensor, fns: _Fns):

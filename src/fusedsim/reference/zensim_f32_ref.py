@@ -144,8 +144,8 @@ def _scale_sums(s: torch.Tensor, d: torch.Tensor, r: int) -> tuple[list[torch.Te
     h = s.shape[-2]
     planes = _h_blur(s, d, r)
     inv = torch.tensor(1.0 / (2 * r + 1), dtype=_F32)
-    sums = [torch.zeros(s.shape[:-2], dtype=torch.float64) for _ in range(3 * 4 + 5)]
-    maxes = [torch.zeros(s.shape[:-2], dtype=_F32) for _ in range(3)]
+    sums = [torch.zeros(s.shape[:-2], dtype=torch.float64, device=s.device) for _ in range(3 * 4 + 5)]
+    maxes = [torch.zeros(s.shape[:-2], dtype=_F32, device=s.device) for _ in range(3)]
     for y0 in range(0, h, STRIP_INNER):
         y1 = min(y0 + STRIP_INNER, h)
         top, bot = max(y0 - r, 0), min(y1 + r, h)

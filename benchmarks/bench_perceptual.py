@@ -281,6 +281,8 @@ def main(argv: list[str] | None = None) -> int:
                 res["sizes"].append(row)
                 print(f"{name} {size}x{size}: one-shot {fmt(row['one_shot_ms'])} ms, cached {fmt(row['cached_ms'])} "
                       f"ms, peak {fmt(row['one_shot_peak_mib'], 1)} MiB, value {fmt(row['value'], 4)}", flush=True)
+                if "peer" in row:
+                    print(f"{name} {size}x{size} peer: {row['peer']}", flush=True)
         gpu_fhd_value = None
         if "fhd" not in skip:
             row = bench_size(bench, *fhd_m, device, seed=100)

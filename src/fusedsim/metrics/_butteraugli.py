@@ -2,9 +2,10 @@
 
 Functional API :func:`butteraugli`, cached-reference pair :func:`prepare_butteraugli` /
 :func:`score_prepared_butteraugli` (used by ``fusedsim.Metric("butteraugli")``), and :class:`ButteraugliLoss`.
-The algorithm is the twin in :mod:`fusedsim.reference.butteraugli_ref`; on CUDA tensors its blurs and Malta filters
-run as Triton kernels (:mod:`fusedsim.ops.butteraugli_blur`, :mod:`fusedsim.ops.butteraugli_malta`) in float32, the
-reference's own precision, and the element-wise glue as PyTorch ops. The CPU path computes in float64.
+The algorithm is the twin in :mod:`fusedsim.reference.butteraugli_ref`; on CUDA tensors its blurs, Malta filters
+and fuzzy erosion run as Triton kernels (:mod:`fusedsim.ops.butteraugli_blur`, :mod:`fusedsim.ops.butteraugli_malta`,
+:mod:`fusedsim.ops.butteraugli_erosion`) in float32, the reference's own precision, and the element-wise glue as
+PyTorch ops. The CPU path computes in float64.
 
 Gradients: when an input requires grad, the whole pipeline runs on the twin's PyTorch filters (autograd, any
 device); the Triton kernels are forward-only.
@@ -80,9 +81,9 @@ def _filters(*tensors: torch.Tensor) -> ButteraugliFilters:
     if any(t.requires_grad for t in tensors):
         return TWIN_FILTERS
     if _OP_FILTERS is None:
-        from fusedsim.ops.catalog import butteraugli_blur, butteraugli_malta
+        from fusedsim.ops import op
 
-        _OP_FILTERS = ButteraugliFilters(butteraugli_blur, butteraugli_malta)
+        _OP_FILTERS = ButteraugliFilters(op("butteraugli_blur"), op("butteraugli_malta"), op("butteraugli_erosion"))
     return _OP_FILTERS
 
 

@@ -24,7 +24,7 @@ import torch.nn.functional as F
 
 __all__ = [
     "MALTA_HF_LINES", "MALTA_LF_LINES", "blur_taps", "butteraugli_blur_ref", "butteraugli_malta_ref",
-    "fuzzy_erosion_ref", "malta_diffs_ref", "malta_weights",
+    "EROSION_WEIGHTS", "fuzzy_erosion_ref", "malta_diffs_ref", "malta_weights",
 ]
 
 # (dy, dx) taps of the 16 line segments (the centre (0, 0) is in every line).
@@ -65,7 +65,7 @@ MALTA_HF_LINES: tuple[tuple[tuple[int, int], ...], ...] = (
 )
 
 _F32 = np.float32
-_EROSION = tuple(float(_F32(v)) for v in (0.45, 0.3, 0.25))  # float constants in libjxl
+EROSION_WEIGHTS = tuple(float(_F32(v)) for v in (0.45, 0.3, 0.25))  # float constants in libjxl
 
 
 def blur_taps(sigma: float) -> np.ndarray:
@@ -188,4 +188,5 @@ def fuzzy_erosion_ref(x: torch.Tensor) -> torch.Tensor:
             if dy or dx:
                 cands.append(padded[..., 3 + dy:3 + dy + h, 3 + dx:3 + dx + w])
     smallest = torch.stack(cands, dim=-1).topk(3, dim=-1, largest=False, sorted=True).values
-    return _EROSION[0] * smallest[..., 0] + _EROSION[1] * smallest[..., 1] + _EROSION[2] * smallest[..., 2]
+    w0, w1, w2 = EROSION_WEIGHTS
+    return w0 * smallest[..., 0] + w1 * smallest[..., 1] + w2 * smallest[..., 2]

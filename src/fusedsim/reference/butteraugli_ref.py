@@ -81,11 +81,12 @@ _GLOBAL_SCALE = float(np.float32(1.0 / float(np.float32(17.8) * np.float32(0.790
 
 
 class ButteraugliFilters(NamedTuple):
-    """The heavy filters: ``blur(x (N, C, H, W), sigma)`` and ``malta(lum0, lum1, w_0gt1, w_0lt1, norm1, mulli,
-    low_freq)`` on (N, H, W) planes; the twins by default, the Triton ops on the GPU path."""
+    """The heavy filters: ``blur(x (N, C, H, W), sigma)``, ``malta(lum0, lum1, w_0gt1, w_0lt1, norm1, mulli,
+    low_freq)`` and ``erosion(x)`` on (N, H, W) planes; the twins by default, the Triton ops on the GPU path."""
 
     blur: Callable[..., torch.Tensor] = butteraugli_blur_ref
     malta: Callable[..., torch.Tensor] = butteraugli_malta_ref
+    erosion: Callable[[torch.Tensor], torch.Tensor] = fuzzy_erosion_ref
 
 
 TWIN_FILTERS = ButteraugliFilters()
@@ -276,7 +277,7 @@ def prepare_level_ref(rgb: torch.Tensor, intensity_target: float,
     """The reference side of one resolution from linear sRGB (N, 3, H, W)."""
     psycho = separate_frequencies_ref(opsin_dynamics_ref(rgb, intensity_target, filters), filters)
     activity = hf_activity_ref(psycho, filters)
-    return ReferenceLevel(psycho, activity, fuzzy_erosion_ref(activity))
+    return ReferenceLevel(psycho, activity, filters.erosion(activity))
 
 
 def diffmap_level_ref(ref: ReferenceLevel, rgb1: torch.Tensor, intensity_target: float, hf_asymmetry: float,

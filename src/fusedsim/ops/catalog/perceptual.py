@@ -12,6 +12,7 @@ from fusedsim.ops.registry import Example, KernelOp, register_op
 from fusedsim.reference.butteraugli_filters_ref import (
     butteraugli_blur_ref,
     butteraugli_malta_ref,
+    fuzzy_erosion_ref,
 )
 from fusedsim.reference.cvvdp_ref import cvvdp_mask_diff_ref
 from fusedsim.reference.dssim_ref import (
@@ -246,6 +247,35 @@ butteraugli_malta = register_op(KernelOp(
     differentiable=False,
     tolerance=BUTTERAUGLI_TOLERANCE,
     doc="Butteraugli's Malta line-filter difference of two (N, H, W) planes (HF or LF line set), libjxl 0.7.",
+))
+
+
+def _butteraugli_erosion_examples(device: torch.device) -> list[Example]:
+    out = []
+    for i, shape in enumerate(((1, 1, 1), (2, 7, 5), (1, 19, 70), (3, 16, 64))):
+        gen = torch.Generator().manual_seed(90 + i)
+        x = torch.rand(shape, generator=gen, dtype=torch.float64) ** 3  # activity maps: non-negative, skewed
+        x[..., ::4, ::3] = 0.0  # ties and zeros
+        out.append(Example((x.to(device),), (), note=f"{shape}"))
+    x, _ = _strided_pair(device, 96)
+    out.append(Example((x[0].abs(),), (), note="non-contiguous"))
+    return out
+
+
+butteraugli_erosion = register_op(KernelOp(
+    name="butteraugli_erosion",
+    triton_by_default=False,  # in GPU_PENDING
+    schema="(Tensor x) -> Tensor",
+    n_tensors=1,
+    plan_for="fusedsim.ops.butteraugli_erosion:butteraugli_erosion",
+    reference=fuzzy_erosion_ref,
+    fake=lambda x: x.new_empty(x.shape),
+    examples=_butteraugli_erosion_examples,
+    differentiable=False,
+    # a selection and three products: exact in float64; float32 against the float64 twin: the rounding of the
+    # float32 input and of three products and two sums (< 4 ulp)
+    tolerance={torch.float64: (0.0, 0.0), torch.float32: (5e-7, 0.0)},
+    doc="Butteraugli's fuzzy erosion of (N, H, W) activity maps (three smallest of 11 candidates, weighted).",
 ))
 
 

@@ -9,10 +9,11 @@ grid of ``F.affine_grid``), maps them to source indices exactly as ``F.grid_samp
 reflection folding, out-of-range guard), and interpolates every channel from the same corners and weights. The
 sampling grid is never written to memory: forward traffic is the displacement, the gathered image and the output.
 
-The backward recomputes the points and, in one launch, scatters ``w·g`` into the image gradient (float atomics,
-like ``grid_sample``'s backward), writes dL/du per voxel (a batch-broadcast displacement is summed over the batch
-inside the program: no atomics) and stores per-program partial sums of dL/dA = Σ dL/dp ⊗ (x, 1), reduced in a
-fixed order by one ``sum`` (deterministic). Coordinate gradients follow grid_sample's chain rule (``*_set_grad``:
+The backward recomputes the points and, in one launch, scatters ``w·g`` into the image gradient (float atomics
+with relaxed ordering, like ``grid_sample``'s backward; Triton's default acq_rel ordering adds a fence to each),
+writes dL/du per voxel (a batch-broadcast displacement is summed over the batch inside the program: no atomics)
+and stores per-program partial sums of dL/dA = Σ dL/dp ⊗ (x, 1), reduced in a fixed order by one ``sum``
+(deterministic). Coordinate gradients follow grid_sample's chain rule (``*_set_grad``:
 a clipped coordinate, including one exactly on the border, passes no gradient). Arithmetic is float32, float64
 when any input is float64.
 
@@ -294,7 +295,7 @@ def _warp_bwd_kernel(img, aff, grd, gout, gimg, ggrid, gpart, C, ID, IH, IW, OD,
                                 w = w * wz
                             if NEED_IMG:
                                 tl.atomic_add(dplane + zi * jsd + yi * jsh + xi * jsw,
-                                              (w * g).to(gimg.dtype.element_ty), mask=m)
+                                              (w * g).to(gimg.dtype.element_ty), mask=m, sem="relaxed")
                             if NEED_P:
                                 vg = tl.load(plane + zi * isd + yi * ish + xi * isw, mask=m, other=0.0).to(DT) * g
                                 sgx = 1.0 if dx == 1 else -1.0
@@ -314,7 +315,8 @@ def _warp_bwd_kernel(img, aff, grd, gout, gimg, ggrid, gpart, C, ID, IH, IW, OD,
                 m = valid & xin & yin
                 if NDIM == 3:
                     m = m & zin
-                tl.atomic_add(dplane + zi * jsd + yi * jsh + xi * jsw, g.to(gimg.dtype.element_ty), mask=m)
+                tl.atomic_add(dplane + zi * jsd + yi * jsh + xi * jsw, g.to(gimg.dtype.element_ty), mask=m,
+                              sem="relaxed")
             gin += osc
             plane += isc
             dplane += jsc

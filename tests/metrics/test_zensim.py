@@ -16,6 +16,7 @@ import pytest
 import torch
 
 import fusedsim
+from fusedsim.backend import use_backend
 from fusedsim.metrics._zensim import (
     ZensimLoss,
     prepare_zensim,
@@ -281,6 +282,25 @@ def test_bad_inputs():
         zensim(torch.zeros(2, 16, 16), torch.zeros(2, 16, 16))
     with pytest.raises(TypeError, match="int16"):
         zensim(torch.zeros(3, 8, 8, dtype=torch.int16), torch.zeros(3, 8, 8, dtype=torch.int16))
+
+
+def test_triton_kernel_matches_the_twin(kernel_device):
+    """The zensim_scale_sums kernel (the GPU, or the interpreter on the CPU) against the twin, through the metric:
+    the features of a uint8 pair (padded to 64x64: 4 scales, 2 strips at the first) and a cached reference scoring
+    a batch of two (one of them the reference itself). The per-pixel float32 values are the twin's; only the float64
+    pooled sums are added in another order (~1e-16 relative), hence 1e-9 on scores."""
+    src = gen_mandelbrot(24, 20)
+    ref, dist = _t(src), _t(distort_blur(src, 2))
+    with use_backend("reference"):
+        want = zensim(ref, dist)
+        want_features = zensim_features(ref, dist)
+    with use_backend("triton"):
+        got_features = zensim_features(ref.to(kernel_device), dist.to(kernel_device))
+        prepared = prepare_zensim(ref.to(kernel_device))
+        batch = score_prepared_zensim(prepared, torch.stack((dist, ref)).to(kernel_device))
+    assert want.item() < 100.0
+    torch.testing.assert_close(got_features.cpu(), want_features, rtol=1e-12, atol=1e-15)
+    assert abs(batch[0].item() - want.item()) <= 1e-9 and batch[1].item() == 100.0
 
 
 def test_gradcheck_float64():

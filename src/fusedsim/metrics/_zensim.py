@@ -5,10 +5,11 @@
 Features and the linear profiles ``PreviewV0_2`` (upstream's ``latest()`` linear profile) and ``PreviewV0_1``:
 uint8, float16/bfloat16/float32 inputs are computed in upstream's float32 arithmetic, replayed
 (:mod:`fusedsim.reference.zensim_f32_ref`: its running-sum blurs leave residues that bias the SSIM error of flat
-regions, moving scores by ~1e-2); float64 inputs, and any input that requires grad, go through the differentiable
-float64 twin (:mod:`fusedsim.reference.zensim_ref`), which differs from upstream by up to ~1.5e-2 on flat images. Upstream's MLP profile
-``A`` is refused with a ValueError: its trained bake is a binary file this package does not have (see
-``fusedsim/data/zensim/README.md``).
+regions, moving scores by ~1e-2; each scale's pooled sums, the hot loop, run through the ``zensim_scale_sums`` op:
+a Triton kernel on GPU tensors once validated there, else its twin); float64 inputs, and any input that requires
+grad, go through the differentiable float64 twin (:mod:`fusedsim.reference.zensim_ref`), which differs from
+upstream by up to ~1.5e-2 on flat images. Upstream's MLP profile ``A`` is refused with a ValueError: its
+trained bake is a binary file this package does not have (see ``fusedsim/data/zensim/README.md``).
 
 Inputs follow upstream's contract: sRGB-encoded (not linear) uint8 0..255 or float in [0, 1], RGB or RGBA
 (straight alpha, composited over upstream's noise background), ``(N, C, H, W)`` or ``(C, H, W)`` with C = 3 or 4,
@@ -29,7 +30,7 @@ from fusedsim.metrics.srgb_input import srgb_image
 from fusedsim.reference.zensim_f32_ref import (
     linear_to_positive_xyb_f32_ref,
     pyramid_f32_ref,
-    zensim_features_f32_ref,
+    zensim_features_from_sums_ref,
 )
 from fusedsim.reference.zensim_ref import (
     FEATURE_NAMES,
@@ -53,6 +54,7 @@ _NAME = "zensim"
 _PROFILES = {"previewv0_2": "PreviewV0_2", "preview-v0.2": "PreviewV0_2", "zensim-preview-v0.2": "PreviewV0_2",
              "previewv0_1": "PreviewV0_1", "preview-v0.1": "PreviewV0_1", "zensim-preview-v0.1": "PreviewV0_1"}
 DEFAULT_PROFILE = "PreviewV0_2"
+_SCALE_SUMS = None  # the zensim_scale_sums op, looked up on first use
 _DATA = Path(__file__).resolve().parent.parent / "data" / "zensim"
 
 
@@ -125,6 +127,18 @@ def _identical(ref: torch.Tensor, dist: torch.Tensor) -> torch.Tensor:
     return same.flatten(1).all(1)
 
 
+def _features_f32(ref_levels: list[torch.Tensor], dist_levels: list[torch.Tensor]) -> torch.Tensor:
+    """Features (N, 228) in upstream's float32 arithmetic: each scale's sums by the ``zensim_scale_sums`` op (its
+    Triton kernel on GPU tensors when the backend picks Triton, else the twin ``zensim_scale_sums_ref``)."""
+    global _SCALE_SUMS
+    if _SCALE_SUMS is None:
+        from fusedsim.ops import op
+
+        _SCALE_SUMS = op("zensim_scale_sums")
+    sums = [_SCALE_SUMS(s, d) for s, d in zip(ref_levels, dist_levels)]
+    return zensim_features_from_sums_ref(sums, [s.shape[-2] * s.shape[-1] for s in ref_levels])
+
+
 def _use_twin(image: torch.Tensor) -> bool:
     """float64 inputs and inputs that need gradients take the float64 twin; others upstream's float32 replay."""
     return image.dtype == torch.float64 or image.requires_grad
@@ -169,7 +183,7 @@ def _features_prepared(prepared: ZensimPrepared, dist: object, check_range: bool
         state = prepared.state or zensim_prepare_ref(_xyb(prepared.rgb, prepared.alpha))
         features = zensim_features_prepared_ref(state, _xyb(rgb, alpha))
     else:
-        features = zensim_features_f32_ref(prepared.levels, _levels_f32(rgb, alpha))
+        features = _features_f32(prepared.levels, _levels_f32(rgb, alpha))
     same = _identical(ref, dist4).to(features.device)
     features = torch.where(same[:, None], torch.zeros_like(features), features)
     return features, batched or prepared.batched

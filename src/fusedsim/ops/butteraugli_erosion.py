@@ -60,7 +60,8 @@ def _erosion_kernel(X, OUT, H, W, w0, w1, w2, BLOCK_H: tl.constexpr, BLOCK_W: tl
 
 
 @functools.lru_cache(maxsize=64)
-def _launcher(planes: int, height: int, width: int) -> Launcher:
+def _launcher(planes: int, height: int, width: int, dtype: torch.dtype) -> Launcher:
+    """One launcher per shape and dtype (a launcher reuses its compiled kernel, which is specialised on dtype)."""
     grid = (triton.cdiv(width, BW), triton.cdiv(height, BH), planes)
     return Launcher(_erosion_kernel, grid, num_warps=4, enable_fp_fusion=False)
 
@@ -73,5 +74,5 @@ def butteraugli_erosion(x: torch.Tensor) -> torch.Tensor:
     out = torch.empty_like(x)
     n, h, w = x.shape
     if x.numel():
-        _launcher(n, h, w)(x, out, h, w, *EROSION_WEIGHTS, BH, BW)
+        _launcher(n, h, w, x.dtype)(x, out, h, w, *EROSION_WEIGHTS, BH, BW)
     return out

@@ -33,10 +33,11 @@ from fusedsim.reference.zensim_ref import (
     NUM_SCALES,
 )
 
-__all__ = ["STRIP_INNER", "cbrt_f32_ref", "downscale_f32_ref", "linear_to_positive_xyb_f32_ref", "pyramid_f32_ref",
-           "zensim_features_f32_ref"]
+__all__ = ["SCALE_SUMS", "STRIP_INNER", "cbrt_f32_ref", "downscale_f32_ref", "linear_to_positive_xyb_f32_ref",
+           "pyramid_f32_ref", "zensim_features_f32_ref", "zensim_features_from_sums_ref", "zensim_scale_sums_ref"]
 
 STRIP_INNER = 32
+SCALE_SUMS = 3 * 4 + 5 + 3  # per plane: 17 float64 sums, then the 3 maxima (see zensim_scale_sums_ref)
 _F32 = torch.float32
 
 
@@ -172,17 +173,27 @@ def _scale_sums(s: torch.Tensor, d: torch.Tensor, r: int) -> tuple[list[torch.Te
     return sums, maxes
 
 
-def zensim_features_f32_ref(ref_levels: list[torch.Tensor], dist_levels: list[torch.Tensor]) -> torch.Tensor:
-    """The 228 features (N, 228) float64 from float32 pyramids (:func:`pyramid_f32_ref`) of padded positive XYB."""
+def zensim_scale_sums_ref(src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
+    """One scale's pooled sums, packed: (N, C, 20) float64 from float32 planes src (N or 1, C, h, w) and dst
+    (N, C, h, w). Per plane: [0:12] the sums of v, v², v⁴, v⁸ (float32 powers) of ssim, art, det (4 per map),
+    [12:17] the sums of (s-mu1)², (d-mu2)², |s-mu1|, |d-mu2|, (s-d)², [17:20] the maxima of ssim, art, det (float32
+    values, as float64). The twin of the ``zensim_scale_sums`` op (``fusedsim/ops/zensim.py``)."""
+    s, d = torch.broadcast_tensors(src, dst)
+    sums, maxes = _scale_sums(s, d, BLUR_RADIUS)
+    return torch.stack(sums + [m.double() for m in maxes], dim=-1)
+
+
+def zensim_features_from_sums_ref(scale_sums: list[torch.Tensor], pixels: list[int]) -> torch.Tensor:
+    """The 228 features (N, 228) float64 from each scale's packed sums (:func:`zensim_scale_sums_ref`, (N, 3, 20))
+    and its pixel count h·w."""
     basics, peaks = [], []
-    for s, d in zip(ref_levels, dist_levels):
-        s, d = torch.broadcast_tensors(s, d)
-        n = s.shape[-2] * s.shape[-1]
-        sums, maxes = _scale_sums(s, d, BLUR_RADIUS)
+    for packed, n in zip(scale_sums, pixels):
+        sums = [packed[..., j] for j in range(3 * 4 + 5)]
+        maxes = [packed[..., 3 * 4 + 5 + j] for j in range(3)]
         pools = []
         for j in range(3):
             m1, m2, m4, m8 = (sums[4 * j + q] / n for q in range(4))
-            pools.append((m1, m4.pow(0.25), m2.sqrt(), maxes[j].double(), m8.pow(0.125)))
+            pools.append((m1, m4.pow(0.25), m2.sqrt(), maxes[j], m8.pow(0.125)))
         hs, hd, as_, ad, mse = (sums[12 + j] / n for j in range(5))
         valid = hs > 1e-10
         ratio = hd / torch.where(valid, hs, torch.ones_like(hs))
@@ -196,3 +207,9 @@ def zensim_features_f32_ref(ref_levels: list[torch.Tensor], dist_levels: list[to
         basics.append(torch.stack((sm, s4, s2, am, a4, a2, dm, d4, d2, mse, e_loss, m_loss, e_gain), -1).flatten(1))
         peaks.append(torch.stack((smax, amax, dmax, s8, a8, d8), -1).flatten(1))
     return torch.cat(basics + peaks, dim=1)
+
+
+def zensim_features_f32_ref(ref_levels: list[torch.Tensor], dist_levels: list[torch.Tensor]) -> torch.Tensor:
+    """The 228 features (N, 228) float64 from float32 pyramids (:func:`pyramid_f32_ref`) of padded positive XYB."""
+    return zensim_features_from_sums_ref([zensim_scale_sums_ref(s, d) for s, d in zip(ref_levels, dist_levels)],
+                                         [s.shape[-2] * s.shape[-1] for s in ref_levels])

@@ -34,6 +34,7 @@ from fusedsim.reference.ssimulacra2_ref import (
     ssimulacra2_linear_xyb_ref,
     ssimulacra2_reference_blur_ref,
 )
+from fusedsim.reference.zensim_f32_ref import SCALE_SUMS, zensim_scale_sums_ref
 
 # -------------------------------------------------------------------------------------- DSSIM, IW-SSIM
 # float32 kernels against the float64 twin: dssim's Lab and blur are a few f32 roundings from it (~1e-7
@@ -264,7 +265,6 @@ def _butteraugli_erosion_examples(device: torch.device) -> list[Example]:
 
 butteraugli_erosion = register_op(KernelOp(
     name="butteraugli_erosion",
-    triton_by_default=False,  # in GPU_PENDING
     schema="(Tensor x) -> Tensor",
     n_tensors=1,
     plan_for="fusedsim.ops.butteraugli_erosion:butteraugli_erosion",
@@ -424,4 +424,46 @@ cvvdp_mask_diff = register_op(KernelOp(
     tolerance={torch.float32: (5e-5, 0.0)},
     doc="ColorVideoVDP's masking of one band after the phase-uncertainty blur: cross-channel masker, masked and "
         "soft-clamped differences (N, 3, h, w).",
+))
+
+
+# ---------------------------------------------------------------------------------------------------- zensim
+def _zensim_planes(shape, device, seed, ref_batch=None):
+    """Positive-XYB-like float32 planes: a reference, a distorted copy (noise, a blur-like mix) and a flat patch
+    equal in both (where the SSIM error is the float32 residue of the running sums)."""
+    gen = torch.Generator().manual_seed(seed)
+    src = torch.rand((ref_batch or shape[0], *shape[1:]), generator=gen)
+    dst = 0.9 * src + 0.2 * torch.rand(shape, generator=gen)
+    src[..., 2:7, 3:11] = 0.4375
+    dst[..., 2:7, 3:11] = 0.4375
+    return src.to(device), dst.to(device)
+
+
+def _zensim_scale_sums_examples(device: torch.device) -> list[Example]:
+    out = [Example(_zensim_planes((1, 3, 9, 13), device, 500), note="1x3x9x13, one strip"),
+           Example(_zensim_planes((2, 3, 37, 70), device, 501), note="2x3x37x70, two strips"),
+           Example(_zensim_planes((2, 1, 40, 130), device, 502, ref_batch=1),
+                   note="2x1x40x130, reference batch 1, several column blocks")]
+    src, dst = _zensim_planes((2, 3, 50, 90), device, 503)
+    out.append(Example((src[:1, :, 3:41, ::2].expand(2, -1, -1, -1), dst.to(memory_format=torch.channels_last)
+                        [:, :, 5:43, 1::2]), note="non-contiguous: expanded, sliced, stride-2, channels-last"))
+    return out
+
+
+zensim_scale_sums = register_op(KernelOp(
+    name="zensim_scale_sums",
+    schema="(Tensor src, Tensor dst) -> Tensor",
+    n_tensors=2,
+    plan_for="fusedsim.ops.zensim:zensim_scale_sums_plan",
+    reference=zensim_scale_sums_ref,
+    fake=lambda src, dst: dst.new_empty((dst.shape[0], dst.shape[1], SCALE_SUMS), dtype=torch.float64),
+    examples=_zensim_scale_sums_examples,
+    differentiable=False,
+    # float32 only (upstream's arithmetic): the per-pixel float32 values are the twin's bit for bit (the kernel's
+    # hardware FMA vs the twin's FMA evaluated in float64 and rounded once differ only at double-rounding ties,
+    # ~1 in 2**29 FMAs; the maxima come out identical), but the float64 pooled sums are added in another order
+    # (per column over rows, then across columns, vs the twin's per row then rows): measured <= 4e-16 relative.
+    tolerance={torch.float32: (1e-12, 0.0)},
+    doc="zensim's per-scale sums (float32 replay of upstream's H/V running-sum box blurs, strips of 32 rows, "
+        "per-pixel SSIM/edge/HF/MSE features): (N, C, 20) float64 = 17 pooled sums and 3 maxima per plane.",
 ))

@@ -128,10 +128,16 @@ def read_image(path: str | Path, name: str = "image") -> ImageData:
             array, bit_depth, channels = _to_array(img, name, path)
     except (UnidentifiedImageError, OSError) as exc:
         raise ValueError(f"{name}: cannot read image {path}: {exc}") from exc
-    array = array.astype(np.float32)  # 16-bit values are exact in float32
     if array.ndim == 2:
         array = array[:, :, None]
-    pixels = torch.from_numpy(np.ascontiguousarray(array.transpose(2, 0, 1)))[None]
+    # planes first while the samples are still 8/16-bit, then float32 (16-bit values are exact): the large
+    # float32 copy is made once (a 64 MP RGB image peaks at 1.15 GB here instead of 1.7 GB)
+    planes = np.ascontiguousarray(array.transpose(2, 0, 1))
+    del array
+    if planes.dtype == np.uint8:
+        pixels = torch.from_numpy(planes).to(torch.float32)[None]
+    else:
+        pixels = torch.from_numpy(planes.astype(np.float32))[None]
     return ImageData(path=path, pixels=pixels, bit_depth=bit_depth, channels=channels)
 
 

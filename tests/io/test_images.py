@@ -7,6 +7,7 @@ import zlib
 
 import numpy as np
 import pytest
+import torch
 from PIL import Image
 
 from fusedsim.io.images import check_image_pair, read_image
@@ -30,7 +31,7 @@ def test_16bit_grey_png_keeps_every_bit(tmp_path):
     Image.fromarray(values).save(tmp_path / "g16.png")
     image = read_image(tmp_path / "g16.png", "REF")
     assert (image.bit_depth, image.channels, image.data_range) == (16, "grey", 65535)
-    assert image.pixels.shape == (1, 1, 9, 13)
+    assert image.pixels.shape == (1, 1, 9, 13) and image.pixels.dtype == torch.float32  # exact in float32
     assert np.array_equal(image.pixels[0, 0].numpy(), values.astype(np.float32))
 
 
@@ -49,7 +50,8 @@ def test_8bit_rgb_and_grey(tmp_path):
     Image.fromarray(rgb[..., 0] > 127).save(tmp_path / "bilevel.png")
     image = read_image(tmp_path / "rgb.png")
     assert (image.bit_depth, image.channels) == (8, "RGB")
-    assert np.array_equal(image.pixels[0].permute(1, 2, 0).numpy(), rgb.astype(np.float32))
+    assert image.pixels.dtype == torch.uint8  # kept as decoded: a quarter of float32's memory
+    assert np.array_equal(image.pixels[0].permute(1, 2, 0).numpy(), rgb)
     grey = read_image(tmp_path / "grey.png")
     assert grey.channels == "grey" and grey.pixels.shape == (1, 1, 6, 7)
     assert np.array_equal(grey.pixels[0, 0].numpy(), rgb[..., 0].astype(np.float32))

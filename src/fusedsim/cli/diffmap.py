@@ -41,7 +41,7 @@ def _ssim_map(ref: ImageData, dist: ImageData, device: Any) -> np.ndarray:
 
     from fusedsim.ssim import ssim
 
-    x, y = ref.pixels.to(device), dist.pixels.to(device)
+    x, y = ref.pixels.to(device).float(), dist.pixels.to(device).float()
     local = ssim(x, y, data_range=ref.data_range, reduction="none")  # (1, C, H - 10, W - 10): the valid region
     local = local.mean(1)[0].double().cpu().numpy()
     full = np.full((ref.height, ref.width), np.nan)

@@ -5,8 +5,9 @@
 Features and the linear profiles ``PreviewV0_2`` (upstream's ``latest()`` linear profile) and ``PreviewV0_1``:
 uint8, float16/bfloat16/float32 inputs are computed in upstream's float32 arithmetic, replayed
 (:mod:`fusedsim.reference.zensim_f32_ref`: its running-sum blurs leave residues that bias the SSIM error of flat
-regions, moving scores by ~1e-2; each scale's pooled sums, the hot loop, run through the ``zensim_scale_sums`` op:
-a Triton kernel on GPU tensors once validated there, else its twin); float64 inputs, and any input that requires
+regions, moving scores by ~1e-2; the colour transform + padding, each pyramid step and each scale's pooled sums
+(the hot loop) run through the ``zensim_xyb``, ``zensim_downscale`` and ``zensim_scale_sums`` ops: Triton kernels
+on GPU tensors once validated there, else their twins); float64 inputs, and any input that requires
 grad, go through the differentiable float64 twin (:mod:`fusedsim.reference.zensim_ref`), which differs from
 upstream by up to ~1.5e-2 on flat images. Upstream's MLP profile ``A`` is refused with a ValueError: its
 trained bake is a binary file this package does not have (see ``fusedsim/data/zensim/README.md``).
@@ -27,11 +28,6 @@ from typing import NamedTuple
 import torch
 
 from fusedsim.metrics.srgb_input import srgb_image
-from fusedsim.reference.zensim_f32_ref import (
-    linear_to_positive_xyb_f32_ref,
-    pyramid_f32_ref,
-    zensim_features_from_sums_ref,
-)
 from fusedsim.reference.zensim_ref import (
     FEATURE_NAMES,
     NUM_SCALES,
@@ -40,7 +36,6 @@ from fusedsim.reference.zensim_ref import (
     alpha_background_ref,
     composite_over_noise_ref,
     linear_to_positive_xyb_ref,
-    pad_for_pyramid_ref,
     score_from_distance_ref,
     srgb_to_linear_ref,
     zensim_features_prepared_ref,
@@ -55,6 +50,7 @@ _PROFILES = {"previewv0_2": "PreviewV0_2", "preview-v0.2": "PreviewV0_2", "zensi
              "previewv0_1": "PreviewV0_1", "preview-v0.1": "PreviewV0_1", "zensim-preview-v0.1": "PreviewV0_1"}
 DEFAULT_PROFILE = "PreviewV0_2"
 _SCALE_SUMS = None  # the zensim_scale_sums op, looked up on first use
+_XYB_OPS = None  # the zensim_xyb and zensim_downscale ops, looked up on first use
 _DATA = Path(__file__).resolve().parent.parent / "data" / "zensim"
 
 
@@ -87,7 +83,12 @@ def _profile(profile: object) -> _Profile:
 
 
 def _image(image: object, name: str, check_range: bool | None) -> tuple[torch.Tensor, torch.Tensor | None, bool]:
-    """(N, 3, H, W) float64 sRGB in [0, 1], its alpha (N, 1, H, W) or None, and whether it was batched."""
+    """(N, 3, H, W) float64 sRGB in [0, 1] (uint8 RGB stays uint8 0..255: :func:`_levels_f32` maps it through a
+    256-entry table instead of converting every pixel to float64), its alpha (N, 1, H, W) or None, and whether it
+    was batched."""
+    if (isinstance(image, torch.Tensor) and image.dtype == torch.uint8 and image.dim() in (3, 4)
+            and image.shape[-3] == 3 and image.numel() > 0):  # every check srgb_image makes of uint8 input
+        return (image if image.dim() == 4 else image.unsqueeze(0)), None, image.dim() == 4
     if isinstance(image, torch.Tensor) and image.dim() in (3, 4) and image.shape[-3] == 4:
         rgb, alpha = image[..., :3, :, :], image[..., 3:, :, :]
         alpha_f, _ = srgb_image(alpha.expand_as(rgb), name, _NAME, check_range=check_range)  # same checks
@@ -100,21 +101,59 @@ def _image(image: object, name: str, check_range: bool | None) -> tuple[torch.Te
 
 def _xyb(rgb: torch.Tensor, alpha: torch.Tensor | None) -> torch.Tensor:
     """float64 positive XYB (the differentiable twin)."""
+    if rgb.dtype == torch.uint8:
+        rgb = rgb.to(torch.float64) / 255.0  # as srgb_image converts uint8
     linear = srgb_to_linear_ref(rgb)
     if alpha is not None:
         linear = composite_over_noise_ref(linear, alpha)
     return linear_to_positive_xyb_ref(linear)
 
 
+def _colour_ops():
+    """The ``zensim_xyb`` and ``zensim_downscale`` ops (Triton kernels on GPU tensors when the backend picks
+    Triton, else the twins ``zensim_xyb_ref`` / ``zensim_downscale_ref``), looked up on first use."""
+    global _XYB_OPS
+    if _XYB_OPS is None:
+        from fusedsim.ops import op
+
+        _XYB_OPS = (op("zensim_xyb"), op("zensim_downscale"))
+    return _XYB_OPS
+
+
+_LINEAR_LUT: dict[torch.device, torch.Tensor] = {}
+
+
+def _linear_lut(device: torch.device) -> torch.Tensor:
+    """(256,) float32: each byte's linear value exactly as the float path computes it (``/ 255`` and
+    ``srgb_to_linear_ref`` in float64 on this device, rounded to float32), so a lookup equals the conversion."""
+    lut = _LINEAR_LUT.get(device)
+    if lut is None:
+        v = torch.arange(256, dtype=torch.uint8, device=device).to(torch.float64) / 255.0
+        lut = _LINEAR_LUT[device] = srgb_to_linear_ref(v).to(torch.float32)
+    return lut
+
+
 def _levels_f32(rgb: torch.Tensor, alpha: torch.Tensor | None) -> list[torch.Tensor]:
     """float32 pyramid in upstream's arithmetic (linear values rounded to float32, as upstream's LUT)."""
-    linear = srgb_to_linear_ref(rgb.detach()).to(torch.float32)
+    lut = _linear_lut(rgb.device)
+    if rgb.dtype == torch.uint8:
+        linear = rgb  # the zensim_xyb op looks the codes up in lut: no float64 pass, no linear float32 planes
+    else:
+        linear = srgb_to_linear_ref(rgb.detach()).to(torch.float32)
     if alpha is not None:
         a = alpha.detach().to(torch.float32)
         bg = alpha_background_ref(*linear.shape[-2:]).to(linear.device)
         blended = (linear.double() * a.double() + (bg * (1.0 - a)).double()).to(torch.float32)  # FMA
         linear = torch.where(a >= 1.0, linear, torch.where(a <= 0.0, bg.expand_as(linear), blended))
-    return pyramid_f32_ref(pad_for_pyramid_ref(linear_to_positive_xyb_f32_ref(linear)))
+    xyb_op, downscale_op = _colour_ops()
+    levels, x = [], xyb_op(linear, lut)  # padded positive XYB, float32
+    for scale in range(NUM_SCALES):  # pyramid_f32_ref, one zensim_downscale per level
+        if x.shape[-1] < 8 or x.shape[-2] < 8:
+            break
+        levels.append(x)
+        if scale < NUM_SCALES - 1:
+            x = downscale_op(x)
+    return levels
 
 
 def _identical(ref: torch.Tensor, dist: torch.Tensor) -> torch.Tensor:
@@ -136,7 +175,34 @@ def _features_f32(ref_levels: list[torch.Tensor], dist_levels: list[torch.Tensor
 
         _SCALE_SUMS = op("zensim_scale_sums")
     sums = [_SCALE_SUMS(s, d) for s, d in zip(ref_levels, dist_levels)]
-    return zensim_features_from_sums_ref(sums, [s.shape[-2] * s.shape[-1] for s in ref_levels])
+    return _features_from_sums(sums, [s.shape[-2] * s.shape[-1] for s in ref_levels])
+
+
+def _features_from_sums(scale_sums: list[torch.Tensor], pixels: list[int]) -> torch.Tensor:
+    """:func:`fusedsim.reference.zensim_f32_ref.zensim_features_from_sums_ref` for all scales at once (~25 small
+    launches instead of ~40 per scale): the same float64 operations on the same values, in the same output order."""
+    packed = torch.stack(scale_sums)  # (S, N, 3, 20)
+    # sums / h·w per scale, as the twin (a Python int divisor: no host-to-device copy, which would synchronise)
+    means = torch.stack([s[..., :17] / n for s, n in zip(scale_sums, pixels)])
+    m = means[..., :12].unflatten(-1, (3, 4))  # (S, N, 3, map, power)
+    maxes = packed[..., 17:20]
+    m1, m4, m2, m8 = m[..., 0], m[..., 2].pow(0.25), m[..., 1].sqrt(), m[..., 3].pow(0.125)
+    hs, hd, as_, ad, mse = means[..., 12:17].unbind(-1)
+    valid = hs > 1e-10
+    ratio = hd / torch.where(valid, hs, torch.ones_like(hs))
+    zero = torch.zeros_like(ratio)
+    e_loss = torch.where(valid, (1.0 - ratio).clamp_min(0.0), zero)
+    e_gain = torch.where(valid, (ratio - 1.0).clamp_min(0.0), zero)
+    valid_a = as_ > 1e-10
+    m_ratio = ad / torch.where(valid_a, as_, torch.ones_like(as_))
+    m_loss = torch.where(valid_a, (1.0 - m_ratio).clamp_min(0.0), zero)
+    # per (scale, plane): mean, 4th-root, sqrt of ssim, art, det (interleaved), then mse, e_loss, m_loss, e_gain
+    pools = torch.stack((m1, m4, m2), -1).flatten(-2)  # (S, N, 3, 9): [sm, s4, s2, am, a4, a2, dm, d4, d2]
+    basics = torch.cat((pools, torch.stack((mse, e_loss, m_loss, e_gain), -1)), -1)  # (S, N, 3, 13)
+    peaks = torch.cat((maxes, m8), -1)  # (S, N, 3, 6): [smax, amax, dmax, s8, a8, d8]
+    count = packed.shape[1]
+    return torch.cat((basics.permute(1, 0, 2, 3).reshape(count, -1), peaks.permute(1, 0, 2, 3).reshape(count, -1)),
+                     dim=1)
 
 
 def _use_twin(image: torch.Tensor) -> bool:
@@ -189,8 +255,14 @@ def _features_prepared(prepared: ZensimPrepared, dist: object, check_range: bool
     return features, batched or prepared.batched
 
 
+@cache
+def _weights_on(name: str, device: torch.device) -> torch.Tensor:
+    """A profile's weights on a device, copied once (a host-to-device copy per call would synchronise)."""
+    return _load_profile(name).weights.to(device)
+
+
 def _score(features: torch.Tensor, profile: _Profile) -> torch.Tensor:
-    distance = features @ profile.weights.to(features.device) / NUM_SCALES
+    distance = features @ _weights_on(profile.name, features.device) / NUM_SCALES
     return score_from_distance_ref(distance, profile.a, profile.b)
 
 

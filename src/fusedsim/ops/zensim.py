@@ -8,10 +8,13 @@ there. src may hold one image for N distorted ones (its batch stride is then 0);
 
 Three launches per scale:
 
-1. ``_h_blur_kernel``: one thread per row (plane, y). A float32 running sum walks the row from column 0 (init:
-   columns r..0, then mirrored 1..r; step: ``(sum + add) - rem``; the s²+d² and s·d sums with FMAs in the twin's
-   order) and writes the four H-blurred maps (mu1, mu2, s²+d², s·d, each ``sum * f32(1/11)``) to a (4, P, h, w)
-   float32 buffer. A separate pass rather than recomputing inside the vertical kernel: the running sum's float32
+1. ``_h_blur_kernel``: one program (one warp) per 16 rows (plane, y); a float32 running sum per row walks the row
+   from column 0 (init: columns r..0, then mirrored 1..r; step: ``(sum + add) - rem``; the s²+d² and s·d sums with
+   FMAs in the twin's order) and writes the four H-blurred maps (mu1, mu2, s²+d², s·d, each ``sum * f32(1/11)``)
+   to a (4, P, h, w) float32 buffer. The row is walked in tiles of 16 columns: the columns a tile adds and removes
+   are loaded as [16 rows, 16 columns] tiles (coalesced along the row), the sequential walk picks each column out
+   of them in registers (a one-hot masked sum: the value plus zeros, exact) and gathers the outputs into four tiles
+   stored coalesced. A separate pass rather than recomputing inside the vertical kernel: the running sum's float32
    rounding residue at column x depends on every step from column 0, so a block of columns cannot recompute its
    H-blurred values without walking the whole row (O(w) per row per block); written once, they cost 16 B/px.
 2. ``_v_features_kernel``: one program per (plane, strip of 32 output rows, block of columns), one column per
@@ -20,10 +23,11 @@ Three launches per scale:
    then for each of the strip's 32 rows evaluates the per-pixel features (float32, FMAs where the twin has them)
    and adds them in float64 to per-column accumulators (17 sums, 3 maxima). Each program writes its 20 partial
    values.
-3. ``_finish_kernel``: per plane, the partials of its programs added (maxima: max) in a fixed order, so results
-   are deterministic run to run.
+3. ``_finish_kernel``: per plane, the partials of its programs added (maxima: max) in parallel but in a fixed
+   order (128 lanes, each a strided subset, then a tree across lanes), so results are deterministic run to run.
 
-Bytes per pixel per scale (float32 planes): H pass reads s, d (8) and writes 4 maps (16); the V pass reads the 4
+Bytes per pixel per scale (float32 planes): H pass reads s, d (8; the removed columns again, from cache) and
+writes 4 maps (16), all as coalesced 16x16 tiles; the V pass reads the 4
 maps over 42 rows per 32 output rows (16 x 42/32 = 21; each row is read twice, to add and to remove it, the second
 time from cache) and s, d (8): ~53 B/px in all, partials negligible.
 
@@ -72,9 +76,16 @@ def _mirror(i, n):
 
 
 @triton.jit
+def _column(tile, sel):
+    """Column ``sel`` (a one-hot [1, BLOCK_W] mask) of a [BLOCK_R, BLOCK_W] tile, exactly: the one value plus zeros
+    (never -0.0 here: the running sums start at +0 and an exact float32 zero result is +0)."""
+    return tl.sum(tl.where(sel, tile, 0.0), axis=1)
+
+
+@triton.jit
 def _h_blur_kernel(S, D, OUT, CONST, rows, height, width, channels, map_stride,
                    s_n, s_c, s_h, s_w, d_n, d_c, d_h, d_w,
-                   RADIUS: tl.constexpr, BLOCK_R: tl.constexpr):
+                   RADIUS: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_W: tl.constexpr):
     pid = tl.program_id(0)
     r = pid * BLOCK_R + tl.arange(0, BLOCK_R)
     rmask = r < rows
@@ -107,23 +118,43 @@ def _h_blur_kernel(S, D, OUT, CONST, rows, height, width, channels, map_stride,
         sum_d = sum_d + dv
         sum_sq = tl.fma(sv, sv, tl.fma(dv, dv, sum_sq))
         sum_p = tl.fma(sv, dv, sum_p)
-    for x in range(width):
-        xv = zero + x
-        out = OUT + out_row + xv
-        tl.store(out, sum_s * inv, mask=rmask)
-        tl.store(out + map_stride, sum_d * inv, mask=rmask)
-        tl.store(out + 2 * map_stride, sum_sq * inv, mask=rmask)
-        tl.store(out + 3 * map_stride, sum_p * inv, mask=rmask)
-        a = _mirror(xv + (RADIUS + 1), width).to(tl.int64)
-        m = _mirror(xv - RADIUS, width).to(tl.int64)
-        sa = tl.load(S + s_row + a * sw, mask=rmask, other=0.0).to(tl.float32)
-        da = tl.load(D + d_row + a * dw, mask=rmask, other=0.0).to(tl.float32)
-        sr = tl.load(S + s_row + m * sw, mask=rmask, other=0.0).to(tl.float32)
-        dr = tl.load(D + d_row + m * dw, mask=rmask, other=0.0).to(tl.float32)
-        sum_s = (sum_s + sa) - sr
-        sum_d = (sum_d + da) - dr
-        sum_sq = tl.fma(sa, sa, tl.fma(da, da, tl.fma(-sr, sr, tl.fma(-dr, dr, sum_sq))))
-        sum_p = tl.fma(sa, da, tl.fma(-sr, dr, sum_p))
+    j = tl.arange(0, BLOCK_W)
+    s_rows = S + s_row[:, None]
+    d_rows = D + d_row[:, None]
+    for x0 in range(0, width, BLOCK_W):
+        xv = x0 + j
+        tmask = rmask[:, None] & (xv < width)[None, :]
+        # the columns this tile adds and removes, as [BLOCK_R, BLOCK_W] tiles (coalesced along the row)
+        a = _mirror(xv + (RADIUS + 1), width).to(tl.int64)[None, :]
+        m = _mirror(xv - RADIUS, width).to(tl.int64)[None, :]
+        sa_t = tl.load(s_rows + a * sw, mask=tmask, other=0.0).to(tl.float32)
+        da_t = tl.load(d_rows + a * dw, mask=tmask, other=0.0).to(tl.float32)
+        sr_t = tl.load(s_rows + m * sw, mask=tmask, other=0.0).to(tl.float32)
+        dr_t = tl.load(d_rows + m * dw, mask=tmask, other=0.0).to(tl.float32)
+        o1 = tl.zeros([BLOCK_R, BLOCK_W], tl.float32)
+        o2 = tl.zeros([BLOCK_R, BLOCK_W], tl.float32)
+        o3 = tl.zeros([BLOCK_R, BLOCK_W], tl.float32)
+        o4 = tl.zeros([BLOCK_R, BLOCK_W], tl.float32)
+        # the running sums walk the tile's columns in registers, in the twin's order (store, then slide)
+        for jj in tl.static_range(BLOCK_W):
+            sel = (j == jj)[None, :]
+            o1 = tl.where(sel, (sum_s * inv)[:, None], o1)
+            o2 = tl.where(sel, (sum_d * inv)[:, None], o2)
+            o3 = tl.where(sel, (sum_sq * inv)[:, None], o3)
+            o4 = tl.where(sel, (sum_p * inv)[:, None], o4)
+            sa = _column(sa_t, sel)
+            da = _column(da_t, sel)
+            sr = _column(sr_t, sel)
+            dr = _column(dr_t, sel)
+            sum_s = (sum_s + sa) - sr
+            sum_d = (sum_d + da) - dr
+            sum_sq = tl.fma(sa, sa, tl.fma(da, da, tl.fma(-sr, sr, tl.fma(-dr, dr, sum_sq))))
+            sum_p = tl.fma(sa, da, tl.fma(-sr, dr, sum_p))
+        out = OUT + out_row[:, None] + xv[None, :]
+        tl.store(out, o1, mask=tmask)
+        tl.store(out + map_stride, o2, mask=tmask)
+        tl.store(out + 2 * map_stride, o3, mask=tmask)
+        tl.store(out + 3 * map_stride, o4, mask=tmask)
 
 
 @triton.jit
@@ -275,23 +306,29 @@ def _v_features_kernel(T, S, D, PART, CONST, height, width, channels, strips, co
 
 
 @triton.jit
-def _finish_kernel(PART, OUT, parts, SUMS: tl.constexpr):
-    """Per plane: its programs' partials in a fixed order (sums added, maxima by max)."""
+def _finish_kernel(PART, OUT, parts, SUMS: tl.constexpr, BLOCK_P: tl.constexpr):
+    """Per plane: its programs' partials reduced in parallel, in a fixed order (deterministic for a fixed BLOCK_P):
+    each of BLOCK_P lanes accumulates the partials b = lane, lane + BLOCK_P, ... (sums added, maxima by max), then
+    one tree reduction across the lanes. A [BLOCK_P, 32] tile per step: rows of 20 contiguous float64 (coalesced)."""
     plane = tl.program_id(0)
     i = tl.arange(0, 32)
     ok = i < 20
     is_max = i >= SUMS
-    acc = tl.zeros([32], tl.float64)
+    lane = tl.arange(0, BLOCK_P)
+    acc = tl.zeros([BLOCK_P, 32], tl.float64)  # maxima are >= 0: 0 is their identity as well
     first = PART + plane.to(tl.int64) * parts * 20
-    for b in range(parts):
-        v = tl.load(first + b * 20 + i, mask=ok, other=0.0)
-        acc = tl.where(is_max, tl.maximum(acc, v), acc + v)
-    tl.store(OUT + plane.to(tl.int64) * 20 + i, acc, mask=ok)
+    for b0 in range(0, parts, BLOCK_P):
+        b = b0 + lane
+        m = (b < parts)[:, None] & ok[None, :]
+        v = tl.load(first + b.to(tl.int64)[:, None] * 20 + i[None, :], mask=m, other=0.0)
+        acc = tl.where(is_max[None, :], tl.maximum(acc, v), acc + v)
+    out = tl.where(is_max, tl.max(acc, axis=0), tl.sum(acc, axis=0))
+    tl.store(OUT + plane.to(tl.int64) * 20 + i, out, mask=ok)
 
 
 # ------------------------------------------------------------------------------------------------ launchers
 def _lanes(lines: int, other_programs: int, device: torch.device) -> int:
-    """64 lanes (rows or columns, one per thread) per program, 32 when that leaves fewer than two programs per
+    """The V pass's columns per program: 64 (one per thread), 32 when that leaves fewer than two programs per
     multiprocessor (each lane is a sequential chain: small images need every multiprocessor busy). Triton's
     interpreter (CPU tensors) pays per operation, not per lane: 128 there, for fewer programs."""
     if device.type == "cpu":
@@ -309,10 +346,10 @@ class ScaleSumsPlan:
         self.const = _constants(device)
         src_stride = (0 if src_shape[0] == 1 else src_stride[0], *src_stride[1:])  # one image for N
         rows = planes * h
-        block_r = _lanes(rows, 1, device)
-        self._h = Launcher(_h_blur_kernel, (triton.cdiv(rows, block_r),), num_warps=block_r // 32,
-                           enable_fp_fusion=False)
-        self._h_args = (rows, h, w, c, planes * h * w, *src_stride, *dst_stride, BLUR_RADIUS, block_r)
+        # 16 rows x 16 columns per tile, one warp (the interpreter pays per operation: 128 rows, fewer programs)
+        block_r, block_w = (128, 16) if device.type == "cpu" else (16, 16)
+        self._h = Launcher(_h_blur_kernel, (triton.cdiv(rows, block_r),), num_warps=1, enable_fp_fusion=False)
+        self._h_args = (rows, h, w, c, planes * h * w, *src_stride, *dst_stride, BLUR_RADIUS, block_r, block_w)
         strips = triton.cdiv(h, STRIP_INNER)
         block_c = _lanes(w, planes * strips, device)
         col_blocks = triton.cdiv(w, block_c)
@@ -321,7 +358,8 @@ class ScaleSumsPlan:
                            enable_fp_fusion=False)
         self._v_args = (h, w, c, strips, col_blocks, planes * h * w, *src_stride, *dst_stride, BLUR_RADIUS,
                         STRIP_INNER, block_c)
-        self._finish = Launcher(_finish_kernel, (planes,), num_warps=1, enable_fp_fusion=False)
+        self._finish_block = 4 if device.type == "cpu" else 128  # 4: the interpreter tests walk several blocks
+        self._finish = Launcher(_finish_kernel, (planes,), num_warps=4, enable_fp_fusion=False)
         self.maps_shape = (4, planes, h, w)
         self.part_shape = (planes * self.parts, SCALE_SUMS)
 
@@ -334,7 +372,7 @@ class ScaleSumsPlan:
         part = torch.empty(self.part_shape, dtype=torch.float64, device=dst.device)
         self._v(maps, src, dst, part, self.const, *self._v_args)
         out = torch.empty((*self.dst_shape[:2], SCALE_SUMS), dtype=torch.float64, device=dst.device)
-        self._finish(part, out, self.parts, _SUMS)
+        self._finish(part, out, self.parts, _SUMS, self._finish_block)
         return out, ()
 
 

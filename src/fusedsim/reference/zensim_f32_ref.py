@@ -31,10 +31,12 @@ from fusedsim.reference.zensim_ref import (
     BLUR_RADIUS,
     C2,
     NUM_SCALES,
+    pad_for_pyramid_ref,
 )
 
 __all__ = ["SCALE_SUMS", "STRIP_INNER", "cbrt_f32_ref", "downscale_f32_ref", "linear_to_positive_xyb_f32_ref",
-           "pyramid_f32_ref", "zensim_features_f32_ref", "zensim_features_from_sums_ref", "zensim_scale_sums_ref"]
+           "pyramid_f32_ref", "zensim_downscale_ref", "zensim_features_f32_ref", "zensim_features_from_sums_ref",
+           "zensim_scale_sums_ref", "zensim_xyb_ref"]
 
 STRIP_INNER = 32
 SCALE_SUMS = 3 * 4 + 5 + 3  # per plane: 17 float64 sums, then the 3 maxima (see zensim_scale_sums_ref)
@@ -80,6 +82,22 @@ def linear_to_positive_xyb_f32_ref(rgb: torch.Tensor) -> torch.Tensor:
     x, y = 0.5 * (c0 - c1), 0.5 * (c0 + c1)
     return torch.stack((_fma(x, 14.0, 0.42), y + torch.tensor(0.01, dtype=_F32),
                         (t2 - y) + torch.tensor(0.55, dtype=_F32)), dim=1)
+
+
+def zensim_xyb_ref(rgb: torch.Tensor, lut: torch.Tensor) -> torch.Tensor:
+    """Linear RGB (N, 3, H, W) -> padded positive XYB (N, 3, H', W') float32: :func:`linear_to_positive_xyb_f32_ref`
+    then :func:`fusedsim.reference.zensim_ref.pad_for_pyramid_ref` (mirror padding commutes with a per-pixel map).
+    uint8 ``rgb`` holds sRGB codes, mapped to linear light through ``lut`` ((256,) float32); ``lut`` is ignored for
+    floating ``rgb``. The twin of the ``zensim_xyb`` op (``fusedsim/ops/zensim_xyb.py``)."""
+    if rgb.dtype == torch.uint8:
+        rgb = lut.to(_F32)[rgb.long()]
+    return pad_for_pyramid_ref(linear_to_positive_xyb_f32_ref(rgb))
+
+
+def zensim_downscale_ref(x: torch.Tensor) -> torch.Tensor:
+    """One pyramid step of float32 planes (N, C, h, w) -> (N, C, h//2, w//2): :func:`downscale_f32_ref`, contiguous.
+    The twin of the ``zensim_downscale`` op (``fusedsim/ops/zensim_xyb.py``)."""
+    return downscale_f32_ref(x.to(_F32)).contiguous()
 
 
 def downscale_f32_ref(x: torch.Tensor) -> torch.Tensor:

@@ -34,7 +34,13 @@ from fusedsim.reference.ssimulacra2_ref import (
     ssimulacra2_linear_xyb_ref,
     ssimulacra2_reference_blur_ref,
 )
-from fusedsim.reference.zensim_f32_ref import SCALE_SUMS, zensim_scale_sums_ref
+from fusedsim.reference.zensim_f32_ref import (
+    SCALE_SUMS,
+    zensim_downscale_ref,
+    zensim_scale_sums_ref,
+    zensim_xyb_ref,
+)
+from fusedsim.reference.zensim_ref import MIN_PYRAMID_DIM, simd_padded_width
 
 # -------------------------------------------------------------------------------------- DSSIM, IW-SSIM
 # float32 kernels against the float64 twin: dssim's Lab and blur are a few f32 roundings from it (~1e-7
@@ -466,4 +472,85 @@ zensim_scale_sums = register_op(KernelOp(
     tolerance={torch.float32: (1e-12, 0.0)},
     doc="zensim's per-scale sums (float32 replay of upstream's H/V running-sum box blurs, strips of 32 rows, "
         "per-pixel SSIM/edge/HF/MSE features): (N, C, 20) float64 = 17 pooled sums and 3 maxima per plane.",
+))
+
+
+def _zensim_linear(shape, device, seed, dtype=torch.float32):
+    """Linear-light RGB: random values with dark ones (small opsin inputs), zeros, ones, and a few negatives (the
+    opsin clamp and the cube root's zero branch)."""
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.rand(shape, generator=gen, dtype=torch.float64) ** 2.2
+    x.view(-1)[::7] = 0.0
+    x.view(-1)[3::11] = 1.0
+    x.view(-1)[5::13] = -0.01
+    return x.to(dtype).to(device)
+
+
+def _zensim_lut(device) -> torch.Tensor:
+    from fusedsim.reference.zensim_ref import srgb_to_linear_ref
+
+    return srgb_to_linear_ref(torch.arange(256, dtype=torch.float64) / 255.0).to(torch.float32).to(device)
+
+
+def _zensim_xyb_examples(device: torch.device) -> list[Example]:
+    lut = _zensim_lut(device)
+    out = [Example((_zensim_linear(shape, device, 510 + i), lut), note=str(shape))
+           for i, shape in enumerate([(1, 3, 1, 1), (2, 3, 7, 13), (1, 3, 67, 529)])]
+    big = _zensim_linear((2, 3, 30, 41), device, 520)
+    out.append(Example((big.to(memory_format=torch.channels_last)[:, :, 3:27, 1::2], lut),
+                       note="non-contiguous: channels-last, sliced, stride-2"))
+    out.append(Example((big[:1].expand(2, -1, -1, -1), lut), note="expanded batch"))
+    out.append(Example((_zensim_linear((1, 3, 9, 10), device, 521, torch.float64), lut), note="float64 input"))
+    codes = torch.randint(0, 256, (2, 3, 66, 70), generator=torch.Generator().manual_seed(522), dtype=torch.uint8)
+    codes.view(-1)[:256] = torch.arange(256, dtype=torch.uint8)  # every code
+    out.append(Example((codes.to(device), lut), note="uint8 sRGB codes through the table"))
+    out.append(Example((codes.to(device).to(memory_format=torch.channels_last)[:1, :, 1:6, ::3], lut),
+                       note="uint8, non-contiguous"))
+    return out
+
+
+def _zensim_xyb_shape(rgb, lut):
+    h, w = rgb.shape[-2:]
+    return rgb.new_empty((rgb.shape[0], 3, max(h, MIN_PYRAMID_DIM), simd_padded_width(max(w, MIN_PYRAMID_DIM))),
+                         dtype=torch.float32)
+
+
+zensim_xyb = register_op(KernelOp(
+    name="zensim_xyb",
+    schema="(Tensor rgb, Tensor lut) -> Tensor",
+    n_tensors=2,
+    plan_for="fusedsim.ops.zensim_xyb:zensim_xyb_plan",
+    reference=zensim_xyb_ref,
+    fake=_zensim_xyb_shape,
+    examples=_zensim_xyb_examples,
+    differentiable=False,
+    # bit-identical: the twin's float32 operations in its order; its float64-evaluated FMAs equal the kernel's
+    # hardware FMAs but for double-rounding ties (~1 in 2**29), and x*14 + 0.42 is computed in float64 as the twin
+    tolerance=None,
+    doc="zensim's linear RGB (N, 3, H, W) (or uint8 sRGB codes through a (256,) float32 table) -> positive XYB "
+        "float32 in upstream's arithmetic (opsin FMA chain, bit-hack + Halley cube root), mirror-padded for the "
+        "pyramid (pad_for_pyramid_ref): (N, 3, H', W').",
+))
+
+
+def _zensim_downscale_examples(device: torch.device) -> list[Example]:
+    out = [Example((_zensim_linear(shape, device, 530 + i),), note=str(shape))
+           for i, shape in enumerate([(1, 3, 1, 1), (2, 3, 7, 13), (1, 2, 64, 530)])]
+    big = _zensim_linear((2, 3, 30, 41), device, 540)
+    out.append(Example((big.to(memory_format=torch.channels_last)[:, :, 3:28, 1::2],),
+                       note="non-contiguous: channels-last, sliced, stride-2"))
+    return out
+
+
+zensim_downscale = register_op(KernelOp(
+    name="zensim_downscale",
+    schema="(Tensor x) -> Tensor",
+    n_tensors=1,
+    plan_for="fusedsim.ops.zensim_xyb:zensim_downscale_plan",
+    reference=zensim_downscale_ref,
+    fake=lambda x: x.new_empty((*x.shape[:2], x.shape[-2] // 2, x.shape[-1] // 2), dtype=torch.float32),
+    examples=_zensim_downscale_examples,
+    differentiable=False,
+    tolerance=None,  # the twin's float32 additions in its order: bit-identical
+    doc="zensim's pyramid step: (N, C, h, w) -> (N, C, h//2, w//2) float32, (((a + b) + c) + d) * 0.25 per 2x2.",
 ))

@@ -28,6 +28,7 @@ from typing import NamedTuple
 import torch
 
 from fusedsim.metrics.srgb_input import srgb_image
+from fusedsim.reference.zensim_f32_ref import zensim_features_from_sums_ref
 from fusedsim.reference.zensim_ref import (
     FEATURE_NAMES,
     NUM_SCALES,
@@ -175,34 +176,7 @@ def _features_f32(ref_levels: list[torch.Tensor], dist_levels: list[torch.Tensor
 
         _SCALE_SUMS = op("zensim_scale_sums")
     sums = [_SCALE_SUMS(s, d) for s, d in zip(ref_levels, dist_levels)]
-    return _features_from_sums(sums, [s.shape[-2] * s.shape[-1] for s in ref_levels])
-
-
-def _features_from_sums(scale_sums: list[torch.Tensor], pixels: list[int]) -> torch.Tensor:
-    """:func:`fusedsim.reference.zensim_f32_ref.zensim_features_from_sums_ref` for all scales at once (~25 small
-    launches instead of ~40 per scale): the same float64 operations on the same values, in the same output order."""
-    packed = torch.stack(scale_sums)  # (S, N, 3, 20)
-    # sums / h·w per scale, as the twin (a Python int divisor: no host-to-device copy, which would synchronise)
-    means = torch.stack([s[..., :17] / n for s, n in zip(scale_sums, pixels)])
-    m = means[..., :12].unflatten(-1, (3, 4))  # (S, N, 3, map, power)
-    maxes = packed[..., 17:20]
-    m1, m4, m2, m8 = m[..., 0], m[..., 2].pow(0.25), m[..., 1].sqrt(), m[..., 3].pow(0.125)
-    hs, hd, as_, ad, mse = means[..., 12:17].unbind(-1)
-    valid = hs > 1e-10
-    ratio = hd / torch.where(valid, hs, torch.ones_like(hs))
-    zero = torch.zeros_like(ratio)
-    e_loss = torch.where(valid, (1.0 - ratio).clamp_min(0.0), zero)
-    e_gain = torch.where(valid, (ratio - 1.0).clamp_min(0.0), zero)
-    valid_a = as_ > 1e-10
-    m_ratio = ad / torch.where(valid_a, as_, torch.ones_like(as_))
-    m_loss = torch.where(valid_a, (1.0 - m_ratio).clamp_min(0.0), zero)
-    # per (scale, plane): mean, 4th-root, sqrt of ssim, art, det (interleaved), then mse, e_loss, m_loss, e_gain
-    pools = torch.stack((m1, m4, m2), -1).flatten(-2)  # (S, N, 3, 9): [sm, s4, s2, am, a4, a2, dm, d4, d2]
-    basics = torch.cat((pools, torch.stack((mse, e_loss, m_loss, e_gain), -1)), -1)  # (S, N, 3, 13)
-    peaks = torch.cat((maxes, m8), -1)  # (S, N, 3, 6): [smax, amax, dmax, s8, a8, d8]
-    count = packed.shape[1]
-    return torch.cat((basics.permute(1, 0, 2, 3).reshape(count, -1), peaks.permute(1, 0, 2, 3).reshape(count, -1)),
-                     dim=1)
+    return zensim_features_from_sums_ref(sums, [s.shape[-2] * s.shape[-1] for s in ref_levels])
 
 
 def _use_twin(image: torch.Tensor) -> bool:

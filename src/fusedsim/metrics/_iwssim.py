@@ -76,13 +76,18 @@ class _Fns:
             self.gram = spec.neighbourhood_gram_op_ref
             self.eig = spec.corrected_eig_ref
             self.info = spec.info_weight_map_op_ref
+            self.pyramid_filter = spec.FILTER_AXIS_DEFAULT
         else:
             self.moments, self.gram = op("windowed_moments"), op("iwssim_gram")
             self.eig, self.info = op("iwssim_eig"), op("iwssim_info")
+            self.pyramid_filter = op("iwssim_binom")
+
+    def pyramid(self, grey: torch.Tensor) -> list[torch.Tensor]:
+        return spec.laplacian_pyramid_ref(grey, filter_axis=self.pyramid_filter)
 
 
 def _prepare_bands(grey: torch.Tensor, fns: _Fns):
-    bands = spec.laplacian_pyramid_ref(grey)
+    bands = fns.pyramid(grey)
     parents, eigs = [], []
     for level in range(spec.LEVELS - 1):
         band = bands[level]
@@ -95,7 +100,7 @@ def _prepare_bands(grey: torch.Tensor, fns: _Fns):
 
 
 def _score(bands, parents, eigs, dist_grey: torch.Tensor, fns: _Fns) -> torch.Tensor:
-    dist_bands = spec.laplacian_pyramid_ref(dist_grey)
+    dist_bands = fns.pyramid(dist_grey)
     win = spec.gaussian_table(dist_grey.device)
     wmcs = []
     for level in range(spec.LEVELS):

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -34,9 +35,25 @@ import torch.nn.functional as F
 from fusedsim.reference.ssim_ref import gaussian_window, windowed_moments_ref
 
 __all__ = [
-    "LEVELS", "LUMA", "MIN_SIZE", "SCALE_WEIGHTS", "combine_ref", "corrected_eig_ref", "cs_from_moments_ref",
-    "cs_maps_ref", "enlarge2_ref", "gaussian_table", "grey_ref", "info_weight_map_op_ref", "info_weight_map_ref",
-    "iw_ssim_ref", "laplacian_pyramid_ref", "neighbourhood_gram_op_ref", "neighbourhood_gram_ref",
+    "FILTER_AXIS_DEFAULT",
+    "LEVELS",
+    "LUMA",
+    "MIN_SIZE",
+    "SCALE_WEIGHTS",
+    "binom_filter_ref",
+    "combine_ref",
+    "corrected_eig_ref",
+    "cs_from_moments_ref",
+    "cs_maps_ref",
+    "enlarge2_ref",
+    "gaussian_table",
+    "grey_ref",
+    "info_weight_map_op_ref",
+    "info_weight_map_ref",
+    "iw_ssim_ref",
+    "laplacian_pyramid_ref",
+    "neighbourhood_gram_op_ref",
+    "neighbourhood_gram_ref",
 ]
 
 LEVELS = 5
@@ -98,31 +115,43 @@ def _filter_axis(x: torch.Tensor, dim: int, step: int, fused: bool | None = None
     return out if step == 1 else out.index_select(dim, torch.arange(0, size, step, device=x.device))
 
 
-def pyr_reduce_ref(x: torch.Tensor) -> torch.Tensor:
+def binom_filter_ref(x: torch.Tensor, dim: int, step: int) -> torch.Tensor:
+    """binom5 along ``dim`` (-1 or -2) of (N, C, H, W) with reflect1 edges, every ``step``-th output, the taps added
+    one by one in matlabPyrTools' order (the twin of the ``iwssim_binom`` op)."""
+    return _filter_axis(x, dim, step, fused=False)
+
+
+FilterAxis = Callable[[torch.Tensor, int, int], torch.Tensor]
+FILTER_AXIS_DEFAULT: FilterAxis = _filter_axis  # the taps one by one on CPUs, one convolution on GPUs
+
+
+def pyr_reduce_ref(x: torch.Tensor, filter_axis: FilterAxis = _filter_axis) -> torch.Tensor:
     """One ``corrDn`` step of ``buildLpyr``: (N, C, H, W) -> (N, C, ceil(H/2), ceil(W/2)), horizontal first."""
-    return _filter_axis(_filter_axis(x, -1, 2), -2, 2)
+    return filter_axis(filter_axis(x, -1, 2), -2, 2)
 
 
-def _upsample_axis(x: torch.Tensor, dim: int, size: int) -> torch.Tensor:
+def _upsample_axis(x: torch.Tensor, dim: int, size: int, filter_axis: FilterAxis) -> torch.Tensor:
     """``upConv`` along ``dim``: samples at even positions of a zero signal of length ``size``, then binom5."""
     shape = list(x.shape)
     shape[dim] = size
     z = x.new_zeros(shape)
     z = z.index_copy(dim, torch.arange(0, size, 2, device=x.device), x)
-    return _filter_axis(z, dim, 1)
+    return filter_axis(z, dim, 1)
 
 
-def pyr_expand_ref(x: torch.Tensor, height: int, width: int) -> torch.Tensor:
+def pyr_expand_ref(x: torch.Tensor, height: int, width: int, filter_axis: FilterAxis = _filter_axis) -> torch.Tensor:
     """The ``upConv`` pair of ``buildLpyr`` back to (height, width): vertical first, then horizontal."""
-    return _upsample_axis(_upsample_axis(x, -2, height), -1, width)
+    return _upsample_axis(_upsample_axis(x, -2, height, filter_axis), -1, width, filter_axis)
 
 
-def laplacian_pyramid_ref(img: torch.Tensor, levels: int = LEVELS) -> list[torch.Tensor]:
-    """Bands of ``buildLpyr(img, levels)``, finest first: ``levels - 1`` band-pass images and the low-pass."""
+def laplacian_pyramid_ref(img: torch.Tensor, levels: int = LEVELS,
+                          filter_axis: FilterAxis = _filter_axis) -> list[torch.Tensor]:
+    """Bands of ``buildLpyr(img, levels)``, finest first: ``levels - 1`` band-pass images and the low-pass.
+    ``filter_axis(x, dim, step)`` is the binom5 filter (the registered ``iwssim_binom`` op on the kernel path)."""
     bands = []
     for _ in range(levels - 1):
-        lo = pyr_reduce_ref(img)
-        bands.append(img - pyr_expand_ref(lo, img.shape[-2], img.shape[-1]))
+        lo = pyr_reduce_ref(img, filter_axis)
+        bands.append(img - pyr_expand_ref(lo, img.shape[-2], img.shape[-1], filter_axis))
         img = lo
     bands.append(img)
     return bands

@@ -21,6 +21,7 @@ from fusedsim.reference.dssim_ref import (
     dssim_ssim_map_ref,
 )
 from fusedsim.reference.iwssim_ref import (
+    binom_filter_ref,
     corrected_eig_ref,
     info_weight_map_op_ref,
     neighbourhood_gram_op_ref,
@@ -193,6 +194,35 @@ iwssim_info = register_op(KernelOp(
     differentiable=False,
     tolerance=IWSSIM_TOLERANCE,
     doc="IW-SSIM's information-content weights of a band pair (N, 1, H, W) on the 'valid' 11x11 region.",
+))
+
+
+def _iwssim_binom_examples(device: torch.device) -> list[Example]:
+    out = []
+    cases = [((1, 1, 11, 11), -1, 2), ((1, 1, 11, 11), -2, 2), ((2, 1, 37, 70), -1, 1), ((1, 2, 70, 37), -2, 1),
+             ((1, 1, 176, 181), -1, 2), ((1, 1, 3, 5), -2, 2)]
+    for i, (shape, dim, step) in enumerate(cases):
+        gen = torch.Generator().manual_seed(120 + i)
+        x = torch.rand(shape, generator=gen, dtype=torch.float64) * 255
+        out.append(Example((x.to(device),), (dim, step), note=f"{shape} dim={dim} step={step}"))
+    x, _ = _strided_pair(device, 126)
+    out.append(Example((x[:, :1],), (-1, 2), note="non-contiguous"))
+    return out
+
+
+iwssim_binom = register_op(KernelOp(
+    name="iwssim_binom",
+    triton_by_default=False,  # in GPU_PENDING
+    schema="(Tensor x, int dim, int step) -> Tensor",
+    n_tensors=1,
+    plan_for="fusedsim.ops.iwssim_binom:iwssim_binom",
+    reference=binom_filter_ref,
+    fake=lambda x, dim, step: x.new_empty((*x.shape[:2], -(-x.shape[2] // step), x.shape[3]) if dim in (-2, 2)
+                                          else (*x.shape[:2], x.shape[2], -(-x.shape[3] // step))),
+    examples=_iwssim_binom_examples,
+    differentiable=False,
+    tolerance=None,  # the twin's products and sums in its order, no FMA: bit-identical
+    doc="IW-SSIM's pyramid filter: binom5 with reflect1 edges along W or H of (N, C, H, W), every step-th output.",
 ))
 
 

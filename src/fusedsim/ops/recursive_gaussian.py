@@ -4,10 +4,17 @@
 
 Twin: :func:`fusedsim.reference.recursive_gaussian_ref.recursive_gaussian_ref` (the recursion, its coefficients
 and the reference's step structure are documented there). Both passes are sequential along their axis and
-parallel across the other: the horizontal kernel gives each thread one row (scalar steps for the first 8
-columns, 4-wide blocks whose four outputs come from the two previous ones, scalar steps for the last columns:
-the reference's float32 rounding, column for column), the vertical kernel gives each thread one column. FMA is
-explicit (``tl.fma``) and every other operation rounds (kernels compile with ``enable_fp_fusion=False``).
+parallel across the other. The horizontal kernel runs one program (one warp) per 16 rows and walks the row in
+tiles of 16 output columns with the reference's steps (scalar steps for the first columns, 4-wide blocks whose
+four outputs come from the two previous ones, scalar steps for the last columns: its float32 rounding, column
+for column). Output column n reads input columns n - R - 1 and n + R - 1: per tile both are loaded as
+[16 rows, 16 columns] tiles (coalesced along the row; each column is read twice, the second time from cache)
+and added elementwise; the tile is split into its 16 columns (``tl.split`` of reshapes: data movement only,
+exact, one row per thread afterwards), the steps run on those, and their 16 output columns are joined back into
+a tile stored coalesced. (One-hot masked sums, as zensim's horizontal pass, would also be exact, but compile to
+warp reductions, ~32 shuffles per column, with each thread doing the arithmetic of 8 rows.) The next tile's
+inputs are loaded before the current tile is walked. The vertical kernel gives each thread one column. FMA is explicit
+(``tl.fma``) and every other operation rounds (kernels compile with ``enable_fp_fusion=False``).
 
 The horizontal kernel can also form the products SSIMULACRA2 blurs on the fly (``MODE``: 0 the input itself,
 1 the maps (x2, x2², x1·x2) of a distorted image against its reference, 2 the maps (x1, x1²) of a reference),
@@ -28,7 +35,8 @@ import triton.language as tl
 from fusedsim.ops._launch import Launcher
 from fusedsim.reference.recursive_gaussian_ref import recursive_gaussian_coefficients
 
-LANES = (64, 32)  # rows (horizontal) or columns (vertical) per program, one per thread: 2 warps, or 1 warp
+LANES = (64, 32)  # columns per program (vertical passes), one per thread: 2 warps, or 1 warp
+TILE_R, TILE_W = 16, 16  # horizontal pass: rows per program (one warp), output columns per tile
 MODE_PLAIN, MODE_DIST_MAPS, MODE_REF_MAPS = 0, 1, 2
 MAPS_PER_MODE = {MODE_PLAIN: 1, MODE_DIST_MAPS: 3, MODE_REF_MAPS: 2}
 
@@ -48,8 +56,9 @@ def _sm_count(device: torch.device) -> int:
 
 
 def lanes_per_program(lines: int, other_programs: int, device: torch.device) -> int:
-    """64 lines (rows or columns) per program, or 32 when that leaves fewer than two programs per multiprocessor:
-    each line is a sequential chain, so small images need every multiprocessor busy (the interpreter: 64)."""
+    """64 lines (columns of the vertical passes) per program, or 32 when that leaves fewer than two programs per
+    multiprocessor: each line is a sequential chain, so small images need every multiprocessor busy (the
+    interpreter: 64)."""
     wide, narrow = LANES
     return narrow if other_programs * triton.cdiv(lines, wide) < 2 * _sm_count(device) else wide
 
@@ -60,6 +69,14 @@ def horizontal_bounds(width: int, radius: int) -> tuple[int, int]:
     limit = width - radius + 1 - 3
     blocks = max(0, -(-(limit - head_end) // 4))
     return head_end, head_end + 4 * blocks
+
+
+def horizontal_tiles(width: int, head_end: int, blocks_end: int) -> tuple[int, int]:
+    """The tiles of TILE_W output columns that hold only 4-wide blocks: x0 in [fast_start, fast_end) (the tiles
+    before and after them mix head, block and tail steps)."""
+    fast_start = min(-(-head_end // TILE_W), -(-width // TILE_W)) * TILE_W
+    fast_end = max(fast_start, blocks_end // TILE_W * TILE_W)
+    return fast_start, fast_end
 
 
 # ------------------------------------------------------------------------------------------- Triton helpers
@@ -127,8 +144,183 @@ def _h_sample(A, B, a_row, b_row, col, width, rmask, m, MODE: tl.constexpr):
 
 
 @triton.jit
-def _iir_horizontal_kernel(A, B, OUT, COEF, rows, width, height, head_end, blocks_end, map_stride,
-                           RADIUS: tl.constexpr, MODE: tl.constexpr, B_BCAST: tl.constexpr, BLOCK_R: tl.constexpr):
+def _h_tile_samples(A, B, a_rows, b_rows, cols, width, rmask2, m2, MODE: tl.constexpr):
+    """A [BLOCK_R, BLOCK_W] tile of the map being blurred at columns ``cols`` ([1, BLOCK_W]; 0 outside the
+    image), loaded coalesced along the rows: the same float32 operations as :func:`_h_sample`, element for element."""
+    ok = rmask2 & (cols >= 0) & (cols < width)
+    a = tl.load(A + a_rows + cols, mask=ok, other=0.0).to(tl.float32)
+    value = a
+    if MODE == 1:
+        b = tl.load(B + b_rows + cols, mask=ok & (m2 == 2), other=0.0).to(tl.float32)
+        value = a * tl.where(m2 == 0, 1.0, tl.where(m2 == 1, a, b))
+    if MODE == 2:
+        value = a * tl.where(m2 == 0, 1.0, a)
+    return value
+
+
+@triton.jit
+def _h_tile_sums(A, B, a_rows, b_rows, xv, width, rmask2, m2, RADIUS: tl.constexpr, MODE: tl.constexpr):
+    """The reference's s of output columns ``xv`` ([1, BLOCK_W]): samples n - R - 1 and n + R - 1, added."""
+    return (_h_tile_samples(A, B, a_rows, b_rows, xv - (RADIUS + 1), width, rmask2, m2, MODE)
+            + _h_tile_samples(A, B, a_rows, b_rows, xv + (RADIUS - 1), width, rmask2, m2, MODE))
+
+
+@triton.jit
+def _split2(x, BLOCK_R: tl.constexpr, HALF: tl.constexpr):
+    """(even columns, odd columns) of a [BLOCK_R, 2·HALF] tile (data movement only)."""
+    return tl.split(tl.reshape(x, [BLOCK_R, HALF, 2]))
+
+
+@triton.jit
+def _join2(even, odd, BLOCK_R: tl.constexpr, HALF: tl.constexpr):
+    """The [BLOCK_R, 2·HALF] tile whose even and odd columns are ``even`` and ``odd`` (inverse of _split2)."""
+    return tl.reshape(tl.join(even, odd), [BLOCK_R, 2 * HALF])
+
+
+@triton.jit
+def _columns16(S, BLOCK_R: tl.constexpr):
+    """The 16 columns of a [BLOCK_R, 16] tile, in order (data movement only: exact)."""
+    e, o = _split2(S, BLOCK_R, 8)
+    e0, e2 = _split2(e, BLOCK_R, 4)  # columns 4k, 4k + 2
+    o1, o3 = _split2(o, BLOCK_R, 4)  # columns 4k + 1, 4k + 3
+    c0, c4 = _split2(e0, BLOCK_R, 2)  # columns 8k, 8k + 4
+    c2, c6 = _split2(e2, BLOCK_R, 2)
+    c1, c5 = _split2(o1, BLOCK_R, 2)
+    c3, c7 = _split2(o3, BLOCK_R, 2)
+    x0, x8 = tl.split(c0)
+    x4, x12 = tl.split(c4)
+    x2, x10 = tl.split(c2)
+    x6, x14 = tl.split(c6)
+    x1, x9 = tl.split(c1)
+    x5, x13 = tl.split(c5)
+    x3, x11 = tl.split(c3)
+    x7, x15 = tl.split(c7)
+    return x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15
+
+
+@triton.jit
+def _tile16(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15, BLOCK_R: tl.constexpr):
+    """The [BLOCK_R, 16] tile of 16 columns (inverse of _columns16)."""
+    c0 = tl.join(x0, x8)
+    c4 = tl.join(x4, x12)
+    c2 = tl.join(x2, x10)
+    c6 = tl.join(x6, x14)
+    c1 = tl.join(x1, x9)
+    c5 = tl.join(x5, x13)
+    c3 = tl.join(x3, x11)
+    c7 = tl.join(x7, x15)
+    e0 = _join2(c0, c4, BLOCK_R, 2)
+    e2 = _join2(c2, c6, BLOCK_R, 2)
+    o1 = _join2(c1, c5, BLOCK_R, 2)
+    o3 = _join2(c3, c7, BLOCK_R, 2)
+    return _join2(_join2(e0, e2, BLOCK_R, 4), _join2(o1, o3, BLOCK_R, 4), BLOCK_R, 8)
+
+
+@triton.jit
+def _h_step3(s, i10, p10, q10, i30, p30, q30, i50, p50, q50, y1, y1b, y3, y3b, y5, y5b):
+    """One scalar step of the three recursions: (output, then the updated y[-1], y[-2] of each)."""
+    o1 = h_step(s, i10, p10, q10, y1, y1b)
+    o3 = h_step(s, i30, p30, q30, y3, y3b)
+    o5 = h_step(s, i50, p50, q50, y5, y5b)
+    return o1 + (o3 + o5), o1, y1, o3, y3, o5, y5
+
+
+@triton.jit
+def _h_block3(s0, s1, s2, s3,
+              i10, i11, i12, i13, p10, p11, p12, p13, q10, q11, q12, q13,
+              i30, i31, i32, i33, p30, p31, p32, p33, q30, q31, q32, q33,
+              i50, i51, i52, i53, p50, p51, p52, p53, q50, q51, q52, q53,
+              y1, y1b, y3, y3b, y5, y5b):
+    """One 4-wide block of the three recursions: the four outputs, then the updated y[-1], y[-2] of each."""
+    a0, a1, a2, a3 = h_block(s0, s1, s2, s3, i10, i11, i12, i13, p10, p11, p12, p13, q10, q11, q12, q13, y1, y1b)
+    b0, b1, b2, b3 = h_block(s0, s1, s2, s3, i30, i31, i32, i33, p30, p31, p32, p33, q30, q31, q32, q33, y3, y3b)
+    c0, c1, c2, c3 = h_block(s0, s1, s2, s3, i50, i51, i52, i53, p50, p51, p52, p53, q50, q51, q52, q53, y5, y5b)
+    return a0 + (b0 + c0), a1 + (b1 + c1), a2 + (b2 + c2), a3 + (b3 + c3), a3, a2, b3, b2, c3, c2
+
+
+@triton.jit
+def _h_scalar4(s0, s1, s2, s3, i10, p10, q10, i30, p30, q30, i50, p50, q50, y1, y1b, y3, y3b, y5, y5b):
+    """Four scalar steps of the three recursions: the four outputs, then the updated y[-1], y[-2] of each."""
+    o0, y1, y1b, y3, y3b, y5, y5b = _h_step3(s0, i10, p10, q10, i30, p30, q30, i50, p50, q50,
+                                             y1, y1b, y3, y3b, y5, y5b)
+    o1, y1, y1b, y3, y3b, y5, y5b = _h_step3(s1, i10, p10, q10, i30, p30, q30, i50, p50, q50,
+                                             y1, y1b, y3, y3b, y5, y5b)
+    o2, y1, y1b, y3, y3b, y5, y5b = _h_step3(s2, i10, p10, q10, i30, p30, q30, i50, p50, q50,
+                                             y1, y1b, y3, y3b, y5, y5b)
+    o3, y1, y1b, y3, y3b, y5, y5b = _h_step3(s3, i10, p10, q10, i30, p30, q30, i50, p50, q50,
+                                             y1, y1b, y3, y3b, y5, y5b)
+    return o0, o1, o2, o3, y1, y1b, y3, y3b, y5, y5b
+
+
+@triton.jit
+def _h_group(s0, s1, s2, s3, c, head_end, blocks_end,
+             i10, i11, i12, i13, p10, p11, p12, p13, q10, q11, q12, q13,
+             i30, i31, i32, i33, p30, p31, p32, p33, q30, q31, q32, q33,
+             i50, i51, i52, i53, p50, p51, p52, p53, q50, q51, q52, q53,
+             y1, y1b, y3, y3b, y5, y5b, GENERAL: tl.constexpr):
+    """Output columns c .. c + 3: a 4-wide block where the reference has one (always, unless GENERAL), else four
+    scalar steps (head and tail)."""
+    if GENERAL:
+        if (c >= head_end) & (c < blocks_end):
+            o0, o1, o2, o3, y1, y1b, y3, y3b, y5, y5b = _h_block3(
+                s0, s1, s2, s3, i10, i11, i12, i13, p10, p11, p12, p13, q10, q11, q12, q13,
+                i30, i31, i32, i33, p30, p31, p32, p33, q30, q31, q32, q33,
+                i50, i51, i52, i53, p50, p51, p52, p53, q50, q51, q52, q53,
+                y1, y1b, y3, y3b, y5, y5b)
+        else:
+            o0, o1, o2, o3, y1, y1b, y3, y3b, y5, y5b = _h_scalar4(
+                s0, s1, s2, s3, i10, p10, q10, i30, p30, q30, i50, p50, q50, y1, y1b, y3, y3b, y5, y5b)
+    else:
+        o0, o1, o2, o3, y1, y1b, y3, y3b, y5, y5b = _h_block3(
+            s0, s1, s2, s3, i10, i11, i12, i13, p10, p11, p12, p13, q10, q11, q12, q13,
+            i30, i31, i32, i33, p30, p31, p32, p33, q30, q31, q32, q33,
+            i50, i51, i52, i53, p50, p51, p52, p53, q50, q51, q52, q53,
+            y1, y1b, y3, y3b, y5, y5b)
+    return o0, o1, o2, o3, y1, y1b, y3, y3b, y5, y5b
+
+
+@triton.jit
+def _h_tile(S, x0, head_end, blocks_end,
+            i10, i11, i12, i13, p10, p11, p12, p13, q10, q11, q12, q13,
+            i30, i31, i32, i33, p30, p31, p32, p33, q30, q31, q32, q33,
+            i50, i51, i52, i53, p50, p51, p52, p53, q50, q51, q52, q53,
+            y1, y1b, y3, y3b, y5, y5b, BLOCK_R: tl.constexpr, GENERAL: tl.constexpr):
+    """The steps of output columns x0 .. x0 + 15 (four groups of four). ``S`` holds each column's two input
+    samples, added (a [BLOCK_R, 16] tile); returns the [BLOCK_R, 16] tile of outputs and the states."""
+    s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11, s12, s13, s14, s15 = _columns16(S, BLOCK_R)
+    o0, o1, o2, o3, y1, y1b, y3, y3b, y5, y5b = _h_group(
+        s0, s1, s2, s3, x0, head_end, blocks_end, i10, i11, i12, i13, p10, p11, p12, p13, q10, q11, q12, q13,
+        i30, i31, i32, i33, p30, p31, p32, p33, q30, q31, q32, q33,
+        i50, i51, i52, i53, p50, p51, p52, p53, q50, q51, q52, q53,
+        y1, y1b, y3, y3b, y5, y5b, GENERAL)
+    o4, o5, o6, o7, y1, y1b, y3, y3b, y5, y5b = _h_group(
+        s4, s5, s6, s7, x0 + 4, head_end, blocks_end, i10, i11, i12, i13, p10, p11, p12, p13, q10, q11, q12, q13,
+        i30, i31, i32, i33, p30, p31, p32, p33, q30, q31, q32, q33,
+        i50, i51, i52, i53, p50, p51, p52, p53, q50, q51, q52, q53,
+        y1, y1b, y3, y3b, y5, y5b, GENERAL)
+    o8, o9, o10, o11, y1, y1b, y3, y3b, y5, y5b = _h_group(
+        s8, s9, s10, s11, x0 + 8, head_end, blocks_end, i10, i11, i12, i13, p10, p11, p12, p13, q10, q11, q12, q13,
+        i30, i31, i32, i33, p30, p31, p32, p33, q30, q31, q32, q33,
+        i50, i51, i52, i53, p50, p51, p52, p53, q50, q51, q52, q53,
+        y1, y1b, y3, y3b, y5, y5b, GENERAL)
+    o12, o13, o14, o15, y1, y1b, y3, y3b, y5, y5b = _h_group(
+        s12, s13, s14, s15, x0 + 12, head_end, blocks_end, i10, i11, i12, i13, p10, p11, p12, p13, q10, q11, q12, q13,
+        i30, i31, i32, i33, p30, p31, p32, p33, q30, q31, q32, q33,
+        i50, i51, i52, i53, p50, p51, p52, p53, q50, q51, q52, q53,
+        y1, y1b, y3, y3b, y5, y5b, GENERAL)
+    out = _tile16(o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11, o12, o13, o14, o15, BLOCK_R)
+    return out, y1, y1b, y3, y3b, y5, y5b
+
+
+@triton.jit
+def _iir_h_tiles_kernel(A, B, OUT, COEF, rows, width, height, head_end, blocks_end, fast_start, fast_end,
+                        map_stride, RADIUS: tl.constexpr, MODE: tl.constexpr, B_BCAST: tl.constexpr,
+                        BLOCK_R: tl.constexpr, BLOCK_W: tl.constexpr):
+    # one program (one warp) per BLOCK_R rows of one map; the row is walked in tiles of BLOCK_W output columns.
+    # Output column n reads input columns n - R - 1 and n + R - 1: per tile both are loaded as [BLOCK_R, BLOCK_W]
+    # tiles (coalesced along the row; the second read of each column comes from cache) and added elementwise
+    # (the reference's s, exactly); the sequential steps pick each column's s out of the tile in registers.
+    tl.static_assert(BLOCK_W == 16)  # _columns16 / _tile16
     pid = tl.program_id(0)
     m = tl.program_id(1)
     r = pid * BLOCK_R + tl.arange(0, BLOCK_R)
@@ -149,41 +341,55 @@ def _iir_horizontal_kernel(A, B, OUT, COEF, rows, width, height, head_end, block
     y1, y1b = tl.zeros([BLOCK_R], tl.float32), tl.zeros([BLOCK_R], tl.float32)
     y3, y3b = tl.zeros([BLOCK_R], tl.float32), tl.zeros([BLOCK_R], tl.float32)
     y5, y5b = tl.zeros([BLOCK_R], tl.float32), tl.zeros([BLOCK_R], tl.float32)
-    for n in range(1 - RADIUS, head_end):
+    # the head's steps left of the image (columns 1 - R .. -1: outputs not stored), one column at a time
+    for n in range(1 - RADIUS, 0):
         s = (_h_sample(A, B, a_row, b_row, n - RADIUS - 1, width, rmask, m, MODE)
              + _h_sample(A, B, a_row, b_row, n + RADIUS - 1, width, rmask, m, MODE))
-        o1 = h_step(s, i10, p10, q10, y1, y1b)
-        o3 = h_step(s, i30, p30, q30, y3, y3b)
-        o5 = h_step(s, i50, p50, q50, y5, y5b)
-        y1b, y3b, y5b = y1, y3, y5
-        y1, y3, y5 = o1, o3, o5
-        tl.store(OUT + out_row + n, o1 + (o3 + o5), mask=rmask & ((a_row * 0 + n) >= 0))
-    for n in range(head_end, blocks_end, 4):
-        s0 = (_h_sample(A, B, a_row, b_row, n - RADIUS - 1, width, rmask, m, MODE)
-              + _h_sample(A, B, a_row, b_row, n + RADIUS - 1, width, rmask, m, MODE))
-        s1 = (_h_sample(A, B, a_row, b_row, n - RADIUS, width, rmask, m, MODE)
-              + _h_sample(A, B, a_row, b_row, n + RADIUS, width, rmask, m, MODE))
-        s2 = (_h_sample(A, B, a_row, b_row, n - RADIUS + 1, width, rmask, m, MODE)
-              + _h_sample(A, B, a_row, b_row, n + RADIUS + 1, width, rmask, m, MODE))
-        s3 = (_h_sample(A, B, a_row, b_row, n - RADIUS + 2, width, rmask, m, MODE)
-              + _h_sample(A, B, a_row, b_row, n + RADIUS + 2, width, rmask, m, MODE))
-        a0, a1, a2, a3 = h_block(s0, s1, s2, s3, i10, i11, i12, i13, p10, p11, p12, p13, q10, q11, q12, q13, y1, y1b)
-        b0, b1, b2, b3 = h_block(s0, s1, s2, s3, i30, i31, i32, i33, p30, p31, p32, p33, q30, q31, q32, q33, y3, y3b)
-        c0, c1, c2, c3 = h_block(s0, s1, s2, s3, i50, i51, i52, i53, p50, p51, p52, p53, q50, q51, q52, q53, y5, y5b)
-        y1b, y1, y3b, y3, y5b, y5 = a2, a3, b2, b3, c2, c3
-        tl.store(OUT + out_row + n, a0 + (b0 + c0), mask=rmask)
-        tl.store(OUT + out_row + n + 1, a1 + (b1 + c1), mask=rmask)
-        tl.store(OUT + out_row + n + 2, a2 + (b2 + c2), mask=rmask)
-        tl.store(OUT + out_row + n + 3, a3 + (b3 + c3), mask=rmask)
-    for n in range(blocks_end, width):
-        s = (_h_sample(A, B, a_row, b_row, n - RADIUS - 1, width, rmask, m, MODE)
-             + _h_sample(A, B, a_row, b_row, n + RADIUS - 1, width, rmask, m, MODE))
-        o1 = h_step(s, i10, p10, q10, y1, y1b)
-        o3 = h_step(s, i30, p30, q30, y3, y3b)
-        o5 = h_step(s, i50, p50, q50, y5, y5b)
-        y1b, y3b, y5b = y1, y3, y5
-        y1, y3, y5 = o1, o3, o5
-        tl.store(OUT + out_row + n, o1 + (o3 + o5), mask=rmask)
+        _o, y1, y1b, y3, y3b, y5, y5b = _h_step3(s, i10, p10, q10, i30, p30, q30, i50, p50, q50,
+                                                 y1, y1b, y3, y3b, y5, y5b)
+    j = tl.arange(0, BLOCK_W)
+    rmask2 = rmask[:, None]
+    a_rows = a_row[:, None]
+    b_rows = b_row[:, None]
+    m2 = m[:, None]
+    outs = OUT + out_row[:, None]
+    # tiles [0, fast_start) and [fast_end, width): head, blocks and tail steps (a runtime choice per group of 4);
+    # tiles [fast_start, fast_end): blocks only. Each tile's sums are loaded one tile ahead (S: the current tile's,
+    # one chain through the three loops) so the loads are in flight while the previous tile is walked.
+    S = _h_tile_sums(A, B, a_rows, b_rows, j[None, :], width, rmask2, m2, RADIUS, MODE)
+    for x0 in range(0, fast_start, BLOCK_W):
+        xv = (x0 + j)[None, :]
+        S_next = _h_tile_sums(A, B, a_rows, b_rows, xv + BLOCK_W, width, rmask2, m2, RADIUS, MODE)
+        out, y1, y1b, y3, y3b, y5, y5b = _h_tile(
+            S, x0, head_end, blocks_end,
+            i10, i11, i12, i13, p10, p11, p12, p13, q10, q11, q12, q13,
+            i30, i31, i32, i33, p30, p31, p32, p33, q30, q31, q32, q33,
+            i50, i51, i52, i53, p50, p51, p52, p53, q50, q51, q52, q53,
+            y1, y1b, y3, y3b, y5, y5b, BLOCK_R, True)
+        tl.store(outs + xv, out, mask=rmask2 & (xv < width))
+        S = S_next
+    for x0 in range(fast_start, fast_end, BLOCK_W):
+        xv = (x0 + j)[None, :]
+        S_next = _h_tile_sums(A, B, a_rows, b_rows, xv + BLOCK_W, width, rmask2, m2, RADIUS, MODE)
+        out, y1, y1b, y3, y3b, y5, y5b = _h_tile(
+            S, x0, head_end, blocks_end,
+            i10, i11, i12, i13, p10, p11, p12, p13, q10, q11, q12, q13,
+            i30, i31, i32, i33, p30, p31, p32, p33, q30, q31, q32, q33,
+            i50, i51, i52, i53, p50, p51, p52, p53, q50, q51, q52, q53,
+            y1, y1b, y3, y3b, y5, y5b, BLOCK_R, False)
+        tl.store(outs + xv, out, mask=rmask2 & (xv < width))
+        S = S_next
+    for x0 in range(fast_end, width, BLOCK_W):
+        xv = (x0 + j)[None, :]
+        S_next = _h_tile_sums(A, B, a_rows, b_rows, xv + BLOCK_W, width, rmask2, m2, RADIUS, MODE)
+        out, y1, y1b, y3, y3b, y5, y5b = _h_tile(
+            S, x0, head_end, blocks_end,
+            i10, i11, i12, i13, p10, p11, p12, p13, q10, q11, q12, q13,
+            i30, i31, i32, i33, p30, p31, p32, p33, q30, q31, q32, q33,
+            i50, i51, i52, i53, p50, p51, p52, p53, q50, q51, q52, q53,
+            y1, y1b, y3, y3b, y5, y5b, BLOCK_R, True)
+        tl.store(outs + xv, out, mask=rmask2 & (xv < width))
+        S = S_next
 
 
 @triton.jit
@@ -265,11 +471,11 @@ class HorizontalPlan:
         self.coef = coefficient_tensor(sigma, device)
         rows = planes * height
         head_end, blocks_end = horizontal_bounds(width, rg.radius)
-        block = lanes_per_program(rows, self.maps, device)
-        self._launch = Launcher(_iir_horizontal_kernel, (triton.cdiv(rows, block), self.maps),
-                                num_warps=block // 32, enable_fp_fusion=False)
-        self._tail = (rows, width, height, head_end, blocks_end)
-        self._consts = (rg.radius, mode, bool(b_bcast), block)
+        fast_start, fast_end = horizontal_tiles(width, head_end, blocks_end)
+        self._launch = Launcher(_iir_h_tiles_kernel, (triton.cdiv(rows, TILE_R), self.maps),
+                                num_warps=1, enable_fp_fusion=False)
+        self._tail = (rows, width, height, head_end, blocks_end, fast_start, fast_end)
+        self._consts = (rg.radius, mode, bool(b_bcast), TILE_R, TILE_W)
         self._map_stride = planes * height * width
 
     def __call__(self, a: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:

@@ -21,8 +21,8 @@ FAMILIES = ("ssim", "vmaf", "registration", "perceptual")
 #: Ops whose Triton kernels pass their twin tests in Triton's interpreter but have not yet passed them on a GPU:
 #: ``auto`` runs their twins on GPU tensors (same algorithm in PyTorch); ``use_backend("triton")`` still runs the
 #: kernels, which is how the GPU tests exercise them. A new op starts here (``triton_by_default=False``) until
-#: ``tests/ops/test_registry.py`` passes on a GPU. Every kernel not listed passed on the H200 (Triton 3.6).
-GPU_PENDING: tuple[str, ...] = ("iwssim_binom",)
+#: ``tests/ops/test_registry.py`` passes on a GPU. Empty: every kernel passed on the H200 (Triton 3.6).
+GPU_PENDING: tuple[str, ...] = ()
 
 
 def load_family(name: str) -> ModuleType:

@@ -212,7 +212,6 @@ def _iwssim_binom_examples(device: torch.device) -> list[Example]:
 
 iwssim_binom = register_op(KernelOp(
     name="iwssim_binom",
-    triton_by_default=False,  # in GPU_PENDING
     schema="(Tensor x, int dim, int step) -> Tensor",
     n_tensors=1,
     plan_for="fusedsim.ops.iwssim_binom:iwssim_binom",
@@ -340,7 +339,8 @@ def _xyb_images(shape, device, seed, ref_batch=None):
 def _recursive_gaussian_examples(device: torch.device) -> list[Example]:
     out = []
     for i, (shape, sigma) in enumerate([((1, 1, 5, 4), 1.5), ((2, 3, 9, 13), 1.5), ((1, 7, 30), 1.5),
-                                        ((2, 12, 11), 1.5), ((1, 1, 12, 25), 2.0)]):
+                                        ((2, 12, 11), 1.5), ((1, 1, 12, 25), 2.0),
+                                        ((1, 2, 6, 75), 1.5), ((1, 19, 90), 2.0)]):
         gen = torch.Generator().manual_seed(90 + i)
         out.append(Example((torch.rand(shape, generator=gen).to(device),), (sigma,), note=f"{shape} sigma={sigma}"))
     x = torch.rand(1, 2, 22, 30, generator=torch.Generator().manual_seed(95)).to(device)[:, :, 3:20, ::2]

@@ -313,6 +313,29 @@ def _h_tile(S, x0, head_end, blocks_end,
 
 
 @triton.jit
+def _h_tile_run(x_start, x_end, S, A, B, a_rows, b_rows, j, width, rmask2, m2, outs, head_end, blocks_end,
+                i10, i11, i12, i13, p10, p11, p12, p13, q10, q11, q12, q13,
+                i30, i31, i32, i33, p30, p31, p32, p33, q30, q31, q32, q33,
+                i50, i51, i52, i53, p50, p51, p52, p53, q50, q51, q52, q53,
+                y1, y1b, y3, y3b, y5, y5b, RADIUS: tl.constexpr, MODE: tl.constexpr, BLOCK_R: tl.constexpr,
+                BLOCK_W: tl.constexpr, GENERAL: tl.constexpr):
+    """Tiles x_start, x_start + BLOCK_W, .. < x_end: walk each (its sums ``S`` loaded one tile ahead), store its
+    outputs; returns the next tile's sums and the states. ``GENERAL``: head/block/tail choice per group of 4."""
+    for x0 in range(x_start, x_end, BLOCK_W):
+        xv = (x0 + j)[None, :]
+        S_next = _h_tile_sums(A, B, a_rows, b_rows, xv + BLOCK_W, width, rmask2, m2, RADIUS, MODE)
+        out, y1, y1b, y3, y3b, y5, y5b = _h_tile(
+            S, x0, head_end, blocks_end,
+            i10, i11, i12, i13, p10, p11, p12, p13, q10, q11, q12, q13,
+            i30, i31, i32, i33, p30, p31, p32, p33, q30, q31, q32, q33,
+            i50, i51, i52, i53, p50, p51, p52, p53, q50, q51, q52, q53,
+            y1, y1b, y3, y3b, y5, y5b, BLOCK_R, GENERAL)
+        tl.store(outs + xv, out, mask=rmask2 & (xv < width))
+        S = S_next
+    return S, y1, y1b, y3, y3b, y5, y5b
+
+
+@triton.jit
 def _iir_h_tiles_kernel(A, B, OUT, COEF, rows, width, height, head_end, blocks_end, fast_start, fast_end,
                         map_stride, RADIUS: tl.constexpr, MODE: tl.constexpr, B_BCAST: tl.constexpr,
                         BLOCK_R: tl.constexpr, BLOCK_W: tl.constexpr):
@@ -357,39 +380,24 @@ def _iir_h_tiles_kernel(A, B, OUT, COEF, rows, width, height, head_end, blocks_e
     # tiles [fast_start, fast_end): blocks only. Each tile's sums are loaded one tile ahead (S: the current tile's,
     # one chain through the three loops) so the loads are in flight while the previous tile is walked.
     S = _h_tile_sums(A, B, a_rows, b_rows, j[None, :], width, rmask2, m2, RADIUS, MODE)
-    for x0 in range(0, fast_start, BLOCK_W):
-        xv = (x0 + j)[None, :]
-        S_next = _h_tile_sums(A, B, a_rows, b_rows, xv + BLOCK_W, width, rmask2, m2, RADIUS, MODE)
-        out, y1, y1b, y3, y3b, y5, y5b = _h_tile(
-            S, x0, head_end, blocks_end,
-            i10, i11, i12, i13, p10, p11, p12, p13, q10, q11, q12, q13,
-            i30, i31, i32, i33, p30, p31, p32, p33, q30, q31, q32, q33,
-            i50, i51, i52, i53, p50, p51, p52, p53, q50, q51, q52, q53,
-            y1, y1b, y3, y3b, y5, y5b, BLOCK_R, True)
-        tl.store(outs + xv, out, mask=rmask2 & (xv < width))
-        S = S_next
-    for x0 in range(fast_start, fast_end, BLOCK_W):
-        xv = (x0 + j)[None, :]
-        S_next = _h_tile_sums(A, B, a_rows, b_rows, xv + BLOCK_W, width, rmask2, m2, RADIUS, MODE)
-        out, y1, y1b, y3, y3b, y5, y5b = _h_tile(
-            S, x0, head_end, blocks_end,
-            i10, i11, i12, i13, p10, p11, p12, p13, q10, q11, q12, q13,
-            i30, i31, i32, i33, p30, p31, p32, p33, q30, q31, q32, q33,
-            i50, i51, i52, i53, p50, p51, p52, p53, q50, q51, q52, q53,
-            y1, y1b, y3, y3b, y5, y5b, BLOCK_R, False)
-        tl.store(outs + xv, out, mask=rmask2 & (xv < width))
-        S = S_next
-    for x0 in range(fast_end, width, BLOCK_W):
-        xv = (x0 + j)[None, :]
-        S_next = _h_tile_sums(A, B, a_rows, b_rows, xv + BLOCK_W, width, rmask2, m2, RADIUS, MODE)
-        out, y1, y1b, y3, y3b, y5, y5b = _h_tile(
-            S, x0, head_end, blocks_end,
-            i10, i11, i12, i13, p10, p11, p12, p13, q10, q11, q12, q13,
-            i30, i31, i32, i33, p30, p31, p32, p33, q30, q31, q32, q33,
-            i50, i51, i52, i53, p50, p51, p52, p53, q50, q51, q52, q53,
-            y1, y1b, y3, y3b, y5, y5b, BLOCK_R, True)
-        tl.store(outs + xv, out, mask=rmask2 & (xv < width))
-        S = S_next
+    S, y1, y1b, y3, y3b, y5, y5b = _h_tile_run(
+        0, fast_start, S, A, B, a_rows, b_rows, j, width, rmask2, m2, outs, head_end, blocks_end,
+        i10, i11, i12, i13, p10, p11, p12, p13, q10, q11, q12, q13,
+        i30, i31, i32, i33, p30, p31, p32, p33, q30, q31, q32, q33,
+        i50, i51, i52, i53, p50, p51, p52, p53, q50, q51, q52, q53,
+        y1, y1b, y3, y3b, y5, y5b, RADIUS, MODE, BLOCK_R, BLOCK_W, True)
+    S, y1, y1b, y3, y3b, y5, y5b = _h_tile_run(
+        fast_start, fast_end, S, A, B, a_rows, b_rows, j, width, rmask2, m2, outs, head_end, blocks_end,
+        i10, i11, i12, i13, p10, p11, p12, p13, q10, q11, q12, q13,
+        i30, i31, i32, i33, p30, p31, p32, p33, q30, q31, q32, q33,
+        i50, i51, i52, i53, p50, p51, p52, p53, q50, q51, q52, q53,
+        y1, y1b, y3, y3b, y5, y5b, RADIUS, MODE, BLOCK_R, BLOCK_W, False)
+    S, y1, y1b, y3, y3b, y5, y5b = _h_tile_run(
+        fast_end, width, S, A, B, a_rows, b_rows, j, width, rmask2, m2, outs, head_end, blocks_end,
+        i10, i11, i12, i13, p10, p11, p12, p13, q10, q11, q12, q13,
+        i30, i31, i32, i33, p30, p31, p32, p33, q30, q31, q32, q33,
+        i50, i51, i52, i53, p50, p51, p52, p53, q50, q51, q52, q53,
+        y1, y1b, y3, y3b, y5, y5b, RADIUS, MODE, BLOCK_R, BLOCK_W, True)
 
 
 @triton.jit

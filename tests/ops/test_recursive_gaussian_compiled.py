@@ -1,0 +1,30 @@
+"""The recursive Gaussian's compiled loops carry every recursion state (the interpreter cannot show this).
+
+With y[-2] <- y[-1] written as a plain assignment, two states that start as one tensor are carried as one by the
+compiler: on the H200 that gave values 100x too large while the interpreter's results were exact. Three
+recursions x (y[-1], y[-2]) = 6 states per loop; the tile loops also carry the next tile's input sums.
+"""
+
+from __future__ import annotations
+
+from _offline_compile import carried_per_loop
+
+_H_SIG = {"A": "*fp32", "B": "*fp32", "OUT": "*fp32", "COEF": "*fp32", "rows": "i32", "width": "i32",
+          "height": "i32", "head_end": "i32", "blocks_end": "i32", "fast_start": "i32", "fast_end": "i32",
+          "map_stride": "i32", "RADIUS": "constexpr", "MODE": "constexpr", "B_BCAST": "constexpr",
+          "BLOCK_R": "constexpr", "BLOCK_W": "constexpr"}
+
+
+def test_horizontal_loops_carry_all_six_states():
+    consts = {"RADIUS": 5, "MODE": 1, "B_BCAST": False, "BLOCK_R": 16, "BLOCK_W": 16}
+    carried = carried_per_loop("fusedsim.ops.recursive_gaussian:_iir_h_tiles_kernel", _H_SIG, consts,
+                               num_warps=1, enable_fp_fusion=False)
+    assert carried == [6, 7, 7, 7]  # the head's steps left of the image, then the three tile loops (+ sums)
+
+
+def test_vertical_loop_carries_all_six_states_and_the_prefetched_rows():
+    sig = {"X": "*fp32", "OUT": "*fp32", "COEF": "*fp32", "height": "i32", "width": "i32",
+           "RADIUS": "constexpr", "BLOCK_C": "constexpr"}
+    carried = carried_per_loop("fusedsim.ops.recursive_gaussian:_iir_vertical_kernel", sig,
+                               {"RADIUS": 5, "BLOCK_C": 32}, num_warps=1, enable_fp_fusion=False)
+    assert carried == [10]  # 6 states + 4 rows loaded four steps ahead

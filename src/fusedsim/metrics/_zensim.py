@@ -37,6 +37,7 @@ from fusedsim.reference.zensim_ref import (
     alpha_background_ref,
     composite_over_noise_ref,
     linear_to_positive_xyb_ref,
+    pyramid_levels_ref,
     score_from_distance_ref,
     srgb_to_linear_ref,
     zensim_features_prepared_ref,
@@ -147,14 +148,7 @@ def _levels_f32(rgb: torch.Tensor, alpha: torch.Tensor | None) -> list[torch.Ten
         blended = (linear.double() * a.double() + (bg * (1.0 - a)).double()).to(torch.float32)  # FMA
         linear = torch.where(a >= 1.0, linear, torch.where(a <= 0.0, bg.expand_as(linear), blended))
     xyb_op, downscale_op = _colour_ops()
-    levels, x = [], xyb_op(linear, lut)  # padded positive XYB, float32
-    for scale in range(NUM_SCALES):  # pyramid_f32_ref, one zensim_downscale per level
-        if x.shape[-1] < 8 or x.shape[-2] < 8:
-            break
-        levels.append(x)
-        if scale < NUM_SCALES - 1:
-            x = downscale_op(x)
-    return levels
+    return pyramid_levels_ref(xyb_op(linear, lut), downscale_op)  # padded positive XYB, float32
 
 
 def _identical(ref: torch.Tensor, dist: torch.Tensor) -> torch.Tensor:

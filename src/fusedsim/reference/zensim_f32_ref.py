@@ -30,8 +30,8 @@ from fusedsim.reference.zensim_ref import (
     _OPSIN_BIAS,
     BLUR_RADIUS,
     C2,
-    NUM_SCALES,
     pad_for_pyramid_ref,
+    pyramid_levels_ref,
 )
 
 __all__ = ["SCALE_SUMS", "STRIP_INNER", "cbrt_f32_ref", "downscale_f32_ref", "linear_to_positive_xyb_f32_ref",
@@ -109,14 +109,7 @@ def downscale_f32_ref(x: torch.Tensor) -> torch.Tensor:
 
 
 def pyramid_f32_ref(xyb: torch.Tensor) -> list[torch.Tensor]:
-    levels, x = [], xyb.to(_F32)
-    for scale in range(NUM_SCALES):
-        if x.shape[-1] < 8 or x.shape[-2] < 8:
-            break
-        levels.append(x)
-        if scale < NUM_SCALES - 1:
-            x = downscale_f32_ref(x)
-    return levels
+    return pyramid_levels_ref(xyb.to(_F32), downscale_f32_ref)
 
 
 def _h_blur(s: torch.Tensor, d: torch.Tensor, r: int) -> tuple[torch.Tensor, ...]:

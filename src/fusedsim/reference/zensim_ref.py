@@ -30,6 +30,7 @@ golden-score tests use it) with exact cube roots and exact window sums.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -39,7 +40,7 @@ import torch.nn.functional as F
 __all__ = [
     "BASIC_NAMES", "BLUR_RADIUS", "C2", "FEATURE_NAMES", "MIN_PYRAMID_DIM", "NUM_FEATURES", "NUM_SCALES",
     "PEAK_NAMES", "ZensimRefState", "active_feature_mask_ref", "alpha_background_ref", "composite_over_noise_ref",
-    "linear_to_positive_xyb_ref", "pad_for_pyramid_ref", "score_from_distance_ref", "simd_padded_width",
+    "linear_to_positive_xyb_ref", "pad_for_pyramid_ref", "pyramid_levels_ref", "score_from_distance_ref", "simd_padded_width",
     "srgb_to_linear_ref", "zensim_features_prepared_ref", "zensim_features_ref", "zensim_prepare_ref",
 ]
 
@@ -171,16 +172,21 @@ class ZensimRefState(NamedTuple):
     shape: tuple[int, int, int, int]
 
 
-def _pyramid(xyb: torch.Tensor) -> list[torch.Tensor]:
+def pyramid_levels_ref(x: torch.Tensor, downscale: Callable[[torch.Tensor], torch.Tensor]) -> list[torch.Tensor]:
+    """Upstream's scales of padded XYB (N, 3, H, W): x, then ``downscale`` of the previous level, up to
+    NUM_SCALES levels, stopping before a side under 8 px."""
     levels = []
-    x = xyb
     for scale in range(NUM_SCALES):
         if x.shape[-1] < 8 or x.shape[-2] < 8:
             break
         levels.append(x)
         if scale < NUM_SCALES - 1:
-            x = _downscale(x)
+            x = downscale(x)
     return levels
+
+
+def _pyramid(xyb: torch.Tensor) -> list[torch.Tensor]:
+    return pyramid_levels_ref(xyb, _downscale)
 
 
 def zensim_prepare_ref(ref_xyb: torch.Tensor) -> ZensimRefState:

@@ -43,26 +43,27 @@ register_metric(MetricSpec(
 ))
 
 # ------------------------------------------------------------------------ libvmaf features (integer Y'CbCr planes)
+_FLOAT_SSIM_OPS = ("sequential_sum", "iqa_decimate", "iqa_ssim_maps")
 register_metric(MetricSpec(
     name="vmaf:ssim", kind="video", compute="fusedsim.vmaf.features:integer_ssim_feature",
     summary="libvmaf's integer SSIM (luma), bit-exact",
     outputs=("ssim",), higher_is_better=True, identical_value=1.0, value_range=(-1.0, 1.0),
     min_size=1, min_size_reason="out-of-frame window taps are skipped, as in libvmaf",
-    planes=("y",), halo_rows=_WINDOW // 2, bytes_per_pixel=100.0,
+    planes=("y",), halo_rows=_WINDOW // 2, bytes_per_pixel=100.0, ops=("integer_ssim",),
 ))
 register_metric(MetricSpec(
     name="vmaf:float_ssim", kind="video", compute="fusedsim.vmaf.features:float_ssim_feature",
     summary="libvmaf's float_ssim (luma, auto-downscale), bit-exact",
     outputs=("float_ssim",), higher_is_better=True, identical_value=1.0, value_range=(-1.0, 1.0),
     min_size=_WINDOW, min_size_reason=f"the {_WINDOW}x{_WINDOW} window must fit in the (downscaled) frame",
-    planes=("y",), halo_rows=None, bytes_per_pixel=64.0,
+    planes=("y",), halo_rows=None, bytes_per_pixel=64.0, ops=_FLOAT_SSIM_OPS,
 ))
 register_metric(MetricSpec(
     name="vmaf:float_ms_ssim", kind="video", compute="fusedsim.vmaf.features:float_ms_ssim_feature",
     summary="libvmaf's float_ms_ssim (luma, 5 scales), bit-exact",
     outputs=("float_ms_ssim",), higher_is_better=True, identical_value=1.0, value_range=(-1.0, 1.0),
     min_size=_WINDOW << (_LEVELS - 1), min_size_reason=f"libvmaf needs {_WINDOW} px at the fifth of 5 scales",
-    planes=("y",), halo_rows=None, bytes_per_pixel=86.0,
+    planes=("y",), halo_rows=None, bytes_per_pixel=86.0, ops=_FLOAT_SSIM_OPS,
 ))
 register_metric(MetricSpec(
     name="vmaf:psnr", kind="video", compute="fusedsim.vmaf.features:psnr_feature",

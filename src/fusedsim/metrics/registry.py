@@ -68,6 +68,8 @@ class MetricSpec:
             float64 partial sums over the outputs of the body; ``strip_finish(sums, data_range=..., **params) ->
             Tensor`` turns the sums over all bodies (a partition of the rows) into the metric's value.
         planes: video metrics: the planes they read (``"y"``, ``"u"``, ``"v"``); readers skip the others.
+        ops: the registered ops (:func:`fusedsim.ops.op`) the compute function launches on a GPU; a command can
+            import their kernels on a thread while the CUDA context starts (:func:`prepare_ops`).
     """
 
     name: str
@@ -91,6 +93,7 @@ class MetricSpec:
     score_prepared: str | None = None
     params: tuple[tuple[str, Any], ...] = ()
     planes: tuple[str, ...] = ("y", "u", "v")
+    ops: tuple[str, ...] = ()
     strip_sums: str | None = None
     strip_finish: str | None = None
 

@@ -95,13 +95,19 @@ class KernelOp:
         (so the twins work without Triton): either a plan factory ``(tensors, scalars) -> plan`` (name ending in
         ``_plan``) or a plain forward-only launcher ``fn(*tensors, *scalars) -> out``."""
         if self._plan_factory is None:
+            self.prepare()
+        return self._plan_factory(tensors, scalars)
+
+    def prepare(self) -> None:
+        """Import the Triton side (Triton, the kernel module, Triton's cached self-hash) without launching
+        anything: what the first call would do, e.g. on a thread while the main thread starts the CUDA context."""
+        if self._plan_factory is None:
             from fusedsim.ops._triton_key import install_triton_key_cache
 
             install_triton_key_cache()  # saves Triton's ~0.3 s self-hash in every later process
             module, attr = self.plan_for.split(":")
             target = getattr(importlib.import_module(module), attr)
             self._plan_factory = target if attr.endswith("_plan") else function_plan(target)
-        return self._plan_factory(tensors, scalars)
 
     # ---------------------------------------------------------------------------------------------- dispatch
     def __call__(self, *args):

@@ -15,6 +15,7 @@ import torch
 
 from fusedsim.io.frame_stream import PLANES, stream_pair_to_device
 from fusedsim.io.video import VideoReader
+from fusedsim.ops import prepare_in_background
 from fusedsim.vmaf.features import feature_spec
 
 __all__ = ["score_on_device"]
@@ -32,6 +33,8 @@ def score_on_device(ref: VideoReader, dist: VideoReader, features: Sequence[str]
     ``frames`` frames of two regular-file clips of the same format. ``batch_frames`` defaults to as many frames
     of the planes read as fit in :data:`STREAM_BATCH_BYTES`, at most :data:`MAX_BATCH_FRAMES`."""
     specs = [feature_spec(f) for f in features]
+    # the kernels' imports overlap the CUDA context's start-up, which the first pinned buffer or stream triggers
+    prepare_in_background(name for spec in specs for name in spec.ops)
     planes = tuple(p for p in PLANES if any(p in spec.planes for spec in specs))
     if batch_frames is None:
         fmt = ref.fmt

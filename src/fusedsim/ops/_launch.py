@@ -76,6 +76,8 @@ class Launcher:
         stream = self._stream_of(self._device)
         knobs = self._knobs
         grid = self.grid
-        compiled.run(grid[0], grid[1], grid[2], stream, compiled.function, compiled.packed_metadata,
-                     compiled.launch_metadata(grid, stream, *args), knobs.launch_enter_hook, knobs.launch_exit_hook,
-                     *args)
+        enter, exit_ = knobs.launch_enter_hook, knobs.launch_exit_hook
+        # the metadata is read only by launch hooks (profilers): built only when one is installed
+        metadata = compiled.launch_metadata(grid, stream, *args) if enter is not None or exit_ is not None else None
+        compiled.run(grid[0], grid[1], grid[2], stream, compiled.function, compiled.packed_metadata, metadata, enter,
+                     exit_, *args)

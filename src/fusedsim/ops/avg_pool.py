@@ -63,8 +63,10 @@ class AvgPoolPlan:
         self._launch = Launcher(_avg_pool_half_2d_kernel, grid, num_warps=4)
         self._tail = (h, w, ho, wo, *sx, *sy, c, n * c * ho * wo, acc, bh, bw)
 
-    def forward(self, x: torch.Tensor, y: torch.Tensor):
-        out = torch.empty(self.out_shape, dtype=self.dtype, device=x.device)
+    def forward(self, x: torch.Tensor, y: torch.Tensor, out: torch.Tensor | None = None):
+        """``out``: an optional contiguous (2, N, C, H', W') buffer of the input dtype to write into."""
+        if out is None:
+            out = torch.empty(self.out_shape, dtype=self.dtype, device=x.device)
         self._launch(x, y, out, *self._tail)
         return out, ()
 

@@ -17,6 +17,7 @@ gradient from the device (no host synchronisation anywhere), and writes only the
 from __future__ import annotations
 
 import functools
+import math
 
 import torch
 import triton
@@ -199,14 +200,20 @@ class SSIMPlan:
         self._l1_split = (*_split(l1_weight), l1_divisor)
 
     # ----------------------------------------------------------------------------------------------- forward
-    def forward(self, x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, out: torch.Tensor | None = None):
-        part = torch.empty(self.part_len, dtype=self.acc, device=x.device)
+    def forward(self, x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, out: torch.Tensor | None = None,
+                part: torch.Tensor | None = None, counter: torch.Tensor | None = None):
+        """``out``, ``part`` (``part_len`` values of the accumulation dtype) and ``counter`` (:func:`_counter`)
+        may be given by a caller that runs several plans (MS-SSIM: one allocation for all levels)."""
+        if part is None:
+            part = torch.empty(self.part_len, dtype=self.acc, device=x.device)
         if out is None:
             out = torch.empty(self.out_shape, dtype=self.acc, device=x.device)
         if self.reduce == REDUCE_NONE:
             self._fwd(x, y, win, part, part, part, out, *self._fwd_tail)
         else:
-            self._fwd(x, y, win, part, _counter(self.device, self.device_index), out, part, *self._fwd_tail)
+            if counter is None:
+                counter = _counter(self.device, self.device_index)
+            self._fwd(x, y, win, part, counter, out, part, *self._fwd_tail)
         if self.with_l1 and self.three_d:  # 3-D: the L1 term in PyTorch (same formula, not fused)
             out = self._add_l1_3d(x, y, out)
         return out, ()
@@ -239,7 +246,9 @@ class SSIMPlan:
         planes = {REDUCE_MEAN: self.n * self.c, REDUCE_IMAGE: self.c}.get(self.reduce, 1)
         return 1.0 - self.ssim_weight, planes * self.l1_count
 
-    def backward(self, tensors, saved, g, needs, g_offset: int = 0, up=(None, None)):
+    def backward(self, tensors, saved, g, needs, g_offset: int = 0, up=(None, None), buffers=None):
+        """``buffers``: optional (scratch, dx, dy) to write into (:meth:`backward_scratch_len` values of the
+        accumulation dtype; gradients shaped like the inputs), for a caller that runs several plans."""
         x, y, win = tensors[:3]
         need_dx, need_dy = bool(needs[0]), bool(needs[1])
         if not (need_dx or need_dy):
@@ -249,21 +258,21 @@ class SSIMPlan:
             if self.with_l1:  # the 3-D L1 term runs in PyTorch: its gradient too
                 dx, dy = self._add_l1_grad_3d(x, y, g, dx, dy)
             return dx, dy, None
-        return (*self._backward_2d(x, y, win, g, need_dx, need_dy, g_offset, up), None)
+        return (*self._backward_2d(x, y, win, g, need_dx, need_dy, g_offset, up, buffers), None)
 
     def _adjoint_window(self, win):
         return win if self.symmetric else win.flip(-1).contiguous()
 
-    def _backward_2d(self, x, y, win, g, need_dx, need_dy, g_offset, up):
-        taps, (n, c), (_, h, w), (_, ho, wo) = self.taps, (self.n, self.c), self.dhw, self.out_dhw
+    def _backward_entry(self, need_dx: bool, need_dy: bool, has_up: bool):
+        """(launcher, scratch length, block width, rows) of the fused 2-D backward for these gradients."""
+        taps, (n, c), (_, h, w) = self.taps, (self.n, self.c), self.dhw
         maps = ("bm", "cm") + (("ax",) if need_dx else ()) + (("ay",) if need_dy else ())
-        has_up = up[0] is not None or up[1] is not None
         key = (maps, has_up)
         entry = self._bwd.get(key)
         if entry is None:
             block_w = max(min(128, triton.next_power_of_2(w + taps - 1)), triton.next_power_of_2(2 * (taps - 1)), 16)
             warps = max(1, block_w // 32)
-            rows = _backward_rows(h, n * c * triton.cdiv(w, block_w - (taps - 1)), x.device, 2 * (taps - 1))
+            rows = _backward_rows(h, n * c * triton.cdiv(w, block_w - (taps - 1)), self.device, 2 * (taps - 1))
             if self.bwd_tile:
                 block_w, rows, warps = self.bwd_tile
             grid = (triton.cdiv(w, block_w - (taps - 1)), triton.cdiv(h, rows), n * c)
@@ -271,10 +280,21 @@ class SSIMPlan:
                                 enable_fp_fusion=True)
             scratch = grid[0] * grid[1] * grid[2] * 2 * len(maps) * block_w
             entry = self._bwd[key] = (launcher, scratch, block_w, rows)
-        launcher, scratch_len, block_w, rows = entry
-        scratch = torch.empty(scratch_len, dtype=self.acc, device=x.device)
-        dx = torch.empty(x.shape, dtype=x.dtype, device=x.device) if need_dx else None
-        dy = torch.empty(y.shape, dtype=y.dtype, device=y.device) if need_dy else None
+        return entry
+
+    def backward_scratch_len(self, need_dx: bool, need_dy: bool, has_up: bool) -> int:
+        return self._backward_entry(need_dx, need_dy, has_up)[1]
+
+    def _backward_2d(self, x, y, win, g, need_dx, need_dy, g_offset, up, buffers=None):
+        c, (_, h, w), (_, ho, wo) = self.c, self.dhw, self.out_dhw
+        has_up = up[0] is not None or up[1] is not None
+        launcher, scratch_len, block_w, rows = self._backward_entry(need_dx, need_dy, has_up)
+        if buffers is not None:
+            scratch, dx, dy = buffers
+        else:
+            scratch = torch.empty(scratch_len, dtype=self.acc, device=x.device)
+            dx = torch.empty(x.shape, dtype=x.dtype, device=x.device) if need_dx else None
+            dy = torch.empty(y.shape, dtype=y.dtype, device=y.device) if need_dy else None
         is_map = self.reduce == REDUCE_NONE
         if is_map:
             gmap, G, off_s, off_cs, gsn, gsc, ws, div_s = g.contiguous(), g, 0, 0, 0, 0, 1.0, 1
@@ -422,6 +442,12 @@ def _ms_combine_bwd_kernel(STATS, W, G, GSTATS, NC, PER, gs0, L: tl.constexpr, R
                 tl.store(GSTATS + (2 * l + 1) * NC + p, d, mask=ok)
 
 
+def _aligned(n: int) -> int:
+    """``n`` rounded up to 32 elements: buffers carved from one allocation keep the 16-byte alignment that Triton
+    specialises on (vectorised loads)."""
+    return -(-n // 32) * 32
+
+
 class MSSSIMPlan:
     """2-D MS-SSIM of pytorch-msssim, one op: ``forward(x, y, win, weights) -> (out, saved)``.
 
@@ -455,20 +481,43 @@ class MSSSIMPlan:
         grid = (triton.cdiv(n * c, per),)
         self._combine = Launcher(_ms_combine_fwd_kernel, grid, num_warps=4)
         self._combine_bwd = Launcher(_ms_combine_bwd_kernel, grid, num_warps=4)
+        self.device = device
+        self._layout()
+
+    def _layout(self) -> None:
+        """Offsets of every level's buffers in the two per-call allocations (one of the input dtype for the
+        pyramid, one of the accumulation dtype for partial sums and statistics): 2 allocations instead of 11."""
+        self._pool_offsets, total = [], 0
+        for pool in self.pool_plans:
+            self._pool_offsets.append(total)
+            total += _aligned(math.prod(pool.out_shape))
+        self._pyramid_len = total
+        self._coarse_grad_len = sum(_aligned(math.prod(plan.shape)) for plan in self.level_plans[1:])
+        self._part_offsets, total = [], _aligned(math.prod(self.stats_shape))
+        for plan in self.level_plans:
+            self._part_offsets.append(total)
+            total += _aligned(plan.part_len)
+        self._acc_len = total
 
     def _pyramid(self, x, y):
         xs, ys = [x], [y]
-        for pool in self.pool_plans:
-            pooled = pool.forward(xs[-1], ys[-1])[0]
-            xs.append(pooled[0])
-            ys.append(pooled[1])
+        buffer = torch.empty(self._pyramid_len, dtype=x.dtype, device=x.device)
+        for pool, start in zip(self.pool_plans, self._pool_offsets):
+            out = buffer[start:start + math.prod(pool.out_shape)].view(pool.out_shape)
+            pool.forward(xs[-1], ys[-1], out=out)
+            xs.append(out[0])
+            ys.append(out[1])
         return xs, ys
 
     def forward(self, x, y, win, weights):
         xs, ys = self._pyramid(x, y)
-        stats = torch.empty(self.stats_shape, dtype=self.acc, device=x.device)
+        acc = torch.empty(self._acc_len, dtype=self.acc, device=x.device)
+        stats = acc[:math.prod(self.stats_shape)].view(self.stats_shape)
+        counter = _counter(self.device, self.level_plans[0].device_index)
         for lvl, plan in enumerate(self.level_plans):
-            plan.forward(xs[lvl], ys[lvl], win, out=stats[lvl])
+            start = self._part_offsets[lvl]
+            plan.forward(xs[lvl], ys[lvl], win, out=stats[lvl], part=acc[start:start + plan.part_len],
+                         counter=counter)
         out = torch.empty(self.out_shape, dtype=self.acc, device=x.device)
         self._combine(stats, weights, out, self._planes, self._per, self.levels, self.reduce, 128)
         return out, (stats, *xs[1:], *ys[1:])
@@ -479,16 +528,37 @@ class MSSSIMPlan:
             _, saved = self.forward(x, y, win, weights)
         stats, k = saved[0], self.levels - 1
         xs, ys = [x, *saved[1:1 + k]], [y, *saved[1 + k:]]
-        g_stats = torch.empty(self.stats_shape, dtype=self.acc, device=x.device)
+        need_dx, need_dy = bool(needs[0]), bool(needs[1])
+        if not (need_dx or need_dy):
+            return None, None, None, None
+        # one allocation for the combine's gradient and every level's scratch, one for the coarse levels' gradients
+        scratch_lens = [_aligned(plan.backward_scratch_len(need_dx, need_dy, lvl < k))
+                        for lvl, plan in enumerate(self.level_plans)]
+        n_stats = _aligned(math.prod(self.stats_shape))
+        acc = torch.empty(n_stats + sum(scratch_lens), dtype=self.acc, device=x.device)
+        g_stats = acc[:math.prod(self.stats_shape)].view(self.stats_shape)
+        grads = torch.empty((need_dx + need_dy) * self._coarse_grad_len, dtype=x.dtype, device=x.device)
         if self.reduce == REDUCE_CHANNEL and not g.is_contiguous():
             g = g.contiguous()
         g_stride = g.stride(0) if g.dim() else 0
         self._combine_bwd(stats, weights, g, g_stats, self._planes, self._per, g_stride, self.levels, self.reduce,
                           128)
-        up = (None, None)
+        up, grad_start = (None, None), 0
         for lvl in range(self.levels - 1, -1, -1):
-            up = self.level_plans[lvl].backward((xs[lvl], ys[lvl], win), (), g_stats, needs,
-                                                g_offset=lvl * g_stats.stride(0), up=up)[:2]
+            plan = self.level_plans[lvl]
+            start = n_stats + sum(scratch_lens[:lvl])
+            scratch = acc[start:start + scratch_lens[lvl]]
+            if lvl > 0:  # coarse levels' gradients: views of one buffer (level 0's are returned: their own)
+                numel = math.prod(plan.shape)
+                dx = grads[grad_start:grad_start + numel].view(plan.shape) if need_dx else None
+                grad_start += _aligned(numel) if need_dx else 0
+                dy = grads[grad_start:grad_start + numel].view(plan.shape) if need_dy else None
+                grad_start += _aligned(numel) if need_dy else 0
+            else:
+                dx = torch.empty(x.shape, dtype=x.dtype, device=x.device) if need_dx else None
+                dy = torch.empty(y.shape, dtype=y.dtype, device=y.device) if need_dy else None
+            up = plan.backward((xs[lvl], ys[lvl], win), (), g_stats, needs,
+                               g_offset=lvl * g_stats.stride(0), up=up, buffers=(scratch, dx, dy))[:2]
         return up[0], up[1], None, None
 
 

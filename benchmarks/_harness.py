@@ -197,3 +197,22 @@ def smoke_dir() -> Path:
 
 def fmt(value: object, digits: int = 3) -> str:
     return f"{value:.{digits}f}" if isinstance(value, float) else ("-" if value is None else str(value))
+
+
+def add_bytecode_option(parser) -> None:
+    """``--bytecode cached|as-is`` for the scripts that time whole processes (see :func:`process_env`)."""
+    parser.add_argument("--bytecode", choices=("cached", "as-is"), default="cached",
+                        help="cached (default): every timed process keeps byte-code in one cache folder "
+                             "(PYTHONPYCACHEPREFIX), as an installed package and its dependencies do after "
+                             "`pip install`; as-is: the interpreter's own setting (a tree without .pyc files and "
+                             "PYTHONDONTWRITEBYTECODE recompiles every module in every process)")
+
+
+def process_env(bytecode: str, cache_root: Path) -> dict[str, str]:
+    """Environment of the timed processes: with ``bytecode == "cached"``, byte-code is written to and read from
+    ``cache_root / "pycache"`` (the warm-up round fills it), whatever PYTHONDONTWRITEBYTECODE says."""
+    env = dict(os.environ)
+    if bytecode == "cached":
+        env["PYTHONPYCACHEPREFIX"] = str(cache_root / "pycache")
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env

@@ -19,11 +19,20 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import fmt, package_dir, parse_skip, version_of, write_json  # noqa: E402
+from _harness import (  # noqa: E402
+    add_bytecode_option,
+    fmt,
+    package_dir,
+    parse_skip,
+    process_env,
+    version_of,
+    write_json,
+)
 
 PY = sys.executable
 HEAVY = ("torch", "torch._dynamo", "triton", "numpy", "PIL")
@@ -31,6 +40,8 @@ MARK = "MODULES:"
 # which heavy modules a fresh process has loaded after the statement (printed on stderr after MARK)
 PROBE = ("import sys, json\n{stmt}\n"
          "print('" + MARK + "' + json.dumps({{m: m in sys.modules for m in " + repr(HEAVY) + "}}), file=sys.stderr)")
+#: Environment of the timed processes (``--bytecode``, :func:`_harness.process_env`).
+ENV = dict(os.environ)
 HELP_STMT = ("from fusedsim.cli.main import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass")
 
 
@@ -57,7 +68,7 @@ def run_once(argv: list[str]) -> tuple[float, float, int, str]:
     """(wall s, child CPU s, return code, stderr tail) of one whole process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=ENV)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -83,7 +94,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=None, help="counted runs of each command")
     parser.add_argument("--skip", default="", help="comma-separated command labels to skip")
     parser.add_argument("--label", default="", help="tag for the output file, e.g. 'before' for an older src/")
+    add_bytecode_option(parser)
     args = parser.parse_args()
+    ENV.update(process_env(args.bytecode, Path(tempfile.gettempdir()) / "fusedsim-bench-startup"))
     runs = args.runs or (2 if args.quick else 5)
     skip = parse_skip(args.skip)
     gpu = gpu_visible()
@@ -91,7 +104,8 @@ def main() -> None:
     meta = {"date": time.strftime("%Y-%m-%dT%H:%M:%S"), "python": sys.version.split()[0], "executable": PY,
             "torch": version_of("torch"), "triton": version_of("triton"), "cpu_count": os.cpu_count(),
             "gpu_visible": gpu, "runs": runs, "warmup_rounds": 1, "cli": cli(),
-            "pythonpath": os.environ.get("PYTHONPATH", ""), "fusedsim": package_dir("fusedsim")}
+            "pythonpath": os.environ.get("PYTHONPATH", ""), "fusedsim": package_dir("fusedsim"),
+            "bytecode": args.bytecode}
     if gpu:
         name = subprocess.run([PY, "-c", "import torch; print(torch.cuda.get_device_name(0))"],
                               capture_output=True, text=True).stdout.strip()

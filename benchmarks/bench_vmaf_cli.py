@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import version_of, write_json  # noqa: E402
+from _harness import add_bytecode_option, process_env, version_of, write_json  # noqa: E402
 
 PY = sys.executable
 W, H = 1920, 1080
@@ -60,9 +60,7 @@ def write_clip(path: Path, frames: int, seed: int, distorted: bool) -> None:
             f.write(base[i % len(base)])
 
 
-#: Environment of every timed process (``--bytecode``): an installed package and its dependencies run from byte-code
-#: that ``pip install`` wrote; a tree whose ``.pyc`` files cannot be written recompiles every module in every
-#: process (seconds for torch alone), which is not what users run.
+#: Environment of every timed process (``--bytecode``, :func:`_harness.process_env`).
 ENV = dict(os.environ)
 
 
@@ -176,13 +174,9 @@ def main() -> int:
     ap.add_argument("--features", default=",".join(FEATURES))
     ap.add_argument("--out", default=os.environ.get("OUT"))
     ap.add_argument("--variants", action="store_true", help="also time batch-size x thread-count variants (ssim)")
-    ap.add_argument("--bytecode", choices=("cached", "as-is"), default="cached",
-                    help="cached (default): byte-code kept in DIR/pycache (PYTHONPYCACHEPREFIX) across the timed "
-                         "processes, as after an install; as-is: the interpreter's own setting")
+    add_bytecode_option(ap)
     args = ap.parse_args()
-    if args.bytecode == "cached":
-        ENV["PYTHONPYCACHEPREFIX"] = str(Path(args.dir) / "pycache")
-        ENV.pop("PYTHONDONTWRITEBYTECODE", None)
+    ENV.update(process_env(args.bytecode, Path(args.dir)))
     features = [f for f in args.features.split(",") if f]
     root = Path(args.dir)
     root.mkdir(parents=True, exist_ok=True)

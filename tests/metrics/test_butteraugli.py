@@ -156,6 +156,28 @@ def test_triton_pipeline_matches_twin(refdata, kernel_device):
     torch.testing.assert_close(got.max_norm.cpu().double(), twin[0], rtol=rtol, atol=atol)
 
 
+def test_triton_cached_reference_equals_one_shot(refdata, kernel_device):
+    """The kernel path with a prepared reference broadcast over a batch (expanded, stride-0 reference planes)
+    gives the single-image maps exactly (one-shot calls are prepare + score), and zero for the reference itself."""
+    ref, dist = (t[None].to(kernel_device) for t in _crop(refdata, 16))
+    with use_backend("triton"):
+        state = prepare_butteraugli(ref)
+        one = score_prepared_butteraugli(state, dist)
+        batch = score_prepared_butteraugli(state, torch.cat([dist, ref]))
+    assert torch.equal(batch.distmap[:1], one.distmap) and torch.equal(batch.max_norm[:1], one.max_norm)
+    assert batch.max_norm[1].item() == 0.0 and one.max_norm.item() > 0
+
+
+def test_every_pipeline_hook_is_an_op_whose_twin_is_the_default():
+    """The GPU path swaps each hook of ``ButteraugliFilters`` for the op ``butteraugli_<hook>``; the op's twin (the
+    oracle of tests/ops/test_registry.py) must be the function the CPU path runs, so the twin stays the one spec."""
+    from fusedsim.ops import op
+    from fusedsim.reference.butteraugli_ref import TWIN_FILTERS, ButteraugliFilters
+
+    for name in ButteraugliFilters._fields:
+        assert op(f"butteraugli_{name}").reference is getattr(TWIN_FILTERS, name), name
+
+
 def test_float32_pipeline_parity(refdata):
     """The GPU path's precision (float32 throughout) on the CPU: still within the goal."""
     expected = _expected(refdata, "hf0.8")

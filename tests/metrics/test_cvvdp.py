@@ -104,6 +104,10 @@ TRITON_JOD_TOL = 1e-4
 
 @pytest.mark.parametrize("display", DISPLAYS)
 def test_triton_path_matches_pycvvdp_on_a_crop(chelsea_crop, kernel_device, display):
+    if kernel_device.type == "cpu" and display != DISPLAYS[0]:
+        # the displays differ only in host-side constants (bands, sensitivities), not in the kernels; through the
+        # interpreter one pipeline costs ~20 s, so CI runs one display and the GPU run both
+        pytest.skip("one display through Triton's interpreter; both on a GPU")
     ref, dist = (x.to(kernel_device) for x in chelsea_crop)
     with use_backend("triton"):
         out = fusedsim.cvvdp(ref, dist, display=display, return_map=True)

@@ -86,7 +86,8 @@ def test_cached_reference_equals_one_shot(pair):
         assert torch.equal(metric.score(d), fusedsim.iw_ssim(ref, d, luma="bt601"))
     batch = torch.stack([ref, dist])
     other = torch.stack([dist, ref])
-    assert torch.equal(fusedsim.Metric("iwssim").set_reference(batch).score(other), fusedsim.iw_ssim(batch, other))
+    assert torch.equal(fusedsim.Metric("iwssim", device="cpu").set_reference(batch).score(other),
+                       fusedsim.iw_ssim(batch, other))
 
 
 def test_triton_path_equals_twin(pair, kernel_device):
@@ -98,6 +99,25 @@ def test_triton_path_equals_twin(pair, kernel_device):
     with use_backend("triton"):
         got = fusedsim.iw_ssim(ref.to(kernel_device), dist.to(kernel_device))
     assert abs(got.item() - want.item()) <= 1e-12
+
+
+def test_kernel_pyramid_and_parents_equal_the_cpu_twin_bit_for_bit(pair, kernel_device):
+    """The kernel path's pyramid (iwssim_reduce + iwssim_band per level) and parents (iwssim_enlarge) are the CPU
+    twin's taps in its order: equal, not close, on an odd-sized crop (ceil halving at every level)."""
+    from fusedsim.metrics._iwssim import _Fns
+    from fusedsim.reference import iwssim_ref as spec
+
+    grey = spec.grey_ref(pair[0][:, :181, :177].unsqueeze(0).double() / 255)
+    want = spec.laplacian_pyramid_ref(grey, filter_axis=spec.binom_filter_ref)
+    with use_backend("triton"):
+        fns = _Fns(False)
+        got = fns.pyramid(grey.to(kernel_device))
+        parents = [fns.enlarge(got[i + 1], *got[i].shape[-2:]) for i in range(spec.LEVELS - 2)]
+    assert [tuple(b.shape[-2:]) for b in got] == [(181, 177), (91, 89), (46, 45), (23, 23), (12, 12)]
+    for g, w in zip(got, want):
+        assert torch.equal(g.cpu(), w)
+    for i, p in enumerate(parents):
+        assert torch.equal(p.cpu(), spec.enlarge2_ref(want[i + 1], *want[i].shape[-2:]))
 
 
 def test_gradients_match_finite_differences_and_reach_both_inputs(pair):

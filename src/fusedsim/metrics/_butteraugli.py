@@ -2,10 +2,12 @@
 
 Functional API :func:`butteraugli`, cached-reference pair :func:`prepare_butteraugli` /
 :func:`score_prepared_butteraugli` (used by ``fusedsim.Metric("butteraugli")``), and :class:`ButteraugliLoss`.
-The algorithm is the twin in :mod:`fusedsim.reference.butteraugli_ref`; on CUDA tensors its blurs, Malta filters
-and fuzzy erosion run as Triton kernels (:mod:`fusedsim.ops.butteraugli_blur`, :mod:`fusedsim.ops.butteraugli_malta`,
-:mod:`fusedsim.ops.butteraugli_erosion`) in float32, the reference's own precision, and the element-wise glue as
-PyTorch ops. The CPU path computes in float64.
+The algorithm is the twin in :mod:`fusedsim.reference.butteraugli_ref`; on CUDA tensors every hook of its
+pipeline runs as a Triton op in float32, the reference's own precision: blurs, Malta filters and fuzzy erosion
+(:mod:`fusedsim.ops.butteraugli_blur`, :mod:`fusedsim.ops.butteraugli_malta`, :mod:`fusedsim.ops.butteraugli_erosion`)
+and one fused kernel per element-wise stage (:mod:`fusedsim.ops.butteraugli_stages`: uint8 decoding through a table,
+opsin dynamics, frequency-separation steps, the final combination with the half-resolution mix). The CPU path
+computes in float64.
 
 Gradients: when an input requires grad, the whole pipeline runs on the twin's PyTorch filters (autograd, any
 device); the Triton kernels are forward-only.
@@ -18,6 +20,7 @@ from typing import NamedTuple
 
 import torch
 
+from fusedsim.backend import choose_backend
 from fusedsim.metrics.srgb_input import srgb_image, srgb_pair
 from fusedsim.reference.butteraugli_ref import (
     MIN_SIZE,
@@ -27,7 +30,6 @@ from fusedsim.reference.butteraugli_ref import (
     butteraugli_norms_ref,
     diffmap_prepared_ref,
     prepare_reference_ref,
-    srgb_to_linear_ref,
 )
 
 __all__ = ["ButteraugliLoss", "ButteraugliResult", "ButteraugliState", "butteraugli", "prepare_butteraugli",
@@ -76,19 +78,37 @@ def _compute_dtype(device: torch.device) -> torch.dtype:
 
 
 def _filters(*tensors: torch.Tensor) -> ButteraugliFilters:
-    """The registered ops (Triton on GPUs, the twin on the CPU) unless gradients are needed."""
+    """The Triton ops when the backend chosen for ``tensors`` is Triton (one choice per call, not per op) and no
+    gradient is needed; the twins otherwise."""
     global _OP_FILTERS
-    if any(t.requires_grad for t in tensors):
+    if any(t.requires_grad for t in tensors) or choose_backend(*tensors, op=_NAME) == "reference":
         return TWIN_FILTERS
     if _OP_FILTERS is None:
         from fusedsim.ops import op
 
-        _OP_FILTERS = ButteraugliFilters(op("butteraugli_blur"), op("butteraugli_malta"), op("butteraugli_erosion"))
+        _OP_FILTERS = ButteraugliFilters(**{name: op(f"butteraugli_{name}").triton
+                                            for name in ButteraugliFilters._fields})
     return _OP_FILTERS
 
 
-def _linear(image: torch.Tensor) -> torch.Tensor:
-    return srgb_to_linear_ref(image.to(_compute_dtype(image.device)))
+def _code_standins(*images):
+    """For uint8 images on a GPU (all of them): float32 meta tensors of their shapes, and True. The input checks run
+    on these (they read only shapes; uint8 needs no range check) instead of making the float copy they return for
+    uint8: the decoding kernel reads the codes themselves. Otherwise: the images, and False."""
+    first = images[0]
+    if all(isinstance(x, torch.Tensor) and x.dtype == torch.uint8 and x.device == first.device for x in images) \
+            and first.device.type not in ("cpu", "meta"):
+        return tuple(torch.empty(x.shape, dtype=torch.float32, device="meta") for x in images), True
+    return images, False
+
+
+def _linear(image: torch.Tensor, raw: torch.Tensor, filters: ButteraugliFilters) -> torch.Tensor:
+    """Linear RGB in the compute dtype; float32 paths decode uint8 codes straight from ``raw`` (one table lookup;
+    ``image`` is then only a checked stand-in, see :func:`_code_standins`)."""
+    dtype = _compute_dtype(raw.device)
+    if raw.dtype == torch.uint8 and dtype == torch.float32:
+        return filters.linear(raw if raw.dim() == 4 else raw.unsqueeze(0))
+    return filters.linear(image.to(dtype))
 
 
 def _expand(value, n: int):
@@ -105,11 +125,13 @@ def prepare_butteraugli(ref: torch.Tensor, *, intensity_target: float = 80.0, hf
     """Prepare a reference (N, 3, H, W) or (3, H, W), sRGB uint8 or float in [0, 1], for
     :func:`score_prepared_butteraugli`: its opsin image, frequency bands and masking maps at both resolutions."""
     intensity_target, hf_asymmetry = _check_params(intensity_target, hf_asymmetry)
-    image, batched = srgb_image(ref, "ref", _NAME, min_size=MIN_SIZE, min_size_reason=_MIN_REASON,
+    (checked,), codes = _code_standins(ref)
+    image, batched = srgb_image(checked, "ref", _NAME, min_size=MIN_SIZE, min_size_reason=_MIN_REASON,
                                 dtype=_compute_dtype(ref.device) if isinstance(ref, torch.Tensor) else torch.float32,
-                                check_range=check_range)
-    linear = _linear(image)
-    prepared = prepare_reference_ref(linear, intensity_target, _filters(linear))
+                                check_range=False if codes else check_range)
+    filters = _filters(ref)
+    linear = _linear(image, ref, filters)
+    prepared = prepare_reference_ref(linear, intensity_target, filters)
     return ButteraugliState(prepared, tuple(image.shape), batched, linear.dtype, hf_asymmetry)
 
 
@@ -119,8 +141,9 @@ def score_prepared_butteraugli(state: ButteraugliState, dist: torch.Tensor, *,
     (N, 3, H, W) of the reference's size when the reference is a single image."""
     if not isinstance(state, ButteraugliState):
         raise TypeError(f"{_NAME}: state must come from prepare_butteraugli; got {type(state).__name__}")
-    image, batched = srgb_image(dist, "dist", _NAME, min_size=MIN_SIZE, min_size_reason=_MIN_REASON,
-                                dtype=state.dtype, check_range=check_range)
+    (checked,), codes = _code_standins(dist)
+    image, batched = srgb_image(checked, "dist", _NAME, min_size=MIN_SIZE, min_size_reason=_MIN_REASON,
+                                dtype=state.dtype, check_range=False if codes else check_range)
     n_ref = state.shape[0]
     if image.shape[1:] != state.shape[1:] or (image.shape[0] != n_ref and n_ref != 1):
         raise ValueError(f"{_NAME}: dist must match the reference's shape {state.shape} (or be a batch of its "
@@ -128,12 +151,13 @@ def score_prepared_butteraugli(state: ButteraugliState, dist: torch.Tensor, *,
     reference = state.reference
     if image.shape[0] != n_ref:
         reference = _expand(reference, image.shape[0])
-    if reference.full.mask.device != image.device:
-        raise ValueError(f"{_NAME}: dist is on {image.device} but the reference was prepared on "
+    if reference.full.mask.device != dist.device:
+        raise ValueError(f"{_NAME}: dist is on {dist.device} but the reference was prepared on "
                          f"{reference.full.mask.device}")
-    linear = _linear(image)
-    diffmap = diffmap_prepared_ref(reference, linear, state.hf_asymmetry, _filters(linear, reference.full.mask))
-    max_norm, pnorm3 = butteraugli_norms_ref(diffmap)
+    filters = _filters(dist, reference.full.mask)
+    linear = _linear(image, dist, filters)
+    diffmap = diffmap_prepared_ref(reference, linear, state.hf_asymmetry, filters)
+    max_norm, pnorm3 = butteraugli_norms_ref(diffmap, filters)
     if not (batched or state.batched):
         return ButteraugliResult(max_norm[0], pnorm3[0], diffmap[0])
     return ButteraugliResult(max_norm, pnorm3, diffmap)
@@ -155,14 +179,15 @@ def butteraugli(ref: torch.Tensor, dist: torch.Tensor, *, intensity_target: floa
         :class:`ButteraugliResult` ``(max_norm, pnorm3, distmap)``; lower is better, 0 for identical images.
     """
     intensity_target, hf_asymmetry = _check_params(intensity_target, hf_asymmetry)
-    pair = srgb_pair(ref, dist, _NAME, min_size=MIN_SIZE, min_size_reason=_MIN_REASON,
+    checked, codes = _code_standins(ref, dist)
+    pair = srgb_pair(*checked, _NAME, min_size=MIN_SIZE, min_size_reason=_MIN_REASON,
                      dtype=_compute_dtype(ref.device) if isinstance(ref, torch.Tensor) else torch.float32,
-                     check_range=check_range)
-    ref_lin, dist_lin = _linear(pair.ref), _linear(pair.dist)
-    filters = _filters(ref_lin, dist_lin)
+                     check_range=False if codes else check_range)
+    filters = _filters(ref, dist)
+    ref_lin, dist_lin = _linear(pair.ref, ref, filters), _linear(pair.dist, dist, filters)
     prepared = prepare_reference_ref(ref_lin, intensity_target, filters)
     diffmap = diffmap_prepared_ref(prepared, dist_lin, hf_asymmetry, filters)
-    max_norm, pnorm3 = butteraugli_norms_ref(diffmap)
+    max_norm, pnorm3 = butteraugli_norms_ref(diffmap, filters)
     if not pair.batched:
         return ButteraugliResult(max_norm[0], pnorm3[0], diffmap[0])
     return ButteraugliResult(max_norm, pnorm3, diffmap)

@@ -1,10 +1,16 @@
 """ColorVideoVDP for still images (pycvvdp 0.5.7): functional form, cached reference, loss module.
 
 The algorithm, its constants and the data files are in :mod:`fusedsim.reference.cvvdp_ref` and
-:mod:`fusedsim.reference.cvvdp_data`. The pipeline is the PyTorch twin (differentiable, no host synchronisation);
-the masking step of each band goes through the registered op ``cvvdp_mask_diff`` (a fused Triton kernel, run on
-GPUs once it has passed its twin test there; until then, and on the CPU, the twin). Calls that need gradients
-and float64 calls run the twin throughout.
+:mod:`fusedsim.reference.cvvdp_data`. On the CPU, and for calls that need gradients or run in float64, the
+pipeline is the PyTorch twin (differentiable, no host synchronisation). float32 calls where the backend is
+Triton (GPU tensors) run the fused path: the pyramid's reductions (``cvvdp_reduce``), then per band one kernel
+for the reference side (``cvvdp_ref_band``: expand, contrast, CSF sensitivity), and three for the test side
+(``cvvdp_test_band``: expand, contrast, masker input and |T' - R'|; ``cvvdp_masker_vblur``; ``cvvdp_band_pool``:
+the blur's second pass, masking, soft clamp and per-row pooled sums, plus the difference map when asked for);
+the display model is one kernel (``cvvdp_linear_dkl``); the baseband (a few pixels) and the final pooling stay
+the twin's PyTorch code. Each kernel
+is a registered op whose twin is the corresponding twin stage. The fused path differs from the twin by float32
+rounding only (|ΔJOD| ~1e-6).
 
 Precision: uint8 and float32 input is computed in float32, as pycvvdp does; on the corpus the JODs equal
 pycvvdp's bit for bit on the CPU. float64 input is computed in float64 (for gradient checks), float16/bfloat16
@@ -13,14 +19,16 @@ in float32.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import NamedTuple
 
 import torch
 
 from fusedsim.metrics.srgb_input import srgb_image, srgb_pair
 from fusedsim.reference import cvvdp_ref as spec
-from fusedsim.reference.cvvdp_data import CVVDPDisplay, cvvdp_display
+from fusedsim.reference.cvvdp_data import CVVDPDisplay, cvvdp_display, cvvdp_params
 
 __all__ = ["CVVDPLoss", "CVVDPReference", "CVVDPResult", "cvvdp", "prepare_cvvdp", "score_prepared_cvvdp"]
 
@@ -69,6 +77,113 @@ def _mask_diff(dtype: torch.dtype, grad: bool):
     return op("cvvdp_mask_diff")
 
 
+def _fused(x: torch.Tensor, grad: bool) -> bool:
+    """Whether the fused kernels run: float32 without gradients, where the backend is Triton."""
+    if grad or x.dtype != torch.float32:
+        return False
+    from fusedsim.backend import choose_backend
+
+    return choose_backend(x, op=_NAME) == "triton"
+
+
+_OPS = None  # the fused path's ops, looked up on first use
+
+
+def _ops():
+    global _OPS
+    if _OPS is None:
+        from fusedsim.ops import op
+
+        _OPS = SimpleNamespace(**{name: op(f"cvvdp_{name}") for name in (
+            "linear_dkl", "reduce", "expand", "ref_band", "test_band", "masker_vblur", "band_pool")})
+    return _OPS
+
+
+def _gauss_pyramid(image: torch.Tensor, display: CVVDPDisplay, n_bands: int) -> list[torch.Tensor]:
+    xyz = [v for row in display.rgb2xyz for v in row]
+    levels = [_ops().linear_dkl(image, display.peak_luminance, display.black_level, display.reflected,
+                                display.exposure, xyz)]
+    for _ in range(n_bands - 1):
+        levels.append(_ops().reduce(levels[-1]))
+    return levels
+
+
+def _band_scale(b: int) -> float:
+    return 2.0 if b > 0 else 1.0  # middle bands are doubled (the baseband is handled apart)
+
+
+@functools.lru_cache(maxsize=8)
+def _baseband_lut(device: torch.device) -> torch.Tensor:
+    return spec.cvvdp_sensitivity_lut_ref(spec._BASEBAND_RHO, torch.empty(0, dtype=torch.float32)).to(device)
+
+
+def _baseband_contrast(level: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The baseband's contrast and mean background, as :func:`spec.cvvdp_contrast_pyramid_ref`."""
+    bkg = level[:, :1].clamp(min=0.01).mean(dim=(-2, -1), keepdim=True)
+    return (level / bkg).clamp(max=1000.0), bkg
+
+
+def _prepare_fused(ref: torch.Tensor, display: CVVDPDisplay) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """:func:`spec.cvvdp_prepare_ref` through the fused kernels (contrast and sensitivity are views of one
+    (N, 6, h, w) buffer per band)."""
+    freqs = spec.cvvdp_bands(ref.shape[-2], ref.shape[-1], display.ppd)
+    gauss = _gauss_pyramid(ref, display, len(freqs))
+    bands, sens = [], []
+    for b in range(len(freqs) - 1):
+        both = _ops().ref_band(gauss[b], gauss[b + 1], freqs[b], _band_scale(b))
+        bands.append(both[:, :3])
+        sens.append(both[:, 3:])
+    contrast, bkg = _baseband_contrast(gauss[-1])
+    bands.append(contrast)
+    sens.append(spec.cvvdp_sensitivity_from_lut_ref(torch.log10(bkg), _baseband_lut(ref.device)))
+    return bands, sens
+
+
+@functools.lru_cache(maxsize=64)
+def _pixels(sizes: tuple, device: torch.device) -> torch.Tensor:
+    return torch.tensor(sizes, dtype=torch.float32, device=device)
+
+
+def _compare_fused(ref_bands: list[torch.Tensor], sens: list[torch.Tensor], dist: torch.Tensor,
+                   display: CVVDPDisplay, return_map: bool):
+    """:func:`spec.cvvdp_compare_ref` through the fused kernels."""
+    ops = _ops()
+    params = cvvdp_params()
+    gauss = _gauss_pyramid(dist, display, len(ref_bands))
+    sums, diffs = [], []
+    for b in range(len(ref_bands) - 1):
+        h, w = gauss[b].shape[-2:]
+        band = ops.test_band(gauss[b], gauss[b + 1], ref_bands[b], sens[b], _band_scale(b))
+        blur = spec.masking_blur_applies(h, w)
+        masker = ops.masker_vblur(band[:, :3]) if blur else band[:, :3]
+        out = ops.band_pool(masker, band, blur, return_map)
+        sums.append(out[..., -1].sum(dim=-1))
+        if return_map:
+            diffs.append(out[..., :-1])
+    contrast, _ = _baseband_contrast(gauss[-1])
+    d = (contrast - ref_bands[-1]).abs() * sens[-1]
+    beta = spec._t(params.beta, d)
+    sums.append(spec.safe_pow(d, beta).sum(dim=(-2, -1)))
+    pixels = _pixels(tuple(g.shape[-2] * g.shape[-1] for g in gauss), d.device)
+    jod = spec.cvvdp_pool_ref(spec.safe_pow(torch.stack(sums, dim=-1) / pixels, 1 / beta), params)
+    if not return_map:
+        return jod
+    diffs.append(d)
+    return jod, spec.cvvdp_heatmap_ref(diffs, params, expand=lambda x, size: ops.expand(x, *size))
+
+
+def _prepare(ref: torch.Tensor, display: CVVDPDisplay, grad: bool):
+    if _fused(ref, grad):
+        return _prepare_fused(ref, display)
+    return spec.cvvdp_prepare_ref(ref, display)
+
+
+def _compare(bands, sens, dist: torch.Tensor, display: CVVDPDisplay, return_map: bool, grad: bool):
+    if _fused(dist, grad):
+        return _compare_fused(list(bands), list(sens), dist, display, return_map)
+    return spec.cvvdp_compare_ref(list(bands), list(sens), dist, display, return_map, _mask_diff(dist.dtype, grad))
+
+
 def _finish(out, batched: bool, return_map: bool):
     if return_map:
         jod, dmap = out
@@ -107,8 +222,8 @@ def cvvdp(ref: torch.Tensor, dist: torch.Tensor, *, display: str = "standard_4k"
     pair = srgb_pair(ref, dist, _NAME, min_size=MIN_SIZE, min_size_reason=_MIN_REASON, dtype=dtype)
     r, d = pair.ref.to(_compute_dtype(pair.ref)), pair.dist.to(_compute_dtype(pair.dist))
     grad = torch.is_grad_enabled() and (r.requires_grad or d.requires_grad)
-    bands, sens = spec.cvvdp_prepare_ref(r, disp)
-    out = spec.cvvdp_compare_ref(bands, sens, d, disp, bool(return_map), _mask_diff(r.dtype, grad))
+    bands, sens = _prepare(r, disp, grad)
+    out = _compare(bands, sens, d, disp, bool(return_map), grad)
     return _finish(out, pair.batched, bool(return_map))
 
 
@@ -125,7 +240,7 @@ def prepare_cvvdp(ref: torch.Tensor, *, display: str = "standard_4k", peak_lumin
     dtype = torch.float64 if isinstance(ref, torch.Tensor) and ref.dtype == torch.float64 else torch.float32
     image, batched = srgb_image(ref, "ref", _NAME, min_size=MIN_SIZE, min_size_reason=_MIN_REASON, dtype=dtype)
     image = image.to(_compute_dtype(image))
-    bands, sens = spec.cvvdp_prepare_ref(image, disp)
+    bands, sens = _prepare(image, disp, torch.is_grad_enabled() and image.requires_grad)
     return CVVDPReference(tuple(bands), tuple(sens), disp, tuple(image.shape), batched, image.dtype,
                           bool(return_map))
 
@@ -154,8 +269,7 @@ def score_prepared_cvvdp(state: CVVDPReference, dist: torch.Tensor) -> torch.Ten
     if image.device != state.bands[0].device:
         raise ValueError(f"{_NAME}: dist is on {image.device} but the reference on {state.bands[0].device}")
     grad = torch.is_grad_enabled() and (image.requires_grad or any(b.requires_grad for b in state.bands))
-    out = spec.cvvdp_compare_ref(list(state.bands), list(state.sensitivity), image, state.display,
-                                 state.return_map, _mask_diff(state.dtype, grad))
+    out = _compare(state.bands, state.sensitivity, image, state.display, state.return_map, grad)
     return _finish(out, batched, state.return_map)
 
 

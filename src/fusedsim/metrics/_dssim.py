@@ -1,8 +1,10 @@
 """DSSIM (kornelski/dssim 3.5.0): functional form, cached reference, loss module.
 
-The algorithm and its constants are in :mod:`fusedsim.reference.dssim_ref`. On CUDA tensors the colour transform,
-the chroma pre-blur and the fused per-scale SSIM map run as Triton kernels (``dssim_lab``, ``dssim_blur``,
-``dssim_ssim_map``); linearisation, the 2x2 pyramid and the pooling are PyTorch. Calls that need gradients run
+The algorithm and its constants are in :mod:`fusedsim.reference.dssim_ref`. On CUDA tensors each scale's colour
+transform with its chroma pre-blur (``dssim_prep``; from uint8 codes directly at the first scale,
+``dssim_srgb8_prep``, with the second scale's linear RGB from ``dssim_srgb8_half``: no float copy of the image)
+and the fused per-scale SSIM map (``dssim_ssim_map``) run as Triton kernels; the later 2x2 pyramid steps and the
+pooling are PyTorch. Calls that need gradients run
 the PyTorch twin (the same arithmetic; the kernels are forward only).
 
 Precision: uint8 input is computed in float32, as dssim does, and then reproduces dssim-core's f32 arithmetic
@@ -28,7 +30,7 @@ _NAME = "dssim"
 
 
 def _ops():
-    return op("dssim_lab"), op("dssim_blur"), op("dssim_ssim_map")
+    return op("dssim_prep"), op("dssim_ssim_map")
 
 
 def _split_alpha(image: object) -> tuple[object, torch.Tensor | None]:
@@ -66,7 +68,7 @@ class DSSIMReference:
 def _lut(device: torch.device) -> torch.Tensor:
     """dssim's sRGB -> linear table for uint8 (256 float32 values): the same function on the same values u/255 as
     :func:`~fusedsim.reference.dssim_ref.srgb_to_linear_ref`, so bit-identical to it, in one gather."""
-    return spec.srgb_to_linear_ref(torch.arange(256, dtype=torch.float32) / 255.0).to(device)
+    return spec.srgb8_table_ref().to(device)
 
 
 def _linear(rgb: torch.Tensor, raw: torch.Tensor | None) -> torch.Tensor:
@@ -76,31 +78,43 @@ def _linear(rgb: torch.Tensor, raw: torch.Tensor | None) -> torch.Tensor:
     return lut.index_select(0, raw.reshape(-1).to(torch.int32)).view(raw.shape)
 
 
-def _side(rgb: torch.Tensor, alpha: torch.Tensor | None, grad: bool,
+def _side(rgb: torch.Tensor | None, alpha: torch.Tensor | None, grad: bool,
           raw: torch.Tensor | None = None) -> list[torch.Tensor]:
     """One image's per-scale Lab with pre-blurred a/b (see :func:`fusedsim.reference.dssim_ref.dssim_ref`);
-    ``raw`` is the uint8 image behind ``rgb``, if any (linearised by table look-up)."""
+    ``raw`` is the uint8 image behind ``rgb``, if any: without alpha the kernels read its codes directly (``rgb``
+    is then not used and may be None), with alpha it is linearised by table look-up."""
     if grad:
         lin = spec.srgb_to_linear_ref(rgb)
         return spec.dssim_prepare_scales_ref(lin * alpha if alpha is not None else lin, alpha)
-    lab_op, blur_op, _ = _ops()
-    lin = _linear(rgb, raw)
-    if alpha is not None:
-        lin = lin * alpha
-    out = []
-    for s, _ in enumerate(spec.dssim_scale_sizes(lin.shape[-2], lin.shape[-1])):
-        if s:
+    prep, _ = _ops()
+    sizes = spec.dssim_scale_sizes(*(raw if raw is not None else rgb).shape[-2:])
+    out: list[torch.Tensor] = []
+    if raw is not None and alpha is None:
+        out.append(op("dssim_srgb8_prep")(raw))
+        lin = op("dssim_srgb8_half")(raw) if len(sizes) > 1 else None  # the next scale's input
+    else:
+        lin = _linear(rgb, raw)
+        if alpha is not None:
+            lin = lin * alpha
+    start = len(out)
+    for s in range(start, len(sizes)):
+        if s > start:
             lin = spec.dssim_downsample_ref(lin)
             alpha = spec.dssim_downsample_ref(alpha) if alpha is not None else None
-        lab = lab_op(lin, alpha if alpha is not None else lin, alpha is not None)
-        out.append(torch.cat([lab[:, :1], blur_op(lab[:, 1:])], dim=1))
+        out.append(prep(lin, alpha if alpha is not None else lin, alpha is not None))
     return out
 
 
 def _compare(ref_scales, dist_scales, grad: bool) -> torch.Tensor:
-    ssim_map = spec.dssim_ssim_map_ref if grad else _ops()[2]
+    ssim_map = spec.dssim_ssim_map_ref if grad else _ops()[1]
     scores = [spec.dssim_pool_ref(ssim_map(a, b), s) for s, (a, b) in enumerate(zip(ref_scales, dist_scales))]
     return spec.dssim_combine_ref(scores)
+
+
+def _uint8_rgb(image: object) -> bool:
+    """A uint8 (N, 3, H, W) / (3, H, W) image: the kernels read its codes; only a crop is converted to floats."""
+    return (isinstance(image, torch.Tensor) and image.dtype == torch.uint8 and image.dim() in (3, 4)
+            and image.shape[-3] == 3 and image.numel() > 0)
 
 
 def _inputs(ref: object, dist: object):
@@ -109,10 +123,15 @@ def _inputs(ref: object, dist: object):
     if (ref_alpha is None) != (dist_alpha is None):
         raise ValueError(f"{_NAME}: ref and dist must both be RGB or both RGBA; got shapes "
                          f"{tuple(ref.shape)} and {tuple(dist.shape)}")  # type: ignore[union-attr]
+    raws = tuple(_raw(x) for x in (ref_rgb, dist_rgb))
+    if (ref_alpha is None and _uint8_rgb(ref_rgb) and _uint8_rgb(dist_rgb)
+            and ref_rgb.shape == dist_rgb.shape):  # type: ignore[union-attr]
+        # checks (dtype, device, layout) on 1-pixel crops: no full-size float copy of a uint8 image
+        pair = srgb_pair(ref_rgb[..., :1, :1], dist_rgb[..., :1, :1], _NAME)  # type: ignore[index]
+        return None, None, None, None, pair.batched, raws
     dtype = torch.float32 if not isinstance(ref_rgb, torch.Tensor) else _compute_dtype(ref_rgb)
     pair = srgb_pair(ref_rgb, dist_rgb, _NAME, dtype=dtype)
     r, d = pair.ref.to(_compute_dtype(pair.ref)), pair.dist.to(_compute_dtype(pair.dist))
-    raws = tuple(_raw(x) for x in (ref_rgb, dist_rgb))
     return r, d, _alpha(ref_alpha, r, "ref"), _alpha(dist_alpha, d, "dist"), pair.batched, raws
 
 
@@ -121,6 +140,13 @@ def _raw(image: object) -> torch.Tensor | None:
     if isinstance(image, torch.Tensor) and image.dtype == torch.uint8:
         return image if image.dim() == 4 else image.unsqueeze(0)
     return None
+
+
+def _image(rgb: object, alpha: object, name: str, dtype: torch.dtype) -> tuple[torch.Tensor, bool]:
+    """:func:`srgb_image` of one image, on a 1-pixel crop for uint8 RGB without alpha (read as codes later)."""
+    if alpha is None and _uint8_rgb(rgb):
+        return srgb_image(rgb[..., :1, :1], name, _NAME, dtype=dtype)  # type: ignore[index]
+    return srgb_image(rgb, name, _NAME, dtype=dtype)
 
 
 def dssim(ref: torch.Tensor, dist: torch.Tensor) -> torch.Tensor:
@@ -136,7 +162,7 @@ def dssim(ref: torch.Tensor, dist: torch.Tensor) -> torch.Tensor:
         float64 tensor (N,), or 0-d for unbatched inputs.
     """
     r, d, ra, da, batched, (r_raw, d_raw) = _inputs(ref, dist)
-    grad = torch.is_grad_enabled() and (r.requires_grad or d.requires_grad)
+    grad = torch.is_grad_enabled() and r is not None and (r.requires_grad or d.requires_grad)
     out = _compare(_side(r, ra, grad, r_raw), _side(d, da, grad, d_raw), grad)
     return out if batched else out[0]
 
@@ -145,7 +171,7 @@ def prepare_dssim(ref: torch.Tensor) -> DSSIMReference:
     """The reference side of :func:`dssim` (its Lab pyramid), for :func:`score_prepared_dssim`."""
     rgb, alpha = _split_alpha(ref)
     dtype = torch.float32 if not isinstance(rgb, torch.Tensor) else _compute_dtype(rgb)
-    image, batched = srgb_image(rgb, "ref", _NAME, dtype=dtype)
+    image, batched = _image(rgb, alpha, "ref", dtype)
     image = image.to(_compute_dtype(image))
     alpha_t = _alpha(alpha, image, "ref")
     scales = _side(image, alpha_t, False, _raw(rgb))
@@ -160,7 +186,7 @@ def score_prepared_dssim(state: DSSIMReference, dist: torch.Tensor) -> torch.Ten
         shape = tuple(dist.shape) if isinstance(dist, torch.Tensor) else type(dist).__name__
         raise ValueError(f"{_NAME}: dist must have the reference's shape {state.shape}; got {shape}")
     rgb, alpha = _split_alpha(dist)
-    image, _ = srgb_image(rgb, "dist", _NAME, dtype=state.dtype)
+    image, _ = _image(rgb, alpha, "dist", state.dtype)
     if _compute_dtype(image) != state.dtype:
         raise TypeError(f"{_NAME}: dist must have the reference's kind of dtype ({state.dtype} computation); got "
                         f"{dist.dtype}")

@@ -3,9 +3,12 @@
 The algorithm and its constants are in :mod:`fusedsim.reference.iwssim_ref`; everything is float64 on grey values
 in [0, 255], like the MATLAB code. On CUDA tensors the local statistics run as Triton kernels: the 11x11 Gaussian
 moments through the shared ``windowed_moments`` building block, the neighbourhood covariance (``iwssim_gram``),
-its eigen-correction and inverse (``iwssim_eig``, Jacobi rotations: no host synchronisation) and the information-
-content weights (``iwssim_info``); the Laplacian pyramid, the parent enlargement and the pooling are PyTorch.
-Calls that need gradients run the PyTorch twin (the kernels are forward only).
+its eigen-correction and inverse for every level in one launch (``iwssim_eig_levels``, Jacobi rotations: no host
+synchronisation) and the information-content weights fused with cs and the level's two sums (``iwssim_level``: no
+full-size map written); uint8 input is converted to grey by one kernel reading the codes (``iwssim_grey8``: no
+float64 copy of the RGB image); the Laplacian pyramid takes one ``iwssim_reduce`` and one ``iwssim_band`` launch
+per level and the parent enlargement one ``iwssim_enlarge`` (all three bit-identical to the CPU twin); the final
+combination is PyTorch. Calls that need gradients run the PyTorch twin (the kernels are forward only).
 
 Input: sRGB (N, 3, H, W) / (3, H, W) converted to grey by ``luma``, or grey (N, 1, H, W) / (1, H, W) used as is;
 uint8 0..255 or floating in [0, 1] (scaled by 255). ``luma``:
@@ -21,9 +24,11 @@ as the MATLAB code does.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 
 from fusedsim.metrics.srgb_input import srgb_image, srgb_pair
 from fusedsim.ops import op
@@ -48,10 +53,40 @@ def _as_rgb(image: object) -> tuple[object, bool]:
     return image, False
 
 
-def _grey(image: torch.Tensor, is_grey: bool, luma: str) -> torch.Tensor:
+def _grey(image: torch.Tensor, is_grey: bool, luma: str, raw: torch.Tensor | None = None) -> torch.Tensor:
+    """Grey (N, 1, H, W) float64 in [0, 255]; from the uint8 codes ``raw`` (N, 3, H, W) when given (one kernel,
+    no float copy of the RGB image; grey input as the coefficients (1, 0, 0) unrounded: the same values)."""
+    if raw is not None:
+        coefs, rounded = ((1.0, 0.0, 0.0), False) if is_grey else spec.LUMA[luma]
+        return op("iwssim_grey8")(raw, _coefs(coefs, raw.device), rounded)
     if is_grey:
         return image[:, :1].to(torch.float64) * 255.0
     return spec.grey_ref(image, luma)
+
+
+@functools.lru_cache(maxsize=16)
+def _coefs(coefs: tuple[float, float, float], device: torch.device) -> torch.Tensor:
+    return torch.tensor(coefs, dtype=torch.float64, device=device)
+
+
+def _uint8_ok(image: object) -> bool:
+    """uint8 (N, 3, H, W) / (3, H, W) at least MIN_SIZE per side: read as codes; only a crop is converted."""
+    return (isinstance(image, torch.Tensor) and image.dtype == torch.uint8 and image.dim() in (3, 4)
+            and image.shape[-3] == 3 and min(image.shape[-2:]) >= spec.MIN_SIZE)
+
+
+def _raw(image: torch.Tensor) -> torch.Tensor:
+    return image if image.dim() == 4 else image.unsqueeze(0)
+
+
+def _image(image: object, name: str) -> tuple[torch.Tensor, bool, torch.Tensor | None]:
+    """:func:`srgb_image` (float64), on a 1-pixel crop for uint8 input; and the uint8 codes (N, 3, H, W) if any."""
+    if _uint8_ok(image):
+        crop, batched = srgb_image(image[..., :1, :1], name, _NAME, dtype=torch.float64)  # type: ignore[index]
+        return crop, batched, _raw(image)  # type: ignore[arg-type]
+    out, batched = srgb_image(image, name, _NAME, min_size=spec.MIN_SIZE, min_size_reason=_MIN_REASON,
+                              dtype=torch.float64)
+    return out, batched, None
 
 
 @dataclass(frozen=True)
@@ -71,31 +106,46 @@ class _Fns:
     """The per-level functions: the registered ops (Triton on GPUs, the twin on CPUs) or, for gradients, the twin."""
 
     def __init__(self, grad: bool) -> None:
+        self.grad = grad
         if grad:
             self.moments = spec.windowed_moments_ref
             self.gram = spec.neighbourhood_gram_op_ref
-            self.eig = spec.corrected_eig_ref
-            self.info = spec.info_weight_map_op_ref
-            self.pyramid_filter = spec.FILTER_AXIS_DEFAULT
+            self.eig_levels = spec.corrected_eig_levels_ref
+            self.level = spec.level_sums_ref
+            self.enlarge = spec.enlarge2_ref
         else:
             self.moments, self.gram = op("windowed_moments"), op("iwssim_gram")
-            self.eig, self.info = op("iwssim_eig"), op("iwssim_info")
-            self.pyramid_filter = op("iwssim_binom")
+            self.eig_levels, self.level = op("iwssim_eig_levels"), op("iwssim_level")
+            self.enlarge, self.reduce, self.band = op("iwssim_enlarge"), op("iwssim_reduce"), op("iwssim_band")
 
     def pyramid(self, grey: torch.Tensor) -> list[torch.Tensor]:
-        return spec.laplacian_pyramid_ref(grey, filter_axis=self.pyramid_filter)
+        if self.grad:
+            return spec.laplacian_pyramid_ref(grey, filter_axis=spec.FILTER_AXIS_DEFAULT)
+        bands = []  # laplacian_pyramid_ref, one reduce and one band launch per level
+        for _ in range(spec.LEVELS - 1):
+            lo = self.reduce(grey)
+            bands.append(self.band(grey, lo))
+            grey = lo
+        bands.append(grey)
+        return bands
 
 
 def _prepare_bands(grey: torch.Tensor, fns: _Fns):
     bands = fns.pyramid(grey)
-    parents, eigs = [], []
+    parents, grams, sizes = [], [], []
     for level in range(spec.LEVELS - 1):
         band = bands[level]
         parent = None
         if level < spec.LEVELS - 2:
-            parent = spec.enlarge2_ref(bands[level + 1], band.shape[-2], band.shape[-1])
+            parent = fns.enlarge(bands[level + 1], band.shape[-2], band.shape[-1])
         parents.append(parent)
-        eigs.append(fns.eig(fns.gram(band, parent if parent is not None else band, parent is not None)))
+        grams.append(fns.gram(band, parent if parent is not None else band, parent is not None))
+        sizes.append(grams[-1].shape[-1])
+    # every level's eigen-correction in one launch (each is a latency-bound program): pad to the largest K
+    kp = max(sizes)
+    packed = torch.stack([g if k == kp else F.pad(g, (0, kp - k, 0, kp - k)) for g, k in zip(grams, sizes)])
+    eig_all = fns.eig_levels(packed, sizes)
+    eigs = [eig_all[level, :, :k + 1, :k] for level, k in enumerate(sizes)]
     return bands, parents, eigs
 
 
@@ -106,13 +156,14 @@ def _score(bands, parents, eigs, dist_grey: torch.Tensor, fns: _Fns) -> torch.Te
     for level in range(spec.LEVELS):
         ref_b, dist_b = bands[level], dist_bands[level]
         last = level == spec.LEVELS - 1
-        cs = spec.cs_from_moments_ref(fns.moments(ref_b, dist_b, win, True)[:, :, 0], last)
+        moments = fns.moments(ref_b, dist_b, win, True)
         if last:
-            wmcs.append(cs.flatten(1).mean(1))
+            wmcs.append(spec.cs_from_moments_ref(moments[:, :, 0], last).flatten(1).mean(1))
             continue
         parent = parents[level]
-        iw = fns.info(ref_b, dist_b, parent if parent is not None else ref_b, eigs[level], parent is not None)
-        wmcs.append((cs * iw).flatten(1).sum(1) / iw.flatten(1).sum(1))
+        sums = fns.level(ref_b, dist_b, parent if parent is not None else ref_b, eigs[level], moments,
+                         parent is not None)  # [Σ cs·iw, Σ iw]
+        wmcs.append(sums[:, 0] / sums[:, 1])
     return spec.combine_ref(torch.stack(wmcs))
 
 
@@ -134,12 +185,19 @@ def iw_ssim(ref: torch.Tensor, dist: torch.Tensor, *, luma: str = "matlab") -> t
     if ref_grey != dist_grey:
         raise ValueError(f"{_NAME}: ref and dist must both be RGB or both grey; got shapes "
                          f"{tuple(ref.shape)} and {tuple(dist.shape)}")  # type: ignore[union-attr]
-    pair = srgb_pair(ref_v, dist_v, _NAME, min_size=spec.MIN_SIZE, min_size_reason=_MIN_REASON,
-                     dtype=torch.float64)
+    raws = None
+    if _uint8_ok(ref_v) and _uint8_ok(dist_v) and ref_v.shape == dist_v.shape:  # type: ignore[union-attr]
+        # checks (dtype, device, layout) on 1-pixel crops; the kernels read the codes
+        pair = srgb_pair(ref_v[..., :1, :1], dist_v[..., :1, :1], _NAME, dtype=torch.float64)  # type: ignore[index]
+        raws = (_raw(ref_v), _raw(dist_v))  # type: ignore[arg-type]
+    else:
+        pair = srgb_pair(ref_v, dist_v, _NAME, min_size=spec.MIN_SIZE, min_size_reason=_MIN_REASON,
+                         dtype=torch.float64)
     grad = torch.is_grad_enabled() and (pair.ref.requires_grad or pair.dist.requires_grad)
     fns = _Fns(grad)
-    bands, parents, eigs = _prepare_bands(_grey(pair.ref, ref_grey, luma), fns)
-    out = _score(bands, parents, eigs, _grey(pair.dist, dist_grey, luma), fns)
+    ref_raw, dist_raw = raws if raws is not None else (None, None)
+    bands, parents, eigs = _prepare_bands(_grey(pair.ref, ref_grey, luma, ref_raw), fns)
+    out = _score(bands, parents, eigs, _grey(pair.dist, dist_grey, luma, dist_raw), fns)
     return out if pair.batched else out[0]
 
 
@@ -148,9 +206,8 @@ def prepare_iw_ssim(ref: torch.Tensor, *, luma: str = "matlab") -> IWSSIMReferen
     :func:`score_prepared_iw_ssim`."""
     luma = _check_luma(luma)
     ref_v, is_grey = _as_rgb(ref)
-    image, batched = srgb_image(ref_v, "ref", _NAME, min_size=spec.MIN_SIZE, min_size_reason=_MIN_REASON,
-                                dtype=torch.float64)
-    bands, parents, eigs = _prepare_bands(_grey(image, is_grey, luma), _Fns(False))
+    image, batched, raw = _image(ref_v, "ref")
+    bands, parents, eigs = _prepare_bands(_grey(image, is_grey, luma, raw), _Fns(False))
     return IWSSIMReference(tuple(bands), tuple(parents), tuple(eigs), luma, is_grey, tuple(ref.shape), batched)
 
 
@@ -162,12 +219,11 @@ def score_prepared_iw_ssim(state: IWSSIMReference, dist: torch.Tensor) -> torch.
         shape = tuple(dist.shape) if isinstance(dist, torch.Tensor) else type(dist).__name__
         raise ValueError(f"{_NAME}: dist must have the reference's shape {state.shape}; got {shape}")
     dist_v, _ = _as_rgb(dist)
-    image, _ = srgb_image(dist_v, "dist", _NAME, min_size=spec.MIN_SIZE, min_size_reason=_MIN_REASON,
-                          dtype=torch.float64)
+    image, _, raw = _image(dist_v, "dist")
     if image.device != state.bands[0].device:
         raise ValueError(f"{_NAME}: dist is on {image.device} but the reference on {state.bands[0].device}")
     grad = torch.is_grad_enabled() and image.requires_grad  # gradients for dist: the twin computes its side
-    out = _score(state.bands, state.parents, state.eigs, _grey(image, state.is_grey, state.luma), _Fns(grad))
+    out = _score(state.bands, state.parents, state.eigs, _grey(image, state.is_grey, state.luma, raw), _Fns(grad))
     return out if state.batched else out[0]
 
 

@@ -24,7 +24,7 @@ from fusedsim.ops._launch import Launcher
 from fusedsim.reference import dssim_ref as spec
 from fusedsim.reference.ssim_ref import compute_dtype
 
-__all__ = ["BLUR_CONSTANTS", "dssim_blur_fwd", "five_tap", "ieee_div", "sym_index", "tile_shape"]
+__all__ = ["BLUR_CONSTANTS", "dssim_blur_fwd", "dssim_blur_into", "five_tap", "ieee_div", "sym_index", "tile_shape"]
 
 #: (OUTER, INNER, MID, EDGE_CENTER, EDGE_NEAR): dssim's f32 blur weights, passed to kernels as constexprs.
 BLUR_CONSTANTS = (spec.BLUR_OUTER, spec.BLUR_INNER, spec.BLUR_MID, spec.EDGE_CENTER, spec.EDGE_NEAR)
@@ -69,7 +69,7 @@ def blur_row(base, row, c0, c1, c2, c3, c4, cols, W, ok, ACC: tl.constexpr, O: t
 
 
 @triton.jit
-def _dssim_blur_kernel(X, OUT, C, H, W, sn, sc, sh, sw, O: tl.constexpr, I: tl.constexpr, M: tl.constexpr,
+def _dssim_blur_kernel(X, OUT, C, H, W, sn, sc, sh, sw, son, soc, O: tl.constexpr, I: tl.constexpr, M: tl.constexpr,
                        EC: tl.constexpr, EN: tl.constexpr, ACC: tl.constexpr, BH: tl.constexpr, BW: tl.constexpr):
     plane = tl.program_id(2)
     n = plane // C
@@ -93,7 +93,8 @@ def _dssim_blur_kernel(X, OUT, C, H, W, sn, sc, sh, sw, O: tl.constexpr, I: tl.c
     h4 = blur_row(base, sym_index(rows + 2, H).to(tl.int64) * sh, c0, c1, c2, c3, c4, cols, W, ok, ACC, O, I, M,
                   EC, EN)
     v = five_tap(h0, h1, h2, h3, h4, rows, H, O, I, M, EC, EN)
-    tl.store(OUT + (plane.to(tl.int64) * H + rows) * W + cols, v.to(OUT.dtype.element_ty), mask=ok)
+    out = OUT + n.to(tl.int64) * son + c.to(tl.int64) * soc
+    tl.store(out + rows.to(tl.int64) * W + cols, v.to(OUT.dtype.element_ty), mask=ok)
 
 
 def tile_shape() -> tuple[int, int]:
@@ -103,18 +104,23 @@ def tile_shape() -> tuple[int, int]:
 
 
 @functools.lru_cache(maxsize=128)
-def _launcher(shape, strides, dtype) -> tuple[Launcher, tuple]:
+def _launcher(shape, strides, out_strides, dtype) -> tuple[Launcher, tuple]:
     n, c, h, w = shape
     bh, bw = tile_shape()
     acc = tl.float64 if compute_dtype(dtype) == torch.float64 else tl.float32
     launch = Launcher(_dssim_blur_kernel, (triton.cdiv(w, bw), triton.cdiv(h, bh), n * c), num_warps=4,
                       enable_fp_fusion=False)
-    return launch, (c, h, w, *strides, *BLUR_CONSTANTS, acc, bh, bw)
+    return launch, (c, h, w, *strides, *out_strides, *BLUR_CONSTANTS, acc, bh, bw)
+
+
+def dssim_blur_into(x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """dssim's blur of every plane of ``x`` (N, C, H, W), any strides, into ``out`` (N, C, H, W) of the compute
+    dtype whose planes are contiguous (any N and C strides: e.g. channels of a larger buffer); returns ``out``."""
+    launch, tail = _launcher(tuple(x.shape), x.stride(), out.stride()[:2], x.dtype)  # ints are fixed per launcher
+    launch(x, out, *tail)
+    return out
 
 
 def dssim_blur_fwd(x: torch.Tensor) -> torch.Tensor:
     """dssim's blur of every plane of ``x`` (N, C, H, W), any strides; output contiguous, compute dtype."""
-    launch, tail = _launcher(tuple(x.shape), x.stride(), x.dtype)
-    out = torch.empty(x.shape, dtype=compute_dtype(x.dtype), device=x.device)
-    launch(x, out, *tail)
-    return out
+    return dssim_blur_into(x, torch.empty(x.shape, dtype=compute_dtype(x.dtype), device=x.device))

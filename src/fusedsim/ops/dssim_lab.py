@@ -23,7 +23,7 @@ from fusedsim.ops.dssim_blur import ieee_div
 from fusedsim.reference import dssim_ref as spec
 from fusedsim.reference.ssim_ref import compute_dtype
 
-__all__ = ["dssim_lab_fwd"]
+__all__ = ["dssim_lab_fwd", "dssim_lab_into", "srgb8_table"]
 
 
 @triton.jit
@@ -39,22 +39,27 @@ def _lab_curve(t, EPS: tl.constexpr, KAPPA: tl.constexpr, OFFSET: tl.constexpr, 
 
 
 @triton.jit
-def _dssim_lab_kernel(LIN, ALPHA, OUT, H, W, sn, sc, sh, sw, an, ah, aw,
+def _dssim_lab_kernel(LIN, LUT, ALPHA, OUT_L, OUT_AB, H, W, sn, sc, sh, sw, an, ah, aw, son_l, son_ab, off_a, off_b,
                       M00: tl.constexpr, M01: tl.constexpr, M02: tl.constexpr, M10: tl.constexpr,
                       M11: tl.constexpr, M12: tl.constexpr, M20: tl.constexpr, M21: tl.constexpr,
                       M22: tl.constexpr, EPS: tl.constexpr, KAPPA: tl.constexpr, OFFSET: tl.constexpr,
                       C1: tl.constexpr, C0: tl.constexpr,
                       LS: tl.constexpr, AS: tl.constexpr, AO: tl.constexpr, BS: tl.constexpr, BO: tl.constexpr,
-                      HAS_ALPHA: tl.constexpr, ACC: tl.constexpr, BLOCK: tl.constexpr):
+                      HAS_ALPHA: tl.constexpr, U8: tl.constexpr, ACC: tl.constexpr, BLOCK: tl.constexpr):
     n = tl.program_id(1)
     pix = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     ok = pix < H * W
     y = pix // W
     x = pix % W
     base = LIN + n.to(tl.int64) * sn + y.to(tl.int64) * sh + x.to(tl.int64) * sw
-    r = tl.load(base, mask=ok, other=0.0).to(ACC)
-    g = tl.load(base + sc, mask=ok, other=0.0).to(ACC)
-    b = tl.load(base + 2 * sc, mask=ok, other=0.0).to(ACC)
+    if U8:  # sRGB codes: dssim's linear-light table
+        r = tl.load(LUT + tl.load(base, mask=ok, other=0).to(tl.int32)).to(ACC)
+        g = tl.load(LUT + tl.load(base + sc, mask=ok, other=0).to(tl.int32)).to(ACC)
+        b = tl.load(LUT + tl.load(base + 2 * sc, mask=ok, other=0).to(tl.int32)).to(ACC)
+    else:
+        r = tl.load(base, mask=ok, other=0.0).to(ACC)
+        g = tl.load(base + sc, mask=ok, other=0.0).to(ACC)
+        b = tl.load(base + 2 * sc, mask=ok, other=0.0).to(ACC)
     if HAS_ALPHA:
         a = tl.load(ALPHA + n.to(tl.int64) * an + y.to(tl.int64) * ah + x.to(tl.int64) * aw, mask=ok,
                     other=1.0).to(ACC)
@@ -68,18 +73,18 @@ def _dssim_lab_kernel(LIN, ALPHA, OUT, H, W, sn, sc, sh, sw, an, ah, aw,
     cx = _lab_curve(fx, EPS, KAPPA, OFFSET, C1, C0, ACC)
     cy = _lab_curve(fy, EPS, KAPPA, OFFSET, C1, C0, ACC)
     cz = _lab_curve(fz, EPS, KAPPA, OFFSET, C1, C0, ACC)
-    plane = H * W
-    out = OUT + n.to(tl.int64) * 3 * plane + pix
-    tl.store(out, (cy * LS).to(OUT.dtype.element_ty), mask=ok)
-    tl.store(out + plane, tl.fma(AS, cx - cy, AO).to(OUT.dtype.element_ty), mask=ok)
-    tl.store(out + 2 * plane, tl.fma(BS, cy - cz, BO).to(OUT.dtype.element_ty), mask=ok)
+    tl.store(OUT_L + n.to(tl.int64) * son_l + pix, (cy * LS).to(OUT_L.dtype.element_ty), mask=ok)
+    out = OUT_AB + n.to(tl.int64) * son_ab + pix
+    tl.store(out + off_a, tl.fma(AS, cx - cy, AO).to(OUT_AB.dtype.element_ty), mask=ok)
+    tl.store(out + off_b, tl.fma(BS, cy - cz, BO).to(OUT_AB.dtype.element_ty), mask=ok)
 
 
 @functools.lru_cache(maxsize=128)
-def _launcher(shape, strides, alpha_strides, dtype, has_alpha) -> tuple[Launcher, tuple]:
+def _launcher(shape, strides, alpha_strides, dtype, has_alpha, out_layout) -> tuple[Launcher, tuple]:
     n, _, h, w = shape
     block = 512
-    acc = tl.float64 if compute_dtype(dtype) == torch.float64 else tl.float32
+    u8 = dtype == torch.uint8
+    acc = tl.float64 if compute_dtype(dtype) == torch.float64 and not u8 else tl.float32
     m = spec.XYZ_MATRIX
     consts = (*m[0], *m[1], *m[2], spec.LAB_EPSILON, spec.LAB_KAPPA, spec.LAB_OFFSET, spec.CBRT_C1,
               spec.CBRT_C0, spec.L_SCALE,
@@ -87,14 +92,30 @@ def _launcher(shape, strides, alpha_strides, dtype, has_alpha) -> tuple[Launcher
     launch = Launcher(_dssim_lab_kernel, (triton.cdiv(h * w, block), n), num_warps=4, enable_fp_fusion=False)
     sn, sc, sh, sw = strides
     an, _, ah, aw = alpha_strides
-    return launch, (h, w, sn, sc, sh, sw, an, ah, aw, *consts, has_alpha, acc, block)
+    return launch, (h, w, sn, sc, sh, sw, an, ah, aw, *out_layout, *consts, has_alpha, u8, acc, block)
+
+
+def dssim_lab_into(lin: torch.Tensor, alpha: torch.Tensor, has_alpha: bool, out_l: torch.Tensor,
+                   out_ab: torch.Tensor) -> None:
+    """Lab of ``lin`` (N, 3, H, W): L into ``out_l`` (N, 1+, H, W, its channel 0), a and b into channels 0 and 1 of
+    ``out_ab`` (N, 2+, H, W); both of the compute dtype with contiguous planes. ``lin`` is linear RGB (any floating
+    dtype, any strides) or uint8 sRGB codes (linearised by dssim's table, computed in float32). ``alpha``
+    (N, 1, H, W) is read only with ``has_alpha``."""
+    alpha_strides = alpha.stride() if has_alpha and alpha.dim() == 4 else (0, 0, 0, 0)
+    layout = (out_l.stride(0), out_ab.stride(0), 0, out_ab.stride(1))
+    launch, tail = _launcher(tuple(lin.shape), lin.stride(), alpha_strides, lin.dtype, bool(has_alpha), layout)
+    launch(lin, srgb8_table(lin.device), alpha, out_l, out_ab, *tail)
+
+
+@functools.lru_cache(maxsize=8)
+def srgb8_table(device: torch.device) -> torch.Tensor:
+    """dssim's 256-entry sRGB -> linear table (float32) on ``device`` (cached)."""
+    return spec.srgb8_table_ref().to(device)
 
 
 def dssim_lab_fwd(lin: torch.Tensor, alpha: torch.Tensor, has_alpha: bool) -> torch.Tensor:
     """Lab (N, 3, H, W) in the compute dtype of ``lin`` (N, 3, H, W); ``alpha`` (N, 1, H, W) read only with
     ``has_alpha``. Any strides."""
-    alpha_strides = alpha.stride() if has_alpha and alpha.dim() == 4 else (0, 0, 0, 0)
-    launch, tail = _launcher(tuple(lin.shape), lin.stride(), alpha_strides, lin.dtype, bool(has_alpha))
     out = torch.empty(lin.shape, dtype=compute_dtype(lin.dtype), device=lin.device)
-    launch(lin, alpha, out, *tail)
+    dssim_lab_into(lin, alpha, has_alpha, out, out[:, 1:])
     return out

@@ -25,6 +25,13 @@ BH, BW = 16, 64
 
 
 @triton.jit
+def reflect1(p, size):
+    """matlabPyrTools' reflect1 index of position p (|p| < size): mirror about the first and last samples."""
+    q = tl.abs(p)
+    return tl.where(q > size - 1, 2 * (size - 1) - q, q)
+
+
+@triton.jit
 def _binom_kernel(X, K, OUT, H, W, HO, WO, sxp, sxh, sxw, STEP: tl.constexpr, ALONG_W: tl.constexpr,
                   BLOCK_H: tl.constexpr, BLOCK_W: tl.constexpr):
     pid_w = tl.program_id(0)
@@ -42,8 +49,7 @@ def _binom_kernel(X, K, OUT, H, W, HO, WO, sxp, sxh, sxw, STEP: tl.constexpr, AL
         pos = rows * STEP
     acc = tl.zeros([BLOCK_H, BLOCK_W], X.dtype.element_ty)
     for i in tl.static_range(5):
-        q = tl.abs(pos + (i - 2))
-        q = tl.where(q > size - 1, 2 * (size - 1) - q, q)
+        q = reflect1(pos + (i - 2), size)
         if ALONG_W:
             ptr = base + rows.to(tl.int64) * sxh + q.to(tl.int64) * sxw
         else:
@@ -58,7 +64,7 @@ def _binom_kernel(X, K, OUT, H, W, HO, WO, sxp, sxh, sxw, STEP: tl.constexpr, AL
 
 
 @functools.lru_cache(maxsize=16)
-def _taps(device: torch.device) -> torch.Tensor:
+def binom_taps(device: torch.device) -> torch.Tensor:
     return torch.tensor(BINOM5, dtype=torch.float64, device=device)  # float64 through memory, not as arguments
 
 
@@ -81,5 +87,5 @@ def iwssim_binom(x: torch.Tensor, dim: int, step: int) -> torch.Tensor:
     out = torch.empty((n, c, ho, wo), dtype=x.dtype, device=x.device)
     if out.numel():
         _launcher(n * c, ho, wo, x.dtype, step, along_w)(
-            x, _taps(x.device), out, h, w, ho, wo, x.stride(0), x.stride(1), x.stride(2), step, along_w, BH, BW)
+            x, binom_taps(x.device), out, h, w, ho, wo, x.stride(0), x.stride(1), x.stride(2), step, along_w, BH, BW)
     return out

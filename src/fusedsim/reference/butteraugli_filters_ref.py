@@ -23,7 +23,8 @@ import torch
 import torch.nn.functional as F
 
 __all__ = [
-    "MALTA_HF_LINES", "MALTA_LF_LINES", "blur_taps", "butteraugli_blur_ref", "butteraugli_malta_ref",
+    "MALTA_HF_LINES", "MALTA_LF_LINES", "blur_taps", "butteraugli_blur_ref", "butteraugli_malta_add_ref",
+    "butteraugli_malta_ref",
     "EROSION_WEIGHTS", "fuzzy_erosion_ref", "malta_diffs_ref", "malta_weights",
 ]
 
@@ -175,6 +176,12 @@ def butteraugli_malta_ref(lum0: torch.Tensor, lum1: torch.Tensor, w_0gt1: float,
     of :func:`malta_diffs_ref` (``low_freq`` picks the 5-tap LF lines, else the HF lines)."""
     diffs = malta_diffs_ref(lum0, lum1, w_0gt1, w_0lt1, norm1, mulli)
     return _malta_lines(diffs, MALTA_LF_LINES if low_freq else MALTA_HF_LINES)
+
+
+def butteraugli_malta_add_ref(acc: torch.Tensor, lum0: torch.Tensor, lum1: torch.Tensor, w_0gt1: float,
+                              w_0lt1: float, norm1: float, mulli: float, low_freq: bool) -> torch.Tensor:
+    """``acc + butteraugli_malta_ref(lum0, lum1, ...)`` (N, H, W): the Malta sums accumulate band after band."""
+    return acc + butteraugli_malta_ref(lum0, lum1, w_0gt1, w_0lt1, norm1, mulli, low_freq)
 
 
 def fuzzy_erosion_ref(x: torch.Tensor) -> torch.Tensor:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import math
+from types import SimpleNamespace
 
 import torch
 import torch.nn.functional as F
@@ -43,9 +44,33 @@ from fusedsim.reference.cvvdp_data import (
 )
 
 __all__ = [
-    "cvvdp_band_diff_ref", "cvvdp_bands", "cvvdp_compare_ref", "cvvdp_contrast_pyramid_ref", "cvvdp_expand_ref",
-    "cvvdp_heatmap_ref", "cvvdp_linear_dkl_ref", "cvvdp_mask_diff_ref", "cvvdp_masking_input_ref",
-    "cvvdp_met2jod_ref", "cvvdp_pool_ref", "cvvdp_prepare_ref", "cvvdp_reduce_ref", "cvvdp_ref", "cvvdp_sensitivity_ref", "safe_pow",
+    "cvvdp_band_diff_ref",
+    "cvvdp_band_pool_ref",
+    "cvvdp_bands",
+    "cvvdp_compare_ref",
+    "cvvdp_contrast_pyramid_ref",
+    "cvvdp_expand_op_ref",
+    "cvvdp_expand_ref",
+    "cvvdp_heatmap_ref",
+    "cvvdp_linear_dkl_op_ref",
+    "cvvdp_linear_dkl_ref",
+    "cvvdp_mask_diff_ref",
+    "cvvdp_masker_vblur_ref",
+    "cvvdp_masking_input_ref",
+    "cvvdp_met2jod_ref",
+    "cvvdp_pool_ref",
+    "cvvdp_prepare_ref",
+    "cvvdp_reduce_ref",
+    "cvvdp_ref",
+    "cvvdp_ref_band_ref",
+    "cvvdp_sensitivity_from_lut_ref",
+    "cvvdp_sensitivity_lut_ref",
+    "cvvdp_sensitivity_ref",
+    "cvvdp_test_band_ref",
+    "dkl_matrix",
+    "gauss_taps",
+    "masking_blur_applies",
+    "safe_pow",
 ]
 
 _XYZ_TO_LMS2006 = ((0.187596268556126, 0.585168649077728, -0.026384263306304),
@@ -80,6 +105,11 @@ def safe_pow(x: torch.Tensor, p) -> torch.Tensor:
 
 
 # ----------------------------------------------------------------------------------------- display model / colour
+def dkl_matrix(rgb2xyz, like: torch.Tensor) -> torch.Tensor:
+    """RGB -> DKL d65 (3, 3), formed in ``like``'s dtype as pycvvdp does (float32 products)."""
+    return _t(_LMS2006_TO_DKLD65, like) @ _t(_XYZ_TO_LMS2006, like) @ _t(rgb2xyz, like)
+
+
 def cvvdp_linear_dkl_ref(rgb: torch.Tensor, display: CVVDPDisplay) -> torch.Tensor:
     """sRGB (N, 3, H, W) in [0, 1] -> DKL d65 (N, 3, H, W) of the light the display emits (cd/m² units)."""
     v = rgb.clamp(0.0, 1.0)
@@ -89,8 +119,7 @@ def cvvdp_linear_dkl_ref(rgb: torch.Tensor, display: CVVDPDisplay) -> torch.Tens
         lum = (display.peak_luminance - y_black) * lin + y_black + y_refl
     else:
         lum = (display.peak_luminance - y_black) * (lin * display.exposure).clip(0.0, 1.0) + y_black + y_refl
-    # The matrix is formed in the working dtype, as pycvvdp does (float32 products).
-    m = _t(_LMS2006_TO_DKLD65, rgb) @ _t(_XYZ_TO_LMS2006, rgb) @ _t(display.rgb2xyz, rgb)
+    m = dkl_matrix(display.rgb2xyz, rgb)
     return torch.cat([(lum * m[c].view(1, 3, 1, 1)).sum(dim=1, keepdim=True) for c in range(3)], dim=1)
 
 
@@ -182,15 +211,27 @@ def _lut_field(name: str) -> tuple:
     return _frozen(csf_lut()[name])
 
 
-def cvvdp_sensitivity_ref(rho: float, log_bkg: torch.Tensor, params: CVVDPParams | None = None) -> torch.Tensor:
-    """castleCSF sensitivity (N, 3, h, w) of the three sustained channels at ``rho`` cpd on a background of
-    log10 luminance ``log_bkg`` (N, 1, h, w), including the sensitivity correction."""
-    params = params or cvvdp_params()
-    log_l = torch.log10(_t(_lut_field("L_bkg"), log_bkg))
-    log_rho = torch.log10(_t(_lut_field("rho"), log_bkg))
-    q = torch.log10(_t(rho, log_bkg))
+def cvvdp_sensitivity_lut_ref(rho: float, like: torch.Tensor) -> torch.Tensor:
+    """log10 castleCSF sensitivity (3, L) of the three sustained channels at ``rho`` cpd on each luminance of the
+    table (linear in log rho, with extrapolation), in ``like``'s dtype and device."""
+    log_rho = torch.log10(_t(_lut_field("rho"), like))
+    q = torch.log10(_t(rho, like))
     i = (torch.searchsorted(log_rho, q.reshape(1)) - 1).clamp(0, log_rho.numel() - 2)
     x0, x1 = log_rho[i], log_rho[i + 1]
+    rows = []
+    for c in range(3):
+        table = _t(_lut_field(f"o0_c{c + 1}"), like)  # (luminance, frequency)
+        y0, y1 = table[:, i].squeeze(-1), table[:, i + 1].squeeze(-1)
+        rows.append(y0 + (y1 - y0) / (x1 - x0) * (q - x0))  # (luminance,)
+    return torch.stack(rows)
+
+
+def cvvdp_sensitivity_from_lut_ref(log_bkg: torch.Tensor, lut: torch.Tensor,
+                                   params: CVVDPParams | None = None) -> torch.Tensor:
+    """Sensitivity (N, 3, h, w) on a background of log10 luminance ``log_bkg`` (N, 1, h, w) from the table of
+    :func:`cvvdp_sensitivity_lut_ref` (linear in log L_bkg, clamped to the table), with the correction."""
+    params = params or cvvdp_params()
+    log_l = torch.log10(_t(_lut_field("L_bkg"), log_bkg))
     n = log_l.numel()
     pos = ((log_bkg - log_l[0]) / (log_l[-1] - log_l[0]) * (n - 1)).clamp(0, n - 1)
     frac = torch.frac(pos)
@@ -199,22 +240,31 @@ def cvvdp_sensitivity_ref(rho: float, log_bkg: torch.Tensor, params: CVVDPParams
     corr = 10.0 ** (_t(params.sensitivity_correction, log_bkg) / 20.0)
     out = []
     for c in range(3):
-        table = _t(_lut_field(f"o0_c{c + 1}"), log_bkg)  # (luminance, frequency)
-        y0, y1 = table[:, i].squeeze(-1), table[:, i + 1].squeeze(-1)
-        log_s_rho = y0 + (y1 - y0) / (x1 - x0) * (q - x0)  # (luminance,)
-        log_s = log_s_rho[i_lo] * (1.0 - frac) + log_s_rho[i_hi] * frac
+        log_s = lut[c][i_lo] * (1.0 - frac) + lut[c][i_hi] * frac
         out.append(10 ** log_s * corr)
     return torch.cat(out, dim=1)
 
 
+def cvvdp_sensitivity_ref(rho: float, log_bkg: torch.Tensor, params: CVVDPParams | None = None) -> torch.Tensor:
+    """castleCSF sensitivity (N, 3, h, w) of the three sustained channels at ``rho`` cpd on a background of
+    log10 luminance ``log_bkg`` (N, 1, h, w), including the sensitivity correction."""
+    return cvvdp_sensitivity_from_lut_ref(log_bkg, cvvdp_sensitivity_lut_ref(rho, log_bkg), params)
+
+
 # ------------------------------------------------------------------------------------------------------- masking
-def _gauss_blur(x: torch.Tensor, sigma: float) -> torch.Tensor:
-    """Gaussian blur (N, C, h, w), 4 sigma + 1 taps, reflect edges (torchvision's ``GaussianBlur``), separable."""
+def gauss_taps(sigma: float, like: torch.Tensor) -> torch.Tensor:
+    """The masking blur's taps (4 sigma + 1, normalised), formed in ``like``'s dtype as torchvision does."""
     size = int(sigma * 4) + 1
     half = (size - 1) * 0.5
-    xs = torch.linspace(-half, half, size, dtype=x.dtype, device=x.device)
+    xs = torch.linspace(-half, half, size, dtype=like.dtype, device=like.device)
     g = torch.exp(-0.5 * (xs / sigma) ** 2)
-    g = g / g.sum()
+    return g / g.sum()
+
+
+def _gauss_blur(x: torch.Tensor, sigma: float) -> torch.Tensor:
+    """Gaussian blur (N, C, h, w), 4 sigma + 1 taps, reflect edges (torchvision's ``GaussianBlur``), separable."""
+    g = gauss_taps(sigma, x)
+    size = g.numel()
     n, c, h, w = x.shape
     p = size // 2
     y = F.pad(x.reshape(-1, 1, h, w), (p, p, p, p), mode="reflect")
@@ -222,10 +272,31 @@ def _gauss_blur(x: torch.Tensor, sigma: float) -> torch.Tensor:
     return F.conv2d(y, g.view(1, 1, 1, size)).view(n, c, h, w)
 
 
+def _gauss_blur_axis(x: torch.Tensor, sigma: float, dim: int) -> torch.Tensor:
+    """One pass of :func:`_gauss_blur` along ``dim`` (-2: rows, -1: columns); the two passes compose to it."""
+    g = gauss_taps(sigma, x)
+    size = g.numel()
+    n, c, h, w = x.shape
+    p = size // 2
+    pad = (0, 0, p, p) if dim == -2 else (p, p, 0, 0)
+    y = F.pad(x.reshape(-1, 1, h, w), pad, mode="reflect")
+    return F.conv2d(y, g.view(1, 1, size, 1) if dim == -2 else g.view(1, 1, 1, size)).view(n, c, h, w)
+
+
 def _mask_pool(c: torch.Tensor, params: CVVDPParams) -> torch.Tensor:
     """Cross-channel masking: ``M[j] = sum_k C[k] 2^xcm[k, j]``."""
     weights = (2 ** _t(params.xcm_weights, c)).view(4, 4)[:3, :]
     return torch.cat([(c * weights[:, j].view(1, 3, 1, 1)).sum(dim=1, keepdim=True) for j in range(3)], dim=1)
+
+
+def _masked_difference(abs_diff: torch.Tensor, blurred: torch.Tensor, params: CVVDPParams) -> torch.Tensor:
+    """D from |T' - R'| and blur(min(|T'|, |R'|)), both (N, 3, h, w)."""
+    m_mm = blurred * 10 ** _t(params.mask_c, blurred)
+    q = _t(params.mask_q[:3], blurred).view(1, 3, 1, 1)
+    m = _mask_pool(safe_pow(m_mm.abs(), q), params)
+    d_u = safe_pow(abs_diff, _t(params.mask_p, blurred)) / (1 + m)
+    max_v = 10 ** _t(params.d_max, blurred)
+    return max_v * d_u / (max_v + d_u)
 
 
 def cvvdp_mask_diff_ref(test: torch.Tensor, ref: torch.Tensor, sens: torch.Tensor,
@@ -236,12 +307,7 @@ def cvvdp_mask_diff_ref(test: torch.Tensor, ref: torch.Tensor, sens: torch.Tenso
     gain = _t(_CH_GAIN, test).view(1, 3, 1, 1)
     t_p = test * sens * gain
     r_p = ref * sens * gain
-    m_mm = blurred * 10 ** _t(params.mask_c, test)
-    q = _t(params.mask_q[:3], test).view(1, 3, 1, 1)
-    m = _mask_pool(safe_pow(m_mm.abs(), q), params)
-    d_u = safe_pow((t_p - r_p).abs(), _t(params.mask_p, test)) / (1 + m)
-    max_v = 10 ** _t(params.d_max, test)
-    return max_v * d_u / (max_v + d_u)
+    return _masked_difference((t_p - r_p).abs(), blurred, params)
 
 
 def cvvdp_masking_input_ref(test: torch.Tensor, ref: torch.Tensor, sens: torch.Tensor) -> torch.Tensor:
@@ -293,8 +359,10 @@ def cvvdp_pool_ref(band_q: torch.Tensor, params: CVVDPParams | None = None) -> t
     return cvvdp_met2jod_ref(q_tc * _t(params.image_int, q_tc), params)
 
 
-def cvvdp_heatmap_ref(diffs: list[torch.Tensor], params: CVVDPParams | None = None) -> torch.Tensor:
-    """pycvvdp's "raw" heatmap (N, 1, H, W) in [0, 1] (0 = no visible difference) from the per-band D."""
+def cvvdp_heatmap_ref(diffs: list[torch.Tensor], params: CVVDPParams | None = None,
+                      expand=cvvdp_expand_ref) -> torch.Tensor:
+    """pycvvdp's "raw" heatmap (N, 1, H, W) in [0, 1] (0 = no visible difference) from the per-band D;
+    ``expand(x, size)`` is :func:`cvvdp_expand_ref` (the metric passes its GPU kernel)."""
     params = params or cvvdp_params()
     last = len(diffs) - 1
     bands = []
@@ -306,8 +374,79 @@ def cvvdp_heatmap_ref(diffs: list[torch.Tensor], params: CVVDPParams | None = No
         bands.append(d_chr / 2.0 if 0 < b < last else d_chr)
     img = bands[-1]
     for b in range(last - 1, -1, -1):
-        img = cvvdp_expand_ref(img, (bands[b].shape[-2], bands[b].shape[-1])) + bands[b]
+        img = expand(img, (bands[b].shape[-2], bands[b].shape[-1])) + bands[b]
     return 1.0 - cvvdp_met2jod_ref(img, params) / 10.0
+
+
+# ---------------------------------------------------------------------- fused stages (the GPU path's op twins)
+# The GPU path computes the same pipeline in a few fused kernels; these are their twins, each composed of the
+# steps above. Per band of the reference: contrast and sensitivity (``cvvdp_ref_band_ref``); per band of the test
+# image: masker input and |T' - R'| (``cvvdp_test_band_ref``), the masking blur's vertical pass
+# (``cvvdp_masker_vblur_ref``), then its horizontal pass, the masked difference and the per-row sums of D^beta
+# (``cvvdp_band_pool_ref``).
+def cvvdp_expand_op_ref(x: torch.Tensor, height: int, width: int) -> torch.Tensor:
+    """:func:`cvvdp_expand_ref` with the size as two ints (the op's signature)."""
+    return cvvdp_expand_ref(x, (height, width))
+
+
+def cvvdp_linear_dkl_op_ref(rgb: torch.Tensor, peak_luminance: float, black_level: float, reflected: float,
+                            exposure: float, rgb2xyz: list[float]) -> torch.Tensor:
+    """:func:`cvvdp_linear_dkl_ref` with the display's photometry as numbers (the op's signature); ``rgb2xyz``
+    holds the 3 x 3 matrix row by row."""
+    display = SimpleNamespace(peak_luminance=peak_luminance, black_level=black_level, reflected=reflected,
+                              exposure=exposure, rgb2xyz=tuple(tuple(rgb2xyz[3 * r:3 * r + 3]) for r in range(3)))
+    return cvvdp_linear_dkl_ref(rgb, display)
+
+
+def _band_contrast(g: torch.Tensor, g_next: torch.Tensor, scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Weber contrast (N, 3, h, w) of a non-baseband band (times ``scale``: 2 for middle bands) and its
+    background luminance (N, 1, h, w), as :func:`cvvdp_contrast_pyramid_ref`."""
+    expanded = cvvdp_expand_ref(g_next, (g.shape[-2], g.shape[-1]))
+    bkg = expanded[:, :1].clamp(min=0.01)
+    contrast = ((g - expanded) / bkg).clamp(max=1000.0)
+    return (contrast * 2.0 if scale == 2.0 else contrast), bkg
+
+
+def cvvdp_ref_band_ref(g: torch.Tensor, g_next: torch.Tensor, rho: float, scale: float) -> torch.Tensor:
+    """Reference side of one non-baseband band from Gaussian levels ``g`` (N, 3, h, w) and ``g_next`` (N, 3,
+    ceil(h/2), ceil(w/2)): contrast (channels 0-2) and CSF sensitivity at ``rho`` (3-5), (N, 6, h, w)."""
+    contrast, bkg = _band_contrast(g, g_next, scale)
+    return torch.cat([contrast, cvvdp_sensitivity_ref(rho, torch.log10(bkg))], dim=1)
+
+
+def cvvdp_test_band_ref(g: torch.Tensor, g_next: torch.Tensor, ref_contrast: torch.Tensor, sens: torch.Tensor,
+                        scale: float) -> torch.Tensor:
+    """Test side of one non-baseband band: ``min(|T'|, |R'|)`` (channels 0-2, the masking blur's input) and
+    ``|T' - R'|`` (3-5), (N, 6, h, w); ``ref_contrast`` and ``sens`` (N or 1, 3, h, w) from the reference."""
+    test, _ = _band_contrast(g, g_next, scale)
+    gain = _t(_CH_GAIN, test).view(1, 3, 1, 1)
+    t_p = test * sens * gain
+    r_p = ref_contrast * sens * gain
+    return torch.cat([torch.minimum(t_p.abs(), r_p.abs()), (t_p - r_p).abs()], dim=1)
+
+
+def masking_blur_applies(height: int, width: int) -> bool:
+    """Whether :func:`cvvdp_masking_input_ref` blurs a band of this size."""
+    params = cvvdp_params()
+    pad = int(params.pu_dilate * 2)
+    return params.pu_dilate != 0 and height > pad and width > pad
+
+
+def cvvdp_masker_vblur_ref(m: torch.Tensor) -> torch.Tensor:
+    """The masking blur's vertical pass (N, 3, h, w) (reflect edges; only for bands it applies to)."""
+    return _gauss_blur_axis(m, cvvdp_params().pu_dilate, -2)
+
+
+def cvvdp_band_pool_ref(vblurred: torch.Tensor, band: torch.Tensor, blur: bool, with_map: bool) -> torch.Tensor:
+    """The rest of a band after :func:`cvvdp_test_band_ref`: the blur's horizontal pass of ``vblurred`` (N, 3, h,
+    w) (``blur`` False: ``vblurred`` is the unblurred masker), the masked difference D and, per row, the sum of
+    ``safe_pow(D, beta)``. Returns (N, 3, h, w + 1) (D, then the row sums in the last column) with ``with_map``,
+    else (N, 3, h, 1) (the row sums)."""
+    params = cvvdp_params()
+    blurred = _gauss_blur_axis(vblurred, params.pu_dilate, -1) if blur else vblurred
+    d = _masked_difference(band[:, 3:], blurred, params)
+    rows = safe_pow(d, _t(params.beta, d)).sum(dim=-1, keepdim=True)
+    return torch.cat([d, rows], dim=-1) if with_map else rows
 
 
 # -------------------------------------------------------------------------------------------------- whole metric

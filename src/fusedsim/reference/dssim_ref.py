@@ -30,8 +30,9 @@ import torch
 
 __all__ = [
     "SCALE_WEIGHTS", "dssim_blur_ref", "dssim_combine_ref", "dssim_downsample_ref", "dssim_lab_op_ref",
-    "dssim_lab_ref", "dssim_pool_ref", "dssim_prepare_scales_ref", "dssim_ref", "dssim_scale_sizes",
-    "dssim_ssim_map_ref", "srgb_to_linear_ref",
+    "dssim_lab_ref", "dssim_pool_ref", "dssim_prep_ref", "dssim_prepare_scales_ref", "dssim_ref", "dssim_scale_sizes",
+    "dssim_srgb8_half_ref", "dssim_srgb8_prep_ref", "dssim_ssim_map_ref", "srgb8_table_ref", "srgb8_to_linear_ref",
+    "srgb_to_linear_ref",
 ]
 
 SCALE_WEIGHTS = (0.028, 0.197, 0.322, 0.298, 0.155)
@@ -89,6 +90,19 @@ def srgb_to_linear_ref(x: torch.Tensor) -> torch.Tensor:
     base = ((x + _SRGB_A) / _SRGB_B).clamp_min(0.0)
     lin = (base.double() ** GAMMA).to(x.dtype)
     return torch.where(x <= _SRGB_KNEE, x / _SRGB_SLOPE, lin)
+
+
+def srgb8_table_ref() -> torch.Tensor:
+    """dssim's sRGB -> linear table for uint8 codes (256 float32 values): :func:`srgb_to_linear_ref` of u / 255 in
+    float32, the values a uint8 image divided by 255 in float32 gets."""
+    return srgb_to_linear_ref(torch.arange(256, dtype=torch.float32) / 255.0)
+
+
+def srgb8_to_linear_ref(raw: torch.Tensor) -> torch.Tensor:
+    """uint8 sRGB codes (any shape) -> float32 linear light by table look-up (bit-identical to
+    :func:`srgb_to_linear_ref` of ``raw / 255`` in float32)."""
+    lut = srgb8_table_ref().to(raw.device)
+    return lut.index_select(0, raw.reshape(-1).to(torch.int32)).view(raw.shape)
 
 
 def dssim_scale_sizes(height: int, width: int, scales: int = len(SCALE_WEIGHTS)) -> list[tuple[int, int]]:
@@ -206,6 +220,24 @@ def dssim_combine_ref(scores: list[torch.Tensor]) -> torch.Tensor:
     return 1.0 / ssim.clamp_min(torch.finfo(torch.float64).eps) - 1.0
 
 
+def dssim_prep_ref(lin: torch.Tensor, alpha: torch.Tensor, has_alpha: bool) -> torch.Tensor:
+    """One scale's Lab (N, 3, H, W) with pre-blurred a/b, of linear RGB (N, 3, H, W) [+ alpha when ``has_alpha``]
+    (the twin of the ``dssim_prep`` op)."""
+    lab = dssim_lab_ref(lin, alpha if has_alpha else None)
+    return torch.cat([lab[:, :1], dssim_blur_ref(lab[:, 1:])], dim=1)
+
+
+def dssim_srgb8_prep_ref(raw: torch.Tensor) -> torch.Tensor:
+    """:func:`dssim_prep_ref` of uint8 sRGB codes (N, 3, H, W), linearised by dssim's table (float32)."""
+    lin = srgb8_to_linear_ref(raw)
+    return dssim_prep_ref(lin, lin, False)
+
+
+def dssim_srgb8_half_ref(raw: torch.Tensor) -> torch.Tensor:
+    """The next scale's linear RGB (N, 3, H // 2, W // 2), float32, of uint8 sRGB codes (N, 3, H, W)."""
+    return dssim_downsample_ref(srgb8_to_linear_ref(raw))
+
+
 def dssim_prepare_scales_ref(lin: torch.Tensor, alpha: torch.Tensor | None = None) -> list[torch.Tensor]:
     """One image's side of the comparison: per scale its Lab with pre-blurred a/b, each (N, 3, H_s, W_s)."""
     out = []
@@ -213,8 +245,7 @@ def dssim_prepare_scales_ref(lin: torch.Tensor, alpha: torch.Tensor | None = Non
         if s:
             lin = dssim_downsample_ref(lin)
             alpha = dssim_downsample_ref(alpha) if alpha is not None else None
-        lab = dssim_lab_ref(lin, alpha)
-        out.append(torch.cat([lab[:, :1], dssim_blur_ref(lab[:, 1:])], dim=1))
+        out.append(dssim_prep_ref(lin, alpha if alpha is not None else lin, alpha is not None))
     return out
 
 

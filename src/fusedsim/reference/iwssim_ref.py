@@ -42,18 +42,24 @@ __all__ = [
     "SCALE_WEIGHTS",
     "binom_filter_ref",
     "combine_ref",
+    "corrected_eig_levels_ref",
     "corrected_eig_ref",
     "cs_from_moments_ref",
     "cs_maps_ref",
     "enlarge2_ref",
+    "enlarge_taps",
     "gaussian_table",
+    "grey8_ref",
     "grey_ref",
     "info_weight_map_op_ref",
     "info_weight_map_ref",
     "iw_ssim_ref",
     "laplacian_pyramid_ref",
+    "level_sums_ref",
     "neighbourhood_gram_op_ref",
     "neighbourhood_gram_ref",
+    "pyr_band_ref",
+    "pyr_reduce_op_ref",
 ]
 
 LEVELS = 5
@@ -144,6 +150,17 @@ def pyr_expand_ref(x: torch.Tensor, height: int, width: int, filter_axis: Filter
     return _upsample_axis(_upsample_axis(x, -2, height, filter_axis), -1, width, filter_axis)
 
 
+def pyr_reduce_op_ref(x: torch.Tensor) -> torch.Tensor:
+    """:func:`pyr_reduce_ref` with the taps one by one (the twin of the ``iwssim_reduce`` op)."""
+    return pyr_reduce_ref(x, binom_filter_ref)
+
+
+def pyr_band_ref(img: torch.Tensor, lo: torch.Tensor) -> torch.Tensor:
+    """One band of ``buildLpyr``: ``img - expand(lo)`` (N, C, H, W), ``lo = reduce(img)``, the taps one by one
+    (the twin of the ``iwssim_band`` op)."""
+    return img - pyr_expand_ref(lo, img.shape[-2], img.shape[-1], binom_filter_ref)
+
+
 def laplacian_pyramid_ref(img: torch.Tensor, levels: int = LEVELS,
                           filter_axis: FilterAxis = _filter_axis) -> list[torch.Tensor]:
     """Bands of ``buildLpyr(img, levels)``, finest first: ``levels - 1`` band-pass images and the low-pass.
@@ -158,7 +175,7 @@ def laplacian_pyramid_ref(img: torch.Tensor, levels: int = LEVELS,
 
 
 @functools.lru_cache(maxsize=64)
-def _enlarge_taps(m: int, out: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+def enlarge_taps(m: int, out: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """1-D ``imenlarge2`` of length ``m`` as a sparse matrix: for the first ``out`` outputs, (idx (out, 4),
     weight (out, 4)) with out[j] = Σ_k weight[j, k]·in[idx[j, k]]. Cached per size and device (built on the CPU
     once, so later calls copy nothing to the device)."""
@@ -189,7 +206,7 @@ def _enlarge_taps(m: int, out: int, device: torch.device) -> tuple[torch.Tensor,
 
 
 def _enlarge_axis(x: torch.Tensor, dim: int, out: int) -> torch.Tensor:
-    idx, w = _enlarge_taps(x.shape[dim], out, x.device)
+    idx, w = enlarge_taps(x.shape[dim], out, x.device)
     w = w.to(x.dtype)
     view = [1] * x.dim()
     view[dim] = out
@@ -234,6 +251,18 @@ def corrected_eig_ref(gram: torch.Tensor) -> torch.Tensor:
     lam = pos * lam.sum(-1, keepdim=True) / (kept + (kept == 0))
     inv = (q / lam.unsqueeze(-2)) @ q.transpose(-1, -2)
     return torch.cat([inv, lam.unsqueeze(-2)], dim=-2)
+
+
+def corrected_eig_levels_ref(grams: torch.Tensor, sizes: list[int]) -> torch.Tensor:
+    """:func:`corrected_eig_ref` of every level at once (the twin of the ``iwssim_eig_levels`` op): grams
+    (L, N, KP, KP) holding level l's (N, K_l, K_l) matrices top-left (``sizes[l]`` = K_l), out (L, N, KP + 1, KP)
+    with level l's [C⁻¹; λ] in its block [:K_l + 1, :K_l] and zeros elsewhere."""
+    kp = grams.shape[-1]
+    out = []
+    for level, k in enumerate(sizes):
+        eig = corrected_eig_ref(grams[level, :, :k, :k])
+        out.append(F.pad(eig, (0, kp - k, 0, kp - k)))
+    return torch.stack(out)
 
 
 def _box3_same(x: torch.Tensor) -> torch.Tensor:
@@ -329,3 +358,22 @@ def info_weight_map_op_ref(ref_band: torch.Tensor, dist_band: torch.Tensor, pare
                            has_parent: bool) -> torch.Tensor:
     """Twin of the ``iwssim_info`` op (``parent`` used only when ``has_parent``)."""
     return info_weight_map_ref(ref_band, dist_band, parent if has_parent else None, eig)
+
+
+def level_sums_ref(ref_band: torch.Tensor, dist_band: torch.Tensor, parent: torch.Tensor, eig: torch.Tensor,
+                   moments: torch.Tensor, has_parent: bool) -> torch.Tensor:
+    """[Σ cs·iw, Σ iw] (N, 2) of one band level (levels 1-4) from its windowed moments (5, N, 1, H', W') (the twin
+    of the ``iwssim_level`` op; ``parent`` used only when ``has_parent``)."""
+    cs = cs_from_moments_ref(moments[:, :, 0], False)
+    iw = info_weight_map_op_ref(ref_band, dist_band, parent, eig, has_parent)
+    return torch.stack([(cs * iw).flatten(1).sum(1), iw.flatten(1).sum(1)], dim=1)
+
+
+def grey8_ref(raw: torch.Tensor, luma: torch.Tensor, rounded: bool) -> torch.Tensor:
+    """uint8 sRGB (N, 3, H, W) -> grey (N, 1, H, W) float64 in [0, 255] with the luma coefficients ``luma`` (3,)
+    float64, rounded half away from zero when ``rounded``: :func:`grey_ref` of ``raw / 255`` in float64, the same
+    operations (the twin of the ``iwssim_grey8`` op)."""
+    x = raw.to(torch.float64) / 255.0 * 255.0
+    kr, kg, kb = luma.to(torch.float64).unbind()
+    grey = kr * x[:, 0:1] + kg * x[:, 1:2] + kb * x[:, 2:3]
+    return torch.floor(grey + 0.5) if rounded else grey

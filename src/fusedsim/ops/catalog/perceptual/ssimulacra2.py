@@ -1,0 +1,128 @@
+"""Perceptual-metric ops: SSIMULACRA2 (registered when the ``perceptual`` family loads)."""
+
+from __future__ import annotations
+
+import torch
+
+from fusedsim.ops.registry import Example, KernelOp, register_op
+from fusedsim.reference.recursive_gaussian_ref import recursive_gaussian_ref
+from fusedsim.reference.ssimulacra2_ref import (
+    ssimulacra2_error_pool_ref,
+    ssimulacra2_linear_xyb_ref,
+    ssimulacra2_reference_blur_ref,
+)
+
+
+# The kernels compute the reference's float32 arithmetic, as the float32 twin does (FMA evaluated in float64 and
+# rounded once, which differs from a true FMA only when the float64 sum lands on a float32 midpoint: ~1 in 2**29
+# FMAs, then by 1 ulp); pooled sums are float64 in another order (~1e-16). Hence 1e-6 relative.
+SSIMULACRA2_TOLERANCE = {torch.float32: (1e-6, 0.0)}
+
+
+def _srgb_images(shape, device, seed, dtype=torch.float32):
+    gen = torch.Generator().manual_seed(seed)
+    ref = torch.randint(0, 256, shape, generator=gen)
+    dist = (ref + torch.randint(-24, 25, shape, generator=gen)).clamp(0, 255)
+    if dtype == torch.uint8:
+        return ref.to(device, torch.uint8), dist.to(device, torch.uint8)
+    return (ref / 255.0).to(device, dtype), (dist / 255.0).to(device, dtype)
+
+
+def _xyb_images(shape, device, seed, ref_batch=None):
+    ref, dist = _srgb_images(shape, torch.device("cpu"), seed, torch.uint8)
+    x1 = ssimulacra2_linear_xyb_ref(ref[: ref_batch or shape[0]], False)[1]
+    return x1.to(device), ssimulacra2_linear_xyb_ref(dist, False)[1].to(device)
+
+
+def _recursive_gaussian_examples(device: torch.device) -> list[Example]:
+    out = []
+    for i, (shape, sigma) in enumerate([((1, 1, 5, 4), 1.5), ((2, 3, 9, 13), 1.5), ((1, 7, 30), 1.5),
+                                        ((2, 12, 11), 1.5), ((1, 1, 12, 25), 2.0),
+                                        ((1, 2, 6, 75), 1.5), ((1, 19, 90), 2.0)]):
+        gen = torch.Generator().manual_seed(90 + i)
+        out.append(Example((torch.rand(shape, generator=gen).to(device),), (sigma,), note=f"{shape} sigma={sigma}"))
+    x = torch.rand(1, 2, 22, 30, generator=torch.Generator().manual_seed(95)).to(device)[:, :, 3:20, ::2]
+    out.append(Example((x,), (1.5,), note="non-contiguous"))
+    return out
+
+
+recursive_gaussian = register_op(KernelOp(
+    name="recursive_gaussian",
+    schema="(Tensor x, float sigma) -> Tensor",
+    n_tensors=1,
+    plan_for="fusedsim.ops.recursive_gaussian:recursive_gaussian_plan",
+    reference=recursive_gaussian_ref,
+    fake=lambda x, sigma: x.new_empty(x.shape),
+    examples=_recursive_gaussian_examples,
+    differentiable=False,
+    tolerance=SSIMULACRA2_TOLERANCE,
+    doc="libjxl's recursive Gaussian (Charalampidis IIR, zero padding) of every (H, W) plane, float32 with the "
+        "reference's step structure (SSIMULACRA2 uses sigma 1.5).",
+))
+
+
+def _linear_xyb_examples(device: torch.device) -> list[Example]:
+    out = [Example((_srgb_images((2, 3, 7, 9), device, 100, torch.uint8)[0],), (False,), note="uint8 sRGB"),
+           Example((_srgb_images((1, 3, 8, 5), device, 101)[0],), (False,), note="float sRGB"),
+           Example((torch.rand(1, 3, 9, 7, generator=torch.Generator().manual_seed(102)).to(device),), (True,),
+                   note="downsample odd sizes")]
+    x = torch.rand(1, 3, 22, 30, generator=torch.Generator().manual_seed(103)).to(device)
+    out.append(Example((x[:, :, 3:20, ::2],), (False,), note="non-contiguous sRGB"))
+    out.append(Example((x.to(memory_format=torch.channels_last)[:, :, 2:13],), (True,), note="channels-last"))
+    return out
+
+
+ssimulacra2_linear_xyb = register_op(KernelOp(
+    name="ssimulacra2_linear_xyb",
+    schema="(Tensor x, bool downsample) -> Tensor",
+    n_tensors=1,
+    plan_for="fusedsim.ops.xyb:linear_xyb_plan",
+    reference=ssimulacra2_linear_xyb_ref,
+    fake=lambda x, downsample: x.new_empty(
+        (2, x.shape[0], 3, *((s + 1) // 2 if downsample else s for s in x.shape[2:])),
+        dtype=torch.float32 if x.dtype == torch.uint8 else x.dtype),
+    examples=_linear_xyb_examples,
+    differentiable=False,
+    tolerance=SSIMULACRA2_TOLERANCE,
+    doc="SSIMULACRA2's colour step: sRGB (or the previous scale's linear RGB, 2x2-averaged) -> (linear RGB, XYB).",
+))
+
+
+ssimulacra2_reference_blur = register_op(KernelOp(
+    name="ssimulacra2_reference_blur",
+    schema="(Tensor x1) -> Tensor",
+    n_tensors=1,
+    plan_for="fusedsim.ops.ssimulacra2:reference_blur_plan",
+    reference=ssimulacra2_reference_blur_ref,
+    fake=lambda x1: x1.new_empty((2, *x1.shape)),
+    examples=lambda device: [Example((_xyb_images(shape, device, 110 + i)[0],), note=str(shape))
+                             for i, shape in enumerate([(1, 3, 9, 10), (2, 3, 6, 13)])],
+    differentiable=False,
+    tolerance=SSIMULACRA2_TOLERANCE,
+    doc="SSIMULACRA2's reference-side blurs of one scale: G(x1), G(x1²) (products formed in the kernel).",
+))
+
+
+def _error_pool_examples(device: torch.device) -> list[Example]:
+    out = []
+    for i, (shape, ref_batch) in enumerate([((2, 3, 8, 9), 1), ((1, 3, 11, 6), None)]):
+        x1, x2 = _xyb_images(shape, torch.device("cpu"), 120 + i, ref_batch)
+        mu1, s11 = ssimulacra2_reference_blur_ref(x1)
+        out.append(Example(tuple(t.to(device) for t in (x1, x2, mu1, s11)),
+                           note=f"{shape} reference batch {ref_batch or shape[0]}"))
+    return out
+
+
+ssimulacra2_error_pool = register_op(KernelOp(
+    name="ssimulacra2_error_pool",
+    schema="(Tensor x1, Tensor x2, Tensor mu1, Tensor s11) -> Tensor",
+    n_tensors=4,
+    plan_for="fusedsim.ops.ssimulacra2:error_pool_plan",
+    reference=ssimulacra2_error_pool_ref,
+    fake=lambda x1, x2, mu1, s11: x2.new_empty((x2.shape[0], 3, 2, 3), dtype=torch.float64),
+    examples=_error_pool_examples,
+    differentiable=False,
+    tolerance=SSIMULACRA2_TOLERANCE,
+    doc="SSIMULACRA2's comparison of one scale: blurs of x2, x2², x1·x2, SSIM and edge maps, L1/L4 pooling "
+        "(N, 3, 2, 3) float64; the blurred maps stay in registers.",
+))

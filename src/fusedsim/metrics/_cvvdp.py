@@ -131,6 +131,7 @@ def _prepare_fused(ref: torch.Tensor, display: CVVDPDisplay) -> tuple[list[torch
     bands, sens = [], []
     for b in range(len(freqs) - 1):
         both = _ops().ref_band(gauss[b], gauss[b + 1], freqs[b], _band_scale(b))
+        gauss[b] = None  # each Gaussian level is read by its band and the finer one only: free it (peak memory)
         bands.append(both[:, :3])
         sens.append(both[:, 3:])
     contrast, bkg = _baseband_contrast(gauss[-1])
@@ -150,10 +151,12 @@ def _compare_fused(ref_bands: list[torch.Tensor], sens: list[torch.Tensor], dist
     ops = _ops()
     params = cvvdp_params()
     gauss = _gauss_pyramid(dist, display, len(ref_bands))
+    pixels = _pixels(tuple(g.shape[-2] * g.shape[-1] for g in gauss), dist.device)
     sums, diffs = [], []
     for b in range(len(ref_bands) - 1):
         h, w = gauss[b].shape[-2:]
         band = ops.test_band(gauss[b], gauss[b + 1], ref_bands[b], sens[b], _band_scale(b))
+        gauss[b] = None  # read by this band and the finer one only: freed before the masking buffers (peak memory)
         blur = spec.masking_blur_applies(h, w)
         masker = ops.masker_vblur(band[:, :3]) if blur else band[:, :3]
         out = ops.band_pool(masker, band, blur, return_map)
@@ -164,7 +167,6 @@ def _compare_fused(ref_bands: list[torch.Tensor], sens: list[torch.Tensor], dist
     d = (contrast - ref_bands[-1]).abs() * sens[-1]
     beta = spec._t(params.beta, d)
     sums.append(spec.safe_pow(d, beta).sum(dim=(-2, -1)))
-    pixels = _pixels(tuple(g.shape[-2] * g.shape[-1] for g in gauss), d.device)
     jod = spec.cvvdp_pool_ref(spec.safe_pow(torch.stack(sums, dim=-1) / pixels, 1 / beta), params)
     if not return_map:
         return jod

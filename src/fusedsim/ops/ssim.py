@@ -492,6 +492,7 @@ class MSSSIMPlan:
             self._pool_offsets.append(total)
             total += _aligned(math.prod(pool.out_shape))
         self._pyramid_len = total
+        self._bwd_layouts: dict[tuple[bool, bool], tuple[list[tuple[int, int]], int]] = {}
         self._coarse_grad_len = sum(_aligned(math.prod(plan.shape)) for plan in self.level_plans[1:])
         self._part_offsets, total = [], _aligned(math.prod(self.stats_shape))
         for plan in self.level_plans:
@@ -522,6 +523,20 @@ class MSSSIMPlan:
         self._combine(stats, weights, out, self._planes, self._per, self.levels, self.reduce, 128)
         return out, (stats, *xs[1:], *ys[1:])
 
+    def _backward_layout(self, need_dx: bool, need_dy: bool) -> tuple[list[tuple[int, int]], int]:
+        """(offset, length) of each level's scratch after the combine's gradient, and the total length, in the
+        backward's accumulation-dtype buffer (fixed per plan and gradients asked for: computed once)."""
+        key = (need_dx, need_dy)
+        layout = self._bwd_layouts.get(key)
+        if layout is None:
+            start, scratch_at = _aligned(math.prod(self.stats_shape)), []
+            for lvl, plan in enumerate(self.level_plans):
+                length = _aligned(plan.backward_scratch_len(need_dx, need_dy, lvl < self.levels - 1))
+                scratch_at.append((start, length))
+                start += length
+            layout = self._bwd_layouts[key] = (scratch_at, start)
+        return layout
+
     def backward(self, tensors, saved, g, needs):
         x, y, win, weights = tensors
         if not saved:  # torch.compile's backward op: recompute
@@ -532,10 +547,8 @@ class MSSSIMPlan:
         if not (need_dx or need_dy):
             return None, None, None, None
         # one allocation for the combine's gradient and every level's scratch, one for the coarse levels' gradients
-        scratch_lens = [_aligned(plan.backward_scratch_len(need_dx, need_dy, lvl < k))
-                        for lvl, plan in enumerate(self.level_plans)]
-        n_stats = _aligned(math.prod(self.stats_shape))
-        acc = torch.empty(n_stats + sum(scratch_lens), dtype=self.acc, device=x.device)
+        scratch_at, acc_len = self._backward_layout(need_dx, need_dy)
+        acc = torch.empty(acc_len, dtype=self.acc, device=x.device)
         g_stats = acc[:math.prod(self.stats_shape)].view(self.stats_shape)
         grads = torch.empty((need_dx + need_dy) * self._coarse_grad_len, dtype=x.dtype, device=x.device)
         if self.reduce == REDUCE_CHANNEL and not g.is_contiguous():
@@ -546,8 +559,8 @@ class MSSSIMPlan:
         up, grad_start = (None, None), 0
         for lvl in range(self.levels - 1, -1, -1):
             plan = self.level_plans[lvl]
-            start = n_stats + sum(scratch_lens[:lvl])
-            scratch = acc[start:start + scratch_lens[lvl]]
+            start, length = scratch_at[lvl]
+            scratch = acc[start:start + length]
             if lvl > 0:  # coarse levels' gradients: views of one buffer (level 0's are returned: their own)
                 numel = math.prod(plan.shape)
                 dx = grads[grad_start:grad_start + numel].view(plan.shape) if need_dx else None

@@ -3,7 +3,8 @@
 Parts (``--parts``, default all):
   table  per-call time of SSIM providers at the shapes users train and score on: forward+backward (gradient for
          img1 only, ``(1 - f(x, y)).backward()``; loss providers ``loss.backward()``), inference under
-         ``torch.no_grad()``, peak extra memory of forward+backward, and each provider's value
+         ``torch.no_grad()``, peak extra memory of forward+backward, and each provider's value; each time is the
+         median of ``--rounds`` rounds (default 3) that visit the providers in turn, so host drift hits all alike
   ms     the same for MS-SSIM
   train  a 3DGS-like training step (parameter image -> 1x1 conv -> sigmoid -> 0.8 L1 + 0.2 (1 - SSIM) -> Adam),
          wall clock over many steps with one synchronize at the end; "SSIM share" = step - L1-only step
@@ -161,7 +162,7 @@ def floor_ms(shape: Shape, train: bool, device: str) -> float | None:
     return 1e3 * max(px * (20 if train else 8) / 4.3e12, px * instr / lanes_per_s)
 
 
-def time_provider(p: Provider, x: Tensor, y: Tensor, device: str, rep_ms: int) -> dict:
+def time_provider(p: Provider, x: Tensor, y: Tensor, device: str, rep_ms: int, memory: bool = True) -> dict:
     xg = x.clone().requires_grad_(True)
 
     def fwd_bwd() -> None:
@@ -177,12 +178,38 @@ def time_provider(p: Provider, x: Tensor, y: Tensor, device: str, rep_ms: int) -
         row["value"] = float(infer())
         row["fwd_bwd_ms"] = median_ms(fwd_bwd, 25, rep_ms, grad_to_none=[xg], device=device)
         xg.grad = None  # the gradient's allocation counts, as in a training step after zero_grad()
-        row["peak_extra_mib"] = peak_extra_mib(fwd_bwd, device)
+        if memory:
+            row["peak_extra_mib"] = peak_extra_mib(fwd_bwd, device)
         if not p.loss:
             row["infer_ms"] = median_ms(infer, 25, rep_ms, device=device)
     except Exception as exc:  # a provider that cannot run a case is recorded, not fatal
         row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
     return row
+
+
+def time_interleaved(providers: list[Provider], x: Tensor, y: Tensor, device: str, rep_ms: int,
+                     rounds: int) -> dict[str, dict]:
+    """Each provider's row, its times the median over ``rounds`` rounds that visit the providers in turn: the
+    host's speed drifts by up to 2x within a run on the GPU machine, and interleaving makes the drift hit every
+    provider alike (each round's times are kept in ``*_rounds``)."""
+    rows: dict[str, dict] = {}
+    for r in range(rounds):
+        for p in providers:
+            row = time_provider(p, x, y, device, rep_ms, memory=r == 0)
+            if r == 0:
+                rows[p.name] = row
+                for mode in ("fwd_bwd_ms", "infer_ms"):
+                    if mode in row:
+                        row[mode.replace("_ms", "_rounds")] = [row[mode]]
+                continue
+            for mode in ("fwd_bwd_ms", "infer_ms"):
+                if mode in row and mode.replace("_ms", "_rounds") in rows[p.name]:
+                    rows[p.name][mode.replace("_ms", "_rounds")].append(row[mode])
+    for row in rows.values():
+        for mode in ("fwd_bwd_ms", "infer_ms"):
+            if mode.replace("_ms", "_rounds") in row:
+                row[mode] = statistics.median(row[mode.replace("_ms", "_rounds")])
+    return rows
 
 
 def agreement(a: Provider, b: Provider, x: Tensor, y: Tensor) -> dict:
@@ -201,16 +228,15 @@ def agreement(a: Provider, b: Provider, x: Tensor, y: Tensor) -> dict:
 
 
 def run_table(kind: str, shapes: list[Shape], providers: list[Provider], missing: dict[str, str], device: str,
-              rep_ms: int) -> tuple[list[dict], list[dict]]:
+              rep_ms: int, rounds: int = 3) -> tuple[list[dict], list[dict]]:
     rows: list[dict] = []
     checks: list[dict] = []
     for seed, shape in enumerate(shapes):
         x, y = random_pair(shape, device, seed=seed)  # fresh data per shape
-        for p in providers:
-            if len(shape) not in p.dims:
-                continue
-            row = {"kind": kind, "shape": list(shape), "dtype": "float32", "provider": p.name,
-                   **time_provider(p, x, y, device, rep_ms)}
+        here = [p for p in providers if len(shape) in p.dims]
+        timed = time_interleaved(here, x, y, device, rep_ms, rounds)
+        for p in here:
+            row = {"kind": kind, "shape": list(shape), "dtype": "float32", "provider": p.name, **timed[p.name]}
             if p.name in ("fusedsim.fused_ssim", "fusedsim.ssim"):
                 row["floor_fwd_bwd_ms"] = floor_ms(shape, True, device)
                 row["floor_infer_ms"] = floor_ms(shape, False, device)
@@ -415,19 +441,22 @@ def main() -> None:
     parser.add_argument("--parts", default="table,ms,train", help="comma-separated: table, ms, train")
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"), help="cpu: smoke run of the code")
     parser.add_argument("--steps", type=int, default=None, help="training steps per timing (default 300)")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="per-call tables: rounds over the providers, median reported (default 3, 1 with --quick)")
     args = parser.parse_args()
     device, skip, parts = args.device, parse_skip(args.skip), parse_skip(args.parts)
     if device == "cuda" and not torch.cuda.is_available():
         sys.exit("no CUDA device: run with --device cpu --quick for a smoke run")
     gpu = device == "cuda"
     rep_ms = 50 if args.quick else 150
+    rounds = args.rounds or (1 if args.quick else 3)
     ssim_shapes = (QUICK_SSIM_SHAPES if args.quick else SSIM_SHAPES) if gpu else CPU_SSIM_SHAPES
     ms_shapes = (MS_SHAPES[:1] if args.quick else MS_SHAPES) if gpu else CPU_MS_SHAPES
     train_sizes = TRAIN_SIZES if gpu else CPU_TRAIN_SIZES
     steps = args.steps or (300 if gpu and not args.quick else 100 if gpu else 5)
     warmup, repeats = (50, 3) if gpu and not args.quick else (20, 1) if gpu else (2, 1)
 
-    meta = {**metadata(device), **peer_info(), "dtype": "float32", "rep_ms": rep_ms}
+    meta = {**metadata(device), **peer_info(), "dtype": "float32", "rep_ms": rep_ms, "rounds": rounds}
     print(meta, flush=True)
     rows: list[dict] = []
     checks: list[dict] = []
@@ -445,7 +474,7 @@ def main() -> None:
     for part, kind, shapes, make in (("table", "ssim", ssim_shapes, ssim_providers),
                                      ("ms", "ms_ssim", ms_shapes, ms_providers)):
         if part in parts:
-            r, c = run_table(kind, shapes, *make(skip), device, rep_ms)
+            r, c = run_table(kind, shapes, *make(skip), device, rep_ms, rounds)
             rows += r
             checks += c
             save()

@@ -32,6 +32,14 @@ def _fast_launch_supported() -> bool:
     return _FAST_OK
 
 
+def _active_hook(hook):
+    """``hook``, or None when no hook is installed: Triton 3.5+ keeps launch hooks in a ``HookChain`` that is never
+    None (an empty chain still costs a Python call per launch, and ``launch_metadata`` a dict)."""
+    if hook is None or not getattr(hook, "calls", True):
+        return None
+    return hook
+
+
 def _is_compiled_kernel(kernel) -> bool:
     """A kernel jitted for a device (not Triton's interpreter, which is chosen when the kernel is decorated)."""
     from triton.runtime.jit import JITFunction
@@ -76,7 +84,7 @@ class Launcher:
         stream = self._stream_of(self._device)
         knobs = self._knobs
         grid = self.grid
-        enter, exit_ = knobs.launch_enter_hook, knobs.launch_exit_hook
+        enter, exit_ = _active_hook(knobs.launch_enter_hook), _active_hook(knobs.launch_exit_hook)
         # the metadata is read only by launch hooks (profilers): built only when one is installed
         metadata = compiled.launch_metadata(grid, stream, *args) if enter is not None or exit_ is not None else None
         compiled.run(grid[0], grid[1], grid[2], stream, compiled.function, compiled.packed_metadata, metadata, enter,

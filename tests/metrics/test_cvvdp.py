@@ -5,12 +5,14 @@ cached == one-shot, gradients and bad inputs."""
 from __future__ import annotations
 
 import csv
+import weakref
 from collections import defaultdict
 
 import numpy as np
 import pytest
 import torch
 from PIL import Image
+from torch.utils._python_dispatch import TorchDispatchMode
 
 import fusedsim
 from fusedsim.backend import use_backend
@@ -116,6 +118,45 @@ def test_triton_path_matches_pycvvdp_on_a_crop(chelsea_crop, kernel_device, disp
     assert abs(float(out.jod) - jod) <= TRITON_JOD_TOL
     assert abs(float(out.diff_map.double().mean()) - mean) <= MAP_TOL
     assert torch.equal(out.jod, cached)
+
+
+class _PeakLiveBytes(TorchDispatchMode):
+    """The largest total size of tensor storages alive at once, sampled after every tensor operation (a storage
+    counts while a tensor on it is alive); storages of ``ignore`` (the inputs) are not counted."""
+
+    def __init__(self, ignore: tuple[torch.Tensor, ...]) -> None:
+        super().__init__()
+        self.ignore = {t.untyped_storage().data_ptr() for t in ignore}
+        self.storages: dict[int, tuple[int, list]] = {}
+        self.peak = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in out if isinstance(out, (tuple, list)) else (out,):
+            if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() not in self.ignore:
+                entry = self.storages.setdefault(t.untyped_storage().data_ptr(), (t.untyped_storage().nbytes(), []))
+                entry[1].append(weakref.ref(t))
+        live = {ptr: (size, refs) for ptr, (size, refs) in self.storages.items() if any(r() is not None for r in refs)}
+        self.storages = live
+        self.peak = max(self.peak, sum(size for size, _ in live.values()))
+        return out
+
+
+def test_triton_path_peak_memory(kernel_device):
+    """The one-shot fused path keeps, at its largest, two Gaussian levels of each image (3 + 3/4 planes each)
+    and one band's six planes: 13.5 float32 planes of the image size (issue 9: it was 25.5, with float copies of
+    both images, the reference's whole contrast pyramid and the previous band's buffers)."""
+    gen = torch.Generator().manual_seed(3)
+    ref = torch.randint(0, 256, (1, 3, 16, 16), dtype=torch.uint8, generator=gen)
+    dist = (ref.float() + 8 * torch.randn(ref.shape, generator=gen)).clamp(0, 255).to(torch.uint8)
+    ref, dist = ref.to(kernel_device), dist.to(kernel_device)
+    with use_backend("triton"):
+        fusedsim.cvvdp(ref, dist)  # caches (tables, launchers) made on the first call are not the call's memory
+        tracker = _PeakLiveBytes(ignore=(ref, dist))
+        with tracker:
+            fusedsim.cvvdp(ref, dist)
+    planes = tracker.peak / (16 * 16 * 4)
+    assert planes <= 14.5, planes  # the interpreter adds a few hundred bytes of its own
 
 
 def test_identical_images_score_ten_with_an_empty_map():

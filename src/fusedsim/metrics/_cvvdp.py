@@ -3,14 +3,19 @@
 The algorithm, its constants and the data files are in :mod:`fusedsim.reference.cvvdp_ref` and
 :mod:`fusedsim.reference.cvvdp_data`. On the CPU, and for calls that need gradients or run in float64, the
 pipeline is the PyTorch twin (differentiable, no host synchronisation). float32 calls where the backend is
-Triton (GPU tensors) run the fused path: the pyramid's reductions (``cvvdp_reduce``), then per band one kernel
-for the reference side (``cvvdp_ref_band``: expand, contrast, CSF sensitivity), and three for the test side
-(``cvvdp_test_band``: expand, contrast, masker input and |T' - R'|; ``cvvdp_masker_vblur``; ``cvvdp_band_pool``:
-the blur's second pass, masking, soft clamp and per-row pooled sums, plus the difference map when asked for);
-the display model is one kernel (``cvvdp_linear_dkl``); the baseband (a few pixels) and the final pooling stay
-the twin's PyTorch code. Each kernel
-is a registered op whose twin is the corresponding twin stage. The fused path differs from the twin by float32
-rounding only (|ΔJOD| ~1e-6).
+Triton (GPU tensors) run the fused path: the display model is one kernel (``cvvdp_linear_dkl``, which reads
+uint8 codes directly: no float copy of the images), then per band the pyramid's reductions (``cvvdp_reduce``)
+and three kernels: the band's contrast, CSF sensitivity, masker input and |T' - R'| (``cvvdp_pair_band`` in a
+one-shot call; a prepared reference stores its side per band with ``cvvdp_ref_band`` and the test side is
+``cvvdp_test_band``), the masking blur's first pass (``cvvdp_masker_vblur``) and ``cvvdp_band_pool`` (the blur's
+second pass, masking, soft clamp and per-row pooled sums, plus the difference map when asked for). The baseband
+(a few pixels) and the final pooling stay the twin's PyTorch code. Each kernel is a registered op whose twin is
+the corresponding twin stage. The fused path differs from the twin by float32 rounding only (|ΔJOD| ~1e-6).
+
+Peak memory of the fused path: bands are made one at a time, finest first; each Gaussian level is made when its
+band needs it and dropped once the next band is built, and every band's buffers are dropped before the next. In a
+one-shot call the largest set alive at once is, at the finest band, two levels of each image (3 + 3/4 planes
+each) and the band's six planes: about 13.5 float32 planes of the image size.
 
 Precision: uint8 and float32 input is computed in float32, as pycvvdp does; on the corpus the JODs equal
 pycvvdp's bit for bit on the CPU. float64 input is computed in float64 (for gradient checks), float16/bfloat16
@@ -26,7 +31,7 @@ from typing import NamedTuple
 
 import torch
 
-from fusedsim.metrics.srgb_input import srgb_image, srgb_pair
+from fusedsim.metrics.srgb_input import SRGBPair, srgb_image, srgb_pair
 from fusedsim.reference import cvvdp_ref as spec
 from fusedsim.reference.cvvdp_data import CVVDPDisplay, cvvdp_display, cvvdp_params
 
@@ -78,8 +83,8 @@ def _mask_diff(dtype: torch.dtype, grad: bool):
 
 
 def _fused(x: torch.Tensor, grad: bool) -> bool:
-    """Whether the fused kernels run: float32 without gradients, where the backend is Triton."""
-    if grad or x.dtype != torch.float32:
+    """Whether the fused kernels run: float32 or uint8 codes without gradients, where the backend is Triton."""
+    if grad or x.dtype not in (torch.float32, torch.uint8):
         return False
     from fusedsim.backend import choose_backend
 
@@ -95,17 +100,62 @@ def _ops():
         from fusedsim.ops import op
 
         _OPS = SimpleNamespace(**{name: op(f"cvvdp_{name}") for name in (
-            "linear_dkl", "reduce", "expand", "ref_band", "test_band", "masker_vblur", "band_pool")})
+            "linear_dkl", "reduce", "expand", "ref_band", "test_band", "pair_band", "masker_vblur", "band_pool")})
     return _OPS
 
 
-def _gauss_pyramid(image: torch.Tensor, display: CVVDPDisplay, n_bands: int) -> list[torch.Tensor]:
+def _is_codes(x: object) -> bool:
+    return isinstance(x, torch.Tensor) and x.dtype == torch.uint8
+
+
+def _check_codes(x: torch.Tensor, name: str) -> bool:
+    """:func:`srgb_image`'s checks of uint8 ``x`` without its float conversion (run on a meta copy: no memory);
+    whether ``x`` has a batch dimension."""
+    return srgb_image(x.to("meta"), name, _NAME, min_size=MIN_SIZE, min_size_reason=_MIN_REASON)[1]
+
+
+def _nchw(x: torch.Tensor) -> torch.Tensor:
+    return x if x.dim() == 4 else x.unsqueeze(0)
+
+
+def _checked_pair(ref: object, dist: object, dtype: torch.dtype) -> SRGBPair:
+    """:func:`srgb_pair`, except that uint8 pairs bound for the fused kernels stay uint8 codes: the display-model
+    kernel reads them directly (a float copy of the two images would be 6 planes of the image size)."""
+    if dtype == torch.float32 and _is_codes(ref) and _is_codes(dist) and ref.device == dist.device:
+        ref_batched = _check_codes(ref, "ref")
+        dist_batched = _check_codes(dist, "dist")
+        if ref.shape == dist.shape and _fused(ref, False):
+            return SRGBPair(_nchw(ref), _nchw(dist), ref_batched and dist_batched)
+    return srgb_pair(ref, dist, _NAME, min_size=MIN_SIZE, min_size_reason=_MIN_REASON, dtype=dtype)
+
+
+def _checked_image(image: object, name: str, dtype: torch.dtype, grad: bool = False) -> tuple[torch.Tensor, bool]:
+    """:func:`srgb_image`, keeping uint8 codes for the fused kernels as :func:`_checked_pair` does (not where
+    gradients, wanted by the other side, send the call to the twin)."""
+    if dtype == torch.float32 and not grad and _is_codes(image):
+        batched = _check_codes(image, name)
+        if _fused(image, False):
+            return _nchw(image), batched
+    return srgb_image(image, name, _NAME, min_size=MIN_SIZE, min_size_reason=_MIN_REASON, dtype=dtype)
+
+
+def _working(x: torch.Tensor) -> torch.Tensor:
+    """The image in its compute dtype; uint8 codes stay codes (the fused path's display model reads them)."""
+    return x if x.dtype == torch.uint8 else x.to(_compute_dtype(x))
+
+
+def _dkl(image: torch.Tensor, display: CVVDPDisplay) -> torch.Tensor:
     xyz = [v for row in display.rgb2xyz for v in row]
-    levels = [_ops().linear_dkl(image, display.peak_luminance, display.black_level, display.reflected,
-                                display.exposure, xyz)]
-    for _ in range(n_bands - 1):
-        levels.append(_ops().reduce(levels[-1]))
-    return levels
+    return _ops().linear_dkl(image, display.peak_luminance, display.black_level, display.reflected,
+                             display.exposure, xyz)
+
+
+def _pixels_per_level(height: int, width: int, n_levels: int) -> tuple[int, ...]:
+    sizes = []
+    for _ in range(n_levels):
+        sizes.append(height * width)
+        height, width = (height + 1) // 2, (width + 1) // 2
+    return tuple(sizes)
 
 
 def _band_scale(b: int) -> float:
@@ -123,20 +173,26 @@ def _baseband_contrast(level: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]
     return (level / bkg).clamp(max=1000.0), bkg
 
 
+def _baseband_sensitivity(bkg: torch.Tensor) -> torch.Tensor:
+    return spec.cvvdp_sensitivity_from_lut_ref(torch.log10(bkg), _baseband_lut(bkg.device))
+
+
 def _prepare_fused(ref: torch.Tensor, display: CVVDPDisplay) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     """:func:`spec.cvvdp_prepare_ref` through the fused kernels (contrast and sensitivity are views of one
     (N, 6, h, w) buffer per band)."""
+    ops = _ops()
     freqs = spec.cvvdp_bands(ref.shape[-2], ref.shape[-1], display.ppd)
-    gauss = _gauss_pyramid(ref, display, len(freqs))
+    g = _dkl(ref, display)
     bands, sens = [], []
     for b in range(len(freqs) - 1):
-        both = _ops().ref_band(gauss[b], gauss[b + 1], freqs[b], _band_scale(b))
-        gauss[b] = None  # each Gaussian level is read by its band and the finer one only: free it (peak memory)
+        g_next = ops.reduce(g)
+        both = ops.ref_band(g, g_next, freqs[b], _band_scale(b))
+        g = g_next  # level b is read by its band and the finer one only: dropped here (peak memory)
         bands.append(both[:, :3])
         sens.append(both[:, 3:])
-    contrast, bkg = _baseband_contrast(gauss[-1])
+    contrast, bkg = _baseband_contrast(g)
     bands.append(contrast)
-    sens.append(spec.cvvdp_sensitivity_from_lut_ref(torch.log10(bkg), _baseband_lut(ref.device)))
+    sens.append(_baseband_sensitivity(bkg))
     return bands, sens
 
 
@@ -145,33 +201,66 @@ def _pixels(sizes: tuple, device: torch.device) -> torch.Tensor:
     return torch.tensor(sizes, dtype=torch.float32, device=device)
 
 
-def _compare_fused(ref_bands: list[torch.Tensor], sens: list[torch.Tensor], dist: torch.Tensor,
-                   display: CVVDPDisplay, return_map: bool):
-    """:func:`spec.cvvdp_compare_ref` through the fused kernels."""
+def _pool_band(band: torch.Tensor, return_map: bool, sums: list, diffs: list) -> None:
+    """Masking and pooling of one band (``cvvdp_test_band``'s or ``cvvdp_pair_band``'s output): appends its
+    pooled sums (N, 3) and, with ``return_map``, its difference map."""
     ops = _ops()
+    h, w = band.shape[-2:]
+    blur = spec.masking_blur_applies(h, w)
+    masker = ops.masker_vblur(band[:, :3]) if blur else band[:, :3]
+    out = ops.band_pool(masker, band, blur, return_map)
+    sums.append(out[..., -1].sum(dim=-1))
+    if return_map:
+        diffs.append(out[..., :-1])
+
+
+def _finish_fused(test_base: torch.Tensor, ref_base: torch.Tensor, base_sens: torch.Tensor, sums: list,
+                  diffs: list, shape: tuple[int, ...], return_map: bool):
+    """The baseband from the coarsest test level, then the twin's pooling (and heatmap) of every band."""
     params = cvvdp_params()
-    gauss = _gauss_pyramid(dist, display, len(ref_bands))
-    pixels = _pixels(tuple(g.shape[-2] * g.shape[-1] for g in gauss), dist.device)
-    sums, diffs = [], []
-    for b in range(len(ref_bands) - 1):
-        h, w = gauss[b].shape[-2:]
-        band = ops.test_band(gauss[b], gauss[b + 1], ref_bands[b], sens[b], _band_scale(b))
-        gauss[b] = None  # read by this band and the finer one only: freed before the masking buffers (peak memory)
-        blur = spec.masking_blur_applies(h, w)
-        masker = ops.masker_vblur(band[:, :3]) if blur else band[:, :3]
-        out = ops.band_pool(masker, band, blur, return_map)
-        sums.append(out[..., -1].sum(dim=-1))
-        if return_map:
-            diffs.append(out[..., :-1])
-    contrast, _ = _baseband_contrast(gauss[-1])
-    d = (contrast - ref_bands[-1]).abs() * sens[-1]
+    contrast, _ = _baseband_contrast(test_base)
+    d = (contrast - ref_base).abs() * base_sens
     beta = spec._t(params.beta, d)
     sums.append(spec.safe_pow(d, beta).sum(dim=(-2, -1)))
+    pixels = _pixels(_pixels_per_level(shape[-2], shape[-1], len(sums)), d.device)
     jod = spec.cvvdp_pool_ref(spec.safe_pow(torch.stack(sums, dim=-1) / pixels, 1 / beta), params)
     if not return_map:
         return jod
     diffs.append(d)
-    return jod, spec.cvvdp_heatmap_ref(diffs, params, expand=lambda x, size: ops.expand(x, *size))
+    return jod, spec.cvvdp_heatmap_ref(diffs, params, expand=lambda x, size: _ops().expand(x, *size))
+
+
+def _compare_fused(ref_bands: list[torch.Tensor], sens: list[torch.Tensor], dist: torch.Tensor,
+                   display: CVVDPDisplay, return_map: bool):
+    """:func:`spec.cvvdp_compare_ref` through the fused kernels (levels and buffers as :func:`_cvvdp_fused`)."""
+    ops = _ops()
+    g = _dkl(dist, display)
+    sums, diffs = [], []
+    for b in range(len(ref_bands) - 1):
+        g_next = ops.reduce(g)
+        band = ops.test_band(g, g_next, ref_bands[b], sens[b], _band_scale(b))
+        g = g_next  # level b is read by this band and the finer one only: dropped before the masking buffers
+        _pool_band(band, return_map, sums, diffs)
+        del band  # not alive while the next band is made
+    return _finish_fused(g, ref_bands[-1], sens[-1], sums, diffs, tuple(dist.shape), return_map)
+
+
+def _cvvdp_fused(ref: torch.Tensor, dist: torch.Tensor, display: CVVDPDisplay, return_map: bool):
+    """:func:`spec.cvvdp_ref` through the fused kernels, band by band: the reference's side of a band stays in
+    registers (``cvvdp_pair_band``), so no reference pyramid is stored, and only two Gaussian levels of each
+    image are alive at a time."""
+    ops = _ops()
+    freqs = spec.cvvdp_bands(ref.shape[-2], ref.shape[-1], display.ppd)
+    ref_g, test_g = _dkl(ref, display), _dkl(dist, display)
+    sums, diffs = [], []
+    for b in range(len(freqs) - 1):
+        ref_next, test_next = ops.reduce(ref_g), ops.reduce(test_g)
+        band = ops.pair_band(ref_g, ref_next, test_g, test_next, freqs[b], _band_scale(b))
+        ref_g, test_g = ref_next, test_next  # level b of both images dropped before the masking buffers
+        _pool_band(band, return_map, sums, diffs)
+        del band  # not alive while the next band is made
+    ref_base, bkg = _baseband_contrast(ref_g)
+    return _finish_fused(test_g, ref_base, _baseband_sensitivity(bkg), sums, diffs, tuple(dist.shape), return_map)
 
 
 def _prepare(ref: torch.Tensor, display: CVVDPDisplay, grad: bool):
@@ -221,11 +310,14 @@ def cvvdp(ref: torch.Tensor, dist: torch.Tensor, *, display: str = "standard_4k"
                                   "k_refl": k_refl, "exposure": exposure, "ppd": ppd, "resolution": resolution,
                                   "viewing_distance_m": viewing_distance_m, "diagonal_inches": diagonal_inches})
     dtype = torch.float64 if isinstance(ref, torch.Tensor) and ref.dtype == torch.float64 else torch.float32
-    pair = srgb_pair(ref, dist, _NAME, min_size=MIN_SIZE, min_size_reason=_MIN_REASON, dtype=dtype)
-    r, d = pair.ref.to(_compute_dtype(pair.ref)), pair.dist.to(_compute_dtype(pair.dist))
+    pair = _checked_pair(ref, dist, dtype)
+    r, d = _working(pair.ref), _working(pair.dist)
     grad = torch.is_grad_enabled() and (r.requires_grad or d.requires_grad)
-    bands, sens = _prepare(r, disp, grad)
-    out = _compare(bands, sens, d, disp, bool(return_map), grad)
+    if _fused(r, grad):
+        out = _cvvdp_fused(r, d, disp, bool(return_map))
+    else:
+        bands, sens = _prepare(r, disp, grad)
+        out = _compare(bands, sens, d, disp, bool(return_map), grad)
     return _finish(out, pair.batched, bool(return_map))
 
 
@@ -240,10 +332,10 @@ def prepare_cvvdp(ref: torch.Tensor, *, display: str = "standard_4k", peak_lumin
                                   "k_refl": k_refl, "exposure": exposure, "ppd": ppd, "resolution": resolution,
                                   "viewing_distance_m": viewing_distance_m, "diagonal_inches": diagonal_inches})
     dtype = torch.float64 if isinstance(ref, torch.Tensor) and ref.dtype == torch.float64 else torch.float32
-    image, batched = srgb_image(ref, "ref", _NAME, min_size=MIN_SIZE, min_size_reason=_MIN_REASON, dtype=dtype)
-    image = image.to(_compute_dtype(image))
+    image, batched = _checked_image(ref, "ref", dtype)
+    image = _working(image)
     bands, sens = _prepare(image, disp, torch.is_grad_enabled() and image.requires_grad)
-    return CVVDPReference(tuple(bands), tuple(sens), disp, tuple(image.shape), batched, image.dtype,
+    return CVVDPReference(tuple(bands), tuple(sens), disp, tuple(image.shape), batched, _compute_dtype(image),
                           bool(return_map))
 
 
@@ -257,8 +349,8 @@ def score_prepared_cvvdp(state: CVVDPReference, dist: torch.Tensor) -> torch.Ten
         raise TypeError(f"{_NAME}: state must come from prepare_cvvdp; got {type(state).__name__}")
     if not isinstance(dist, torch.Tensor):
         raise TypeError(f"{_NAME}: dist must be a torch.Tensor; got {type(dist).__name__}")
-    image, batched = srgb_image(dist, "dist", _NAME, min_size=MIN_SIZE, min_size_reason=_MIN_REASON,
-                                dtype=state.dtype)
+    ref_grad = torch.is_grad_enabled() and any(b.requires_grad for b in state.bands)
+    image, batched = _checked_image(dist, "dist", state.dtype, ref_grad)
     ref_shape = state.shape
     if image.shape[1:] != ref_shape[1:] or (image.shape[0] != ref_shape[0] and ref_shape[0] != 1):
         shape = tuple(dist.shape)
@@ -267,10 +359,10 @@ def score_prepared_cvvdp(state: CVVDPReference, dist: torch.Tensor) -> torch.Ten
     if _compute_dtype(image) != state.dtype:
         raise TypeError(f"{_NAME}: dist must have the reference's kind of dtype ({state.dtype} computation); got "
                         f"{dist.dtype}")
-    image = image.to(state.dtype)
+    image = _working(image)
     if image.device != state.bands[0].device:
         raise ValueError(f"{_NAME}: dist is on {image.device} but the reference on {state.bands[0].device}")
-    grad = torch.is_grad_enabled() and (image.requires_grad or any(b.requires_grad for b in state.bands))
+    grad = ref_grad or (torch.is_grad_enabled() and image.requires_grad)
     out = _compare(state.bands, state.sensitivity, image, state.display, state.return_map, grad)
     return _finish(out, batched, state.return_map)
 

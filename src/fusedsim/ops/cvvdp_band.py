@@ -28,13 +28,14 @@ from fusedsim.ops.cvvdp_pyramid import block_for, expand_at
 from fusedsim.reference.cvvdp_data import cvvdp_params
 from fusedsim.reference.cvvdp_ref import _CH_GAIN, _lut_field, cvvdp_sensitivity_lut_ref
 
-__all__ = ["cvvdp_ref_band_fwd", "cvvdp_test_band_fwd", "plane_view"]
+__all__ = ["contrast", "cvvdp_ref_band_fwd", "cvvdp_test_band_fwd", "levels", "masker_and_diff", "plane_view",
+           "sensitivities", "sensitivity_table"]
 
 _LN10 = math.log(10.0)
 
 
 @triton.jit
-def _contrast(G, GN, n, i, j, w, hn, wn, ok, gsn, gsc, nsn, nsc, SCALE: tl.constexpr):
+def contrast(G, GN, n, i, j, w, hn, wn, ok, gsn, gsc, nsn, nsc, SCALE: tl.constexpr):
     """Weber contrast of the three channels at row i, columns j, and the background max(E_0, 0.01)."""
     nb = GN + n * nsn
     gb = G + n * gsn + i.to(tl.int64) * w + j
@@ -60,34 +61,48 @@ def _sens(LUT, c: tl.constexpr, i_lo, i_hi, frac, ok, NL: tl.constexpr, CORR, LN
 
 
 @triton.jit
-def _ref_band_kernel(G, GN, LUT, OUT, w, hn, wn, gsn, gsc, nsn, nsc, HW, LOGL0, LOGL_SPAN, CORR,
-                     NL: tl.constexpr, SCALE: tl.constexpr, LN10: tl.constexpr, BLOCK: tl.constexpr):
-    i = tl.program_id(1)
-    n = tl.program_id(2).to(tl.int64)
-    j = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    ok = j < w
-    c0, c1, c2, bkg = _contrast(G, GN, n, i, j, w, hn, wn, ok, gsn, gsc, nsn, nsc, SCALE)
+def sensitivities(LUT, bkg, ok, LOGL0, LOGL_SPAN, CORR, NL: tl.constexpr, LN10: tl.constexpr):
+    """castleCSF sensitivity of the three channels at background luminance ``bkg`` (the band's log-S table)."""
     log_bkg = tl.log(bkg) / LN10
     pos = (log_bkg - LOGL0) / LOGL_SPAN * (NL - 1)
     pos = tl.minimum(tl.maximum(pos, 0.0), NL - 1.0)
     i_lo = pos.to(tl.int32)
     frac = pos - i_lo.to(tl.float32)
     i_hi = tl.minimum(i_lo + 1, NL - 1)
+    return (_sens(LUT, 0, i_lo, i_hi, frac, ok, NL, CORR, LN10), _sens(LUT, 1, i_lo, i_hi, frac, ok, NL, CORR, LN10),
+            _sens(LUT, 2, i_lo, i_hi, frac, ok, NL, CORR, LN10))
+
+
+@triton.jit
+def _ref_band_kernel(G, GN, LUT, OUT, w, hn, wn, gsn, gsc, nsn, nsc, HW, LOGL0, LOGL_SPAN, CORR,
+                     NL: tl.constexpr, SCALE: tl.constexpr, LN10: tl.constexpr, BLOCK: tl.constexpr):
+    i = tl.program_id(1)
+    n = tl.program_id(2).to(tl.int64)
+    j = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    ok = j < w
+    c0, c1, c2, bkg = contrast(G, GN, n, i, j, w, hn, wn, ok, gsn, gsc, nsn, nsc, SCALE)
+    s0, s1, s2 = sensitivities(LUT, bkg, ok, LOGL0, LOGL_SPAN, CORR, NL, LN10)
     out = OUT + n * 6 * HW + i.to(tl.int64) * w + j
     tl.store(out, c0, mask=ok)
     tl.store(out + HW, c1, mask=ok)
     tl.store(out + 2 * HW, c2, mask=ok)
-    tl.store(out + 3 * HW, _sens(LUT, 0, i_lo, i_hi, frac, ok, NL, CORR, LN10), mask=ok)
-    tl.store(out + 4 * HW, _sens(LUT, 1, i_lo, i_hi, frac, ok, NL, CORR, LN10), mask=ok)
-    tl.store(out + 5 * HW, _sens(LUT, 2, i_lo, i_hi, frac, ok, NL, CORR, LN10), mask=ok)
+    tl.store(out + 3 * HW, s0, mask=ok)
+    tl.store(out + 4 * HW, s1, mask=ok)
+    tl.store(out + 5 * HW, s2, mask=ok)
+
+
+@triton.jit
+def masker_and_diff(tc, rc, s, G: tl.constexpr):
+    """(min(|T'|, |R'|), |T' - R'|) of one channel from test and reference contrast and sensitivity."""
+    tp = tc * s * G
+    rp = rc * s * G
+    return tl.minimum(tl.abs(tp), tl.abs(rp)), tl.abs(tp - rp)
 
 
 @triton.jit
 def _test_channel(tc, R, S, pix, ok, G: tl.constexpr):
     s = tl.load(S + pix, mask=ok, other=0.0)
-    tp = tc * s * G
-    rp = tl.load(R + pix, mask=ok, other=0.0) * s * G
-    return tl.minimum(tl.abs(tp), tl.abs(rp)), tl.abs(tp - rp)
+    return masker_and_diff(tc, tl.load(R + pix, mask=ok, other=0.0), s, G)
 
 
 @triton.jit
@@ -97,7 +112,7 @@ def _test_band_kernel(G, GN, R, S, OUT, h, w, hn, wn, gsn, gsc, nsn, nsc, rsn, r
     n = tl.program_id(2).to(tl.int64)
     j = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     ok = j < w
-    c0, c1, c2, _ = _contrast(G, GN, n, i, j, w, hn, wn, ok, gsn, gsc, nsn, nsc, SCALE)
+    c0, c1, c2, _ = contrast(G, GN, n, i, j, w, hn, wn, ok, gsn, gsc, nsn, nsc, SCALE)
     pix = i.to(tl.int64) * w + j
     rb = R + n * rsn
     sb = S + n * ssn
@@ -125,7 +140,7 @@ def plane_view(x: torch.Tensor, batch: int | None = None) -> tuple[torch.Tensor,
 
 
 @functools.lru_cache(maxsize=64)
-def _sensitivity_table(rho: float, device: torch.device) -> tuple[torch.Tensor, float, float, float, int]:
+def sensitivity_table(rho: float, device: torch.device) -> tuple[torch.Tensor, float, float, float, int]:
     """The band's log-S table (3, L) on ``device`` and the float32 constants the twin forms around it."""
     like = torch.empty(0, dtype=torch.float32)
     lut = cvvdp_sensitivity_lut_ref(rho, like).contiguous().to(device)
@@ -134,7 +149,8 @@ def _sensitivity_table(rho: float, device: torch.device) -> tuple[torch.Tensor, 
     return lut, float(log_l[0]), float(log_l[-1] - log_l[0]), float(corr), log_l.numel()
 
 
-def _levels(g: torch.Tensor, g_next: torch.Tensor):
+def levels(g: torch.Tensor, g_next: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, tuple]:
+    """Two consecutive Gaussian levels as row-contiguous float32, and the band's geometry and strides."""
     g, gsn, gsc = plane_view(g)
     g_next, nsn, nsc = plane_view(g_next)
     n, c, h, w = g.shape
@@ -148,7 +164,7 @@ def _levels(g: torch.Tensor, g_next: torch.Tensor):
 @functools.lru_cache(maxsize=128)
 def _ref_launcher(geometry: tuple, rho: float, scale: float, device: torch.device) -> tuple[Launcher, tuple, tuple]:
     n, h, w, hn, wn, gsn, gsc, nsn, nsc = geometry
-    lut, log_l0, log_span, corr, nl = _sensitivity_table(rho, device)
+    lut, log_l0, log_span, corr, nl = sensitivity_table(rho, device)
     block, warps = block_for(w)
     launch = Launcher(_ref_band_kernel, (triton.cdiv(w, block), h, n), num_warps=warps)
     return launch, (lut,), (w, hn, wn, gsn, gsc, nsn, nsc, h * w, log_l0, log_span, corr, nl, float(scale), _LN10,
@@ -157,7 +173,7 @@ def _ref_launcher(geometry: tuple, rho: float, scale: float, device: torch.devic
 
 def cvvdp_ref_band_fwd(g: torch.Tensor, g_next: torch.Tensor, rho: float, scale: float) -> torch.Tensor:
     """Reference contrast and sensitivity (N, 6, h, w) of one non-baseband band, float32."""
-    g, g_next, geometry = _levels(g, g_next)
+    g, g_next, geometry = levels(g, g_next)
     launch, (lut,), tail = _ref_launcher(geometry, float(rho), float(scale), g.device)
     n, h, w = geometry[:3]
     out = torch.empty((n, 6, h, w), dtype=torch.float32, device=g.device)
@@ -177,7 +193,7 @@ def cvvdp_test_band_fwd(g: torch.Tensor, g_next: torch.Tensor, ref_contrast: tor
                         scale: float) -> torch.Tensor:
     """min(|T'|, |R'|) and |T' - R'| (N, 6, h, w) of one non-baseband band, float32; ``ref_contrast`` and
     ``sens`` (N or 1, 3, h, w) may be views (e.g. of ``cvvdp_ref_band``'s output)."""
-    g, g_next, geometry = _levels(g, g_next)
+    g, g_next, geometry = levels(g, g_next)
     n, h, w = geometry[:3]
     for name, x in (("ref_contrast", ref_contrast), ("sens", sens)):
         if x.shape[1:] != (3, h, w) or x.shape[0] not in (1, n):

@@ -101,6 +101,26 @@ def _cvvdp_test_band_examples(device: torch.device) -> list[Example]:
     return out
 
 
+def cvvdp_pair_band_ref(ref_g: torch.Tensor, ref_g_next: torch.Tensor, test_g: torch.Tensor,
+                        test_g_next: torch.Tensor, rho: float, scale: float) -> torch.Tensor:
+    """Twin of ``cvvdp_pair_band``: the test side of a band against the reference side of the same band."""
+    ref6 = cvvdp_ref_band_ref(ref_g, ref_g_next, rho, scale)
+    return cvvdp_test_band_ref(test_g, test_g_next, ref6[:, :3], ref6[:, 3:], scale)
+
+
+def _cvvdp_pair_band_examples(device: torch.device) -> list[Example]:
+    out = []
+    # rho as in the test-band examples: at low rho the CSF's gain (~200) times a float32 contrast that cancels
+    # (G - E ~ 1e-3 G) exceeds the tolerance, although the kernel equals cvvdp_ref_band + cvvdp_test_band
+    for i, (shape, rho, scale) in enumerate([((1, 3, 7, 13), 37.7, 1.0), ((2, 3, 20, 33), 18.8, 2.0)]):
+        levels = _cvvdp_band_levels(shape, 230 + i, device) + _cvvdp_band_levels(shape, 240 + i, device)
+        out.append(Example(levels, (rho, scale), note=f"{shape} rho {rho} scale {scale}"))
+    ref_g, ref_next, test_g, test_next = out[0].tensors
+    strided = test_g.transpose(-1, -2).contiguous().transpose(-1, -2)  # rows made contiguous by the op
+    out.append(Example((ref_g, ref_next, strided, test_next), (12.0, 2.0), note="strided test level"))
+    return out
+
+
 def _cvvdp_masker_examples(device: torch.device) -> list[Example]:
     out = []
     for i, shape in enumerate([(1, 3, 7, 5), (2, 3, 16, 9), (1, 3, 40, 31)]):
@@ -130,9 +150,19 @@ def _cvvdp_band_pool_fake(vblurred, band, blur, with_map):
     return band.new_empty((n, 3, h, w + 1 if with_map else 1), dtype=compute_dtype(band.dtype))
 
 
+def cvvdp_linear_dkl_codes_ref(rgb: torch.Tensor, peak_luminance: float, black_level: float, reflected: float,
+                               exposure: float, rgb2xyz: list[float]) -> torch.Tensor:
+    """Twin of ``cvvdp_linear_dkl``: uint8 codes are first converted as the metric's input (``code / 255``,
+    float32)."""
+    if rgb.dtype == torch.uint8:
+        rgb = rgb.to(torch.float32) / 255.0
+    return cvvdp_linear_dkl_op_ref(rgb, peak_luminance, black_level, reflected, exposure, rgb2xyz)
+
+
 def _cvvdp_dkl_examples(device: torch.device) -> list[Example]:
     """sRGB values over [0, 1] with dark ones (the linear segment) and a few outside (clamped); standard_4k's
-    photometry, and a darker display with exposure 0.5 (the clip branch)."""
+    photometry, and a darker display with exposure 0.5 (the clip branch); uint8 codes (every one of them), read
+    without a float copy."""
     from fusedsim.reference.cvvdp_data import cvvdp_display
 
     out = []
@@ -142,6 +172,8 @@ def _cvvdp_dkl_examples(device: torch.device) -> list[Example]:
         d = cvvdp_display("standard_4k", **kwargs)
         scalars = (d.peak_luminance, d.black_level, d.reflected, d.exposure, [v for row in d.rgb2xyz for v in row])
         out.append(Example((rgb.to(device),), scalars, note=f"{shape} {kwargs}"))
+    codes = torch.randperm(3 * 96, generator=torch.Generator().manual_seed(222)).remainder(256).to(torch.uint8)
+    out.append(Example((codes.view(1, 3, 8, 12).to(device),), out[0].scalars, note="uint8 codes"))
     return out
 
 
@@ -151,12 +183,12 @@ cvvdp_linear_dkl = register_op(KernelOp(
            "float[] rgb2xyz) -> Tensor",
     n_tensors=1,
     plan_for="fusedsim.ops.cvvdp_dkl:cvvdp_linear_dkl_fwd",
-    reference=cvvdp_linear_dkl_op_ref,
+    reference=cvvdp_linear_dkl_codes_ref,
     fake=lambda rgb, *args: rgb.new_empty(rgb.shape, dtype=compute_dtype(rgb.dtype)),
     examples=_cvvdp_dkl_examples,
     differentiable=False,
     tolerance=CVVDP_TOLERANCE,
-    doc="ColorVideoVDP's display model: sRGB -> emitted light in DKL d65 (N, 3, H, W).",
+    doc="ColorVideoVDP's display model: sRGB (floating or uint8 codes) -> emitted light in DKL d65 (N, 3, H, W).",
 ))
 
 cvvdp_reduce = register_op(KernelOp(
@@ -210,6 +242,21 @@ cvvdp_test_band = register_op(KernelOp(
     differentiable=False,
     tolerance=CVVDP_TOLERANCE,
     doc="ColorVideoVDP's test side of one band: expand, contrast, min(|T'|, |R'|) and |T' - R'| (N, 6, h, w).",
+))
+
+cvvdp_pair_band = register_op(KernelOp(
+    name="cvvdp_pair_band",
+    schema="(Tensor ref_g, Tensor ref_g_next, Tensor test_g, Tensor test_g_next, float rho, float scale) -> Tensor",
+    n_tensors=4,
+    plan_for="fusedsim.ops.cvvdp_pair_band:cvvdp_pair_band_fwd",
+    reference=cvvdp_pair_band_ref,
+    fake=lambda rg, rn, tg, tn, rho, scale: tg.new_empty((tg.shape[0], 6, *tg.shape[2:]),
+                                                         dtype=compute_dtype(tg.dtype)),
+    examples=_cvvdp_pair_band_examples,
+    differentiable=False,
+    tolerance=CVVDP_TOLERANCE,
+    doc="ColorVideoVDP's band of a (reference, test) pair: both sides' contrast, the reference's CSF sensitivity, "
+        "min(|T'|, |R'|) and |T' - R'| (N, 6, h, w), the reference side kept in registers.",
 ))
 
 cvvdp_masker_vblur = register_op(KernelOp(

@@ -10,9 +10,11 @@ inputs). Per voxel, from the local moments under w with zero padding (``referenc
     ncc = (A² + nr) / (B·C + dr_add)    (clamped to [-1, 1] when ``clamp``);   loss = -ncc reduced
 
 Forward: one launch; the moments stream down the rows through register shift chains (2-D: ``moments_source.py``;
-3-D: the same chains, each program owning DEPTH_BLOCK output slices so that a W-filtered input row serves all
-their depth taps), ncc is reduced per program and the last program to finish sums the partials in a fixed order
-into the 0-d loss (or the -ncc map is written).
+3-D ``depth_mode="stream"``: the same chains, each program owning DEPTH_BLOCK output slices so that a W-filtered
+input row serves all their depth taps), ncc is reduced per program and the last program to finish sums the
+partials in a fixed order into the 0-d loss (or the -ncc map is written). 3-D volumes default to
+``depth_mode="slab"`` (``lncc_slab.py``): the in-plane and the depth window sums run as separate passes through
+a slab scratch, so no in-plane sum is recomputed per depth tap; same formulas, same reduction order scheme.
 Backward (exact): the loss is a function of the five moments at each voxel, so
 
     dL/dp = Wᵀ*g_mu_p + 2p·Wᵀ*g_pp + t·Wᵀ*g_pt,    dL/dt = Wᵀ*g_mu_t + 2t·Wᵀ*g_tt + p·Wᵀ*g_pt
@@ -33,6 +35,10 @@ import triton
 
 from fusedsim.ops._codegen import indent, jit_from_source
 from fusedsim.ops._launch import Launcher
+from fusedsim.ops.lncc_slab import BLOCK as SLAB_BLOCK
+from fusedsim.ops.lncc_slab import DEPTH_BLOCK as SLAB_DEPTH_BLOCK
+from fusedsim.ops.lncc_slab import SlabLNCC
+from fusedsim.ops.lncc_terms import CONST_LINES, CONSTS, GRAD_TERMS, NCC_TERMS
 from fusedsim.ops.moments_source import (
     STATS_SIG,
     accumulate_tap,
@@ -49,23 +55,12 @@ from fusedsim.reference.lncc_ref import REDUCE_MEAN, REDUCE_NONE
 from fusedsim.reference.ssim_ref import compute_dtype
 
 _RBLOCK = 256
-_CONSTS = "s_hi, s_lo, q_hi, q_lo, nr_hi, nr_lo, fl_hi, fl_lo, dr_hi, dr_lo, "
-# the constants in the accumulation dtype (float64 runs get them to float64 accuracy from an fp32 hi/lo pair)
-_CONST_LINES = [f"{name} = tl.cast({name}_hi, ACC) + tl.cast({name}_lo, ACC)" for name in ("s", "q", "nr", "fl", "dr")]
-_NCC_TERMS = [
-    "cov = v_xy - q * v_x * v_y",
-    "vp = v_xx - q * v_x * v_x",
-    "vt = v_yy - q * v_y * v_y",
-    "aa = s * cov",
-    "bb = tl.maximum(s * vp, fl)",
-    "cc = tl.maximum(s * vt, fl)",
-    "den = bb * cc + dr",
-    "ncc = (aa * aa + nr) / den",
-]
 STATS = ("x", "y", "xx", "yy", "xy")
 # 3-D programs own DEPTH_BLOCK consecutive output slices: each input row is filtered along W once per input
 # slice and shared by the slices' depth taps, (BD + K - 1)·K loads per input row instead of BD·K².
 DEPTH_BLOCK = 2
+# 3-D strategies: "slab" (lncc_slab.py: in-plane and depth filtering as separate passes) or "stream" (above)
+DEPTH_MODES = ("slab", "stream")
 
 
 # ---------------------------------------------------------------------------------- 3-D depth-blocked stream
@@ -167,10 +162,10 @@ def stats_stream(k: int, three_d: bool, emit: list[str], pipelined: bool) -> lis
 def render_forward(k: int, three_d: bool, name: str) -> str:
     """Forward: per-program sums of ncc, reduced by the last program into OUT (0-d) as -mean or -sum; or the
     -ncc map (WRITE_MAP, no reduction)."""
-    sig = STATS_SIG.format(outputs="PART, CNT, OUT", scalars=_CONSTS + "count, ",
+    sig = STATS_SIG.format(outputs="PART, CNT, OUT", scalars=CONSTS + "count, ",
                            flags=", CLAMP: tl.constexpr, WRITE_MAP: tl.constexpr, MEAN: tl.constexpr, "
                                  "RBLOCK: tl.constexpr")
-    emit = [*_NCC_TERMS,
+    emit = [*NCC_TERMS,
             "if CLAMP:",
             "    ncc = tl.minimum(tl.maximum(ncc, -1.0), 1.0)",
             "if WRITE_MAP:",
@@ -178,7 +173,7 @@ def render_forward(k: int, three_d: bool, name: str) -> str:
              "mask=ok)"),
             "else:",
             "    acc += tl.where(ok, ncc, 0.0)"]
-    body = _CONST_LINES + ["acc = tl.zeros([BW], ACC)"] + stats_stream(k, three_d, emit, pipelined=True)
+    body = CONST_LINES + ["acc = tl.zeros([BW], ACC)"] + stats_stream(k, three_d, emit, pipelined=True)
     body += [
         "if not WRITE_MAP:",
         "    lin = (pid_p * tl.num_programs(1) + pid_h) * tl.num_programs(0) + pid_w",
@@ -200,24 +195,13 @@ def render_forward(k: int, three_d: bool, name: str) -> str:
     return f"def {name}({sig}):\n" + "\n".join(indent(body)) + "\n"
 
 
-# per-voxel gradients of ncc w.r.t. the five moments, times the upstream gradient gp (of the loss -ncc)
-_GRAD_TERMS = [
-    "gf = -gp",
-    "if CLAMP:",
-    "    gf = tl.where(ncc <= 1.0, gf, 0.0)",
-    "ga = gf * 2.0 * aa / den * s",
-    "gb = tl.where(s * vp >= fl, -gf * ncc * cc / den * s, 0.0)",
-    "gc = tl.where(s * vt >= fl, -gf * ncc * bb / den * s, 0.0)",
-]
-
-
 def render_grad_maps(k: int, three_d: bool, name: str) -> str:
     """Backward step 1: recompute the moments, write the moment-gradient maps (slot 0: g_pt; then g_mu_p, g_pp
     when NEED_P; then g_mu_t, g_tt when NEED_T) on the (N·C·D, H, W) grid (NPL = N·C·D planes)."""
-    sig = STATS_SIG.format(outputs="G, GMAP, MAPS", scalars=_CONSTS + "count, NPL, ",
+    sig = STATS_SIG.format(outputs="G, GMAP, MAPS", scalars=CONSTS + "count, NPL, ",
                            flags=", CLAMP: tl.constexpr, HAS_GMAP: tl.constexpr, MEAN: tl.constexpr, "
                                  "NEED_P: tl.constexpr, NEED_T: tl.constexpr")
-    body = _CONST_LINES + [
+    body = CONST_LINES + [
         "slot = tl.cast(NPL, tl.int64) * HO * WO",
         "gs = tl.load(G).to(ACC)",
         "if MEAN:",
@@ -225,11 +209,11 @@ def render_grad_maps(k: int, three_d: bool, name: str) -> str:
     ]
     emit = [
         "pix = (pp.to(tl.int64) * HO + o) * WO + cols",
-        *_NCC_TERMS,
+        *NCC_TERMS,
         "gp = gs",
         "if HAS_GMAP:",
         "    gp = tl.load(GMAP + pix, mask=ok, other=0.0).to(ACC)",
-        *_GRAD_TERMS,
+        *GRAD_TERMS,
         "tl.store(MAPS + pix, ga, mask=ok)",
         "nxt = 1",
         "if NEED_P:",
@@ -321,9 +305,16 @@ class LNCCPlan:
     ``forward(pred, target, win) -> (loss, ())``; ``backward((pred, target, win), saved, g, needs)``."""
 
     def __init__(self, shape, sx, sy, dtype: torch.dtype, device: torch.device, taps: int, consts: tuple,
-                 clamp: bool, reduce: int) -> None:
+                 clamp: bool, reduce: int, depth_mode: str = "slab", slab: int | None = None,
+                 depth_block: int = SLAB_DEPTH_BLOCK, block: int = SLAB_BLOCK) -> None:
+        if depth_mode not in DEPTH_MODES:
+            raise ValueError(f"depth_mode must be one of {DEPTH_MODES}; got {depth_mode!r}")
+        if slab is not None and slab < 1:
+            raise ValueError(f"slab must be a positive number of slices; got {slab}")
         self.shape, self.taps, self.reduce, self.clamp = tuple(shape), taps, reduce, clamp
+        self.reduce_mean = reduce == REDUCE_MEAN
         self.three_d = len(shape) == 5
+        self.depth_mode = depth_mode if self.three_d else "stream"
         n, c = shape[:2]
         d, h, w = shape[2:] if self.three_d else (1, *shape[2:])
         self.dims = (n, c, d, h, w)
@@ -344,8 +335,12 @@ class LNCCPlan:
         self.tile = (block_w, rows, warps)
         self.nprog = self.grid[0] * self.grid[1] * self.grid[2]
         self.out_shape = tuple(shape) if reduce == REDUCE_NONE else ()
-        self._fwd = Launcher(_kernel("fwd", taps, self.three_d), self.grid, num_warps=warps)
         self._tail = (c, d, h, w, d, h, w, *self.sx, *self.sy)
+        if self.depth_mode == "slab":
+            self._slab = SlabLNCC(self, slab, depth_block, block)
+            self.nprog = self._slab.nparts
+        else:
+            self._fwd = Launcher(_kernel("fwd", taps, self.three_d), self.grid, num_warps=warps)
 
     def forward(self, pred: torch.Tensor, target: torch.Tensor, win: torch.Tensor):
         block_w, rows, _ = self.tile
@@ -353,6 +348,9 @@ class LNCCPlan:
         write_map = self.reduce == REDUCE_NONE
         part = out if write_map else torch.empty(self.nprog, dtype=self.acc, device=pred.device)
         cnt = part if write_map else _counter(self.device, self.device_index)
+        if self.depth_mode == "slab":
+            self._slab.forward(pred, target, win, out, part, cnt, write_map)
+            return out, ()
         self._fwd(pred, target, win, part, cnt, out, *self._tail, *self.consts, self.count, 0, block_w, rows,
                   self.acc_tl, self.clamp, write_map, self.reduce == REDUCE_MEAN, _RBLOCK)
         return out, ()
@@ -364,9 +362,13 @@ class LNCCPlan:
             return None, None, None
         n, c, d, h, w = self.dims
         block_w, rows, warps = self.tile
+        has_gmap = self.reduce == REDUCE_NONE
+        if self.depth_mode == "slab":
+            gmap = g.contiguous() if has_gmap else win
+            dp, dt = self._slab.backward(pred, target, win, win if has_gmap else g, gmap, has_gmap, need_p, need_t)
+            return dp, dt, None
         slots = 1 + 2 * need_p + 2 * need_t
         maps = torch.empty((slots, n * c * d, h, w), dtype=self.acc, device=pred.device)
-        has_gmap = self.reduce == REDUCE_NONE
         gmap = g.contiguous() if has_gmap else maps
         gscalar = maps if has_gmap else g
         _kernel("grad_maps", self.taps, self.three_d)[self.grid](
@@ -384,17 +386,20 @@ class LNCCPlan:
 
 
 @functools.lru_cache(maxsize=256)
-def _plan_cached(shape, sx, sy, dtype, device, taps, consts, clamp, reduce) -> LNCCPlan:
-    return LNCCPlan(shape, sx, sy, dtype, device, taps, consts, clamp, reduce)
+def _plan_cached(shape, sx, sy, dtype, device, taps, consts, clamp, reduce, options) -> LNCCPlan:
+    return LNCCPlan(shape, sx, sy, dtype, device, taps, consts, clamp, reduce, **dict(options))
 
 
-def lncc_plan(tensors, scalars) -> LNCCPlan:
-    """The cached plan of ``lncc`` for these tensors (shapes, strides, dtype, device) and scalars."""
+def lncc_plan(tensors, scalars, **options) -> LNCCPlan:
+    """The cached plan of ``lncc`` for these tensors (shapes, strides, dtype, device) and scalars. ``options``
+    (tuning, 3-D only): ``depth_mode`` ("slab", the default, or "stream"), ``slab`` (output slices per slab;
+    default from the memory budget of ``lncc_slab.default_slabs``), ``depth_block`` and ``block`` (slices and
+    in-plane voxels per depth program of the slab path). Run a plan with ``fusedsim.ops.op("lncc").run_plan``."""
     pred, target, win = tensors
     scale, q, nr, floor, dr_add, clamp, reduce = scalars
     consts = (float(scale), float(q), float(nr), float(floor), float(dr_add))
     return _plan_cached(tuple(pred.shape), pred.stride(), target.stride(), pred.dtype, pred.device, win.shape[-1],
-                        consts, bool(clamp), int(reduce))
+                        consts, bool(clamp), int(reduce), tuple(sorted(options.items())))
 
 
 __all__ = ["LNCCPlan", "lncc_plan"]

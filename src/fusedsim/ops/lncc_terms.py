@@ -1,0 +1,43 @@
+"""Source snippets shared by the LNCC kernels (``lncc.py``, ``lncc_slab_source.py``): the constants, ncc from the
+five moments and the per-voxel gradients of ncc with respect to the moments."""
+
+from __future__ import annotations
+
+CONSTS = "s_hi, s_lo, q_hi, q_lo, nr_hi, nr_lo, fl_hi, fl_lo, dr_hi, dr_lo, "
+# the constants in the accumulation dtype (float64 runs get them to float64 accuracy from an fp32 hi/lo pair)
+CONST_LINES = [f"{name} = tl.cast({name}_hi, ACC) + tl.cast({name}_lo, ACC)" for name in ("s", "q", "nr", "fl", "dr")]
+NCC_TERMS = [
+    "cov = v_xy - q * v_x * v_y",
+    "vp = v_xx - q * v_x * v_x",
+    "vt = v_yy - q * v_y * v_y",
+    "aa = s * cov",
+    "bb = tl.maximum(s * vp, fl)",
+    "cc = tl.maximum(s * vt, fl)",
+    "den = bb * cc + dr",
+    "ncc = (aa * aa + nr) / den",
+]
+# per-voxel gradients of ncc w.r.t. the five moments, times the upstream gradient gp (of the loss -ncc)
+GRAD_TERMS = [
+    "gf = -gp",
+    "if CLAMP:",
+    "    gf = tl.where(ncc <= 1.0, gf, 0.0)",
+    "ga = gf * 2.0 * aa / den * s",
+    "gb = tl.where(s * vp >= fl, -gf * ncc * cc / den * s, 0.0)",
+    "gc = tl.where(s * vt >= fl, -gf * ncc * bb / den * s, 0.0)",
+]
+
+
+def grad_map_stores(dst: str, slot: str, mask: str) -> list[str]:
+    """Store the moment-gradient maps at pointer ``dst`` (slot stride ``slot``): slot 0 g_pt; then g_mu_p, g_pp
+    when NEED_P; then g_mu_t, g_tt when NEED_T."""
+    return [
+        f"tl.store({dst}, ga, mask={mask})",
+        "nxt = 1",
+        "if NEED_P:",
+        f"    tl.store({dst} + {slot}, -q * v_y * ga - 2.0 * q * v_x * gb, mask={mask})",
+        f"    tl.store({dst} + 2 * {slot}, gb, mask={mask})",
+        "    nxt = 3",
+        "if NEED_T:",
+        f"    tl.store({dst} + nxt * {slot}, -q * v_x * ga - 2.0 * q * v_y * gc, mask={mask})",
+        f"    tl.store({dst} + (nxt + 1) * {slot}, gc, mask={mask})",
+    ]

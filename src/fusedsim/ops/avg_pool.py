@@ -5,7 +5,9 @@
 
 Pooled pixel (i, j) averages rows 2i - H%2 .. 2i - H%2 + 1 and the same columns (out-of-image taps are zeros),
 summed in float32 (float64 for float64) in row-major order and scaled by 1/4 (exact). Forward only: the MS-SSIM
-backward applies the adjoint inside the SSIM backward kernel (``ops/ssim.py``).
+backward applies the adjoint inside the SSIM backward kernel (``ops/ssim.py``). MS-SSIM builds its whole pyramid
+with ``ops/ms_pyramid.py`` (one launch, bit-identical to this kernel level by level); this one is its reference
+and the ``avg_pool_half`` op.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ import triton.language as tl
 
 from fusedsim.ops._codegen import jit_from_source
 from fusedsim.ops._launch import Launcher
+from fusedsim.ops.ms_combine import ms_combine_group, ms_factor, ms_pow
 from fusedsim.ops.registry import in_compiled_graph
 from fusedsim.ops.ssim_source import (
     REDUCE_CHANNEL,
@@ -47,18 +48,22 @@ FWD_MIN_ROWS = 32
 
 
 @functools.lru_cache(maxsize=None)
-def _kernel(kind: str, taps: int, three_d: bool, unroll: bool = True):
-    name = f"_ssim_{kind}_{'3d' if three_d else '2d'}_k{taps}{'' if unroll else '_nu'}_kernel"
-    renderers = {"fwd": lambda: render_forward(taps, three_d, name, unroll=unroll),
+def _kernel(kind: str, taps: int, three_d: bool, unroll: bool = True, ms_levels: int = 0):
+    ms = f"_ms{ms_levels}" if ms_levels else ""
+    name = f"_ssim_{kind}_{'3d' if three_d else '2d'}_k{taps}{'' if unroll else '_nu'}{ms}_kernel"
+    renderers = {"fwd": lambda: render_forward(taps, three_d, name, unroll=unroll, ms_levels=ms_levels),
                  "grad_maps": lambda: render_grad_maps(taps, three_d, name),
                  "grad_conv": lambda: render_grad_conv(taps, three_d, name)}
     return jit_from_source(name, renderers[kind](), do_not_specialize=_VARYING if kind == "grad_maps" else ())
 
 
 @functools.lru_cache(maxsize=None)
-def _fused_backward_kernel(taps: int, maps: tuple[str, ...], unroll: bool):
-    name = f"_ssim_grad_fused_2d_k{taps}_{'_'.join(maps)}{'_u' if unroll else ''}_kernel"
-    return jit_from_source(name, render_grad_fused_2d(taps, maps, name, unroll=unroll), do_not_specialize=_VARYING)
+def _fused_backward_kernel(taps: int, maps: tuple[str, ...], unroll: bool, ms_levels: int = 0):
+    ms = f"_ms{ms_levels}" if ms_levels else ""
+    name = f"_ssim_grad_fused_2d_k{taps}_{'_'.join(maps)}{'_u' if unroll else ''}{ms}_kernel"
+    # the MS-SSIM level index varies between the levels sharing one compiled kernel
+    return jit_from_source(name, render_grad_fused_2d(taps, maps, name, unroll=unroll, ms_levels=ms_levels),
+                           do_not_specialize=_VARYING + (["ms_level"] if ms_levels else []))
 
 
 def _tl_dtype(dtype: torch.dtype):
@@ -151,11 +156,14 @@ def _counter(device: torch.device, index: int | None) -> torch.Tensor:
 class SSIMPlan:
     """Launch geometry, kernels and constants of one SSIM computation, fixed by shapes, strides, dtypes and
     options. ``forward(x, y, win) -> (out, ())``; ``backward((x, y, win), saved, g, needs) -> (dx, dy, None)``.
-    Tuning knobs: ``fwd_tile`` / ``bwd_tile`` = (columns, rows, warps), ``fwd_unroll`` / ``bwd_unroll``."""
+    Tuning knobs: ``fwd_tile`` / ``bwd_tile`` = (columns, rows, warps), ``fwd_unroll`` / ``bwd_unroll``.
+    ``ms`` = (levels, level): a level of the fused MS-SSIM path (:class:`MSSSIMPlan`), whose
+    kernels fold in the combine (forward of the last level) and its gradient (backward of every level)."""
 
     def __init__(self, shape, sx, sy, dtype: torch.dtype, device: torch.device, taps: int, c1: float, c2: float,
                  valid: bool, symmetric: bool, reduce: int, ssim_weight: float = -1.0, up_shape=None, *,
-                 fwd_tile=None, bwd_tile=None, fwd_unroll: bool = True, bwd_unroll: bool = False) -> None:
+                 fwd_tile=None, bwd_tile=None, fwd_unroll: bool = True, bwd_unroll: bool = False,
+                 ms: tuple[int, int] | None = None) -> None:
         self.shape, self.dtype, self.device = tuple(shape), dtype, device
         self.device_index = (device.index if device.index is not None else torch.cuda.current_device()
                              ) if device.type == "cuda" else None
@@ -181,6 +189,10 @@ class SSIMPlan:
         self.bwd_tile, self.bwd_unroll = bwd_tile, bwd_unroll
         if self.with_l1 and self.three_d and reduce == REDUCE_STATS:
             raise ValueError("the fused L1 term has no per-plane statistics output")
+        if ms is not None and (reduce != REDUCE_STATS or self.three_d or self.with_l1):
+            raise ValueError("an MS-SSIM level is a 2-D per-plane statistics plan without the L1 term")
+        self.ms_levels, ms_level = ms if ms is not None else (0, -1)
+        fwd_ms = self.ms_levels if ms_level == self.ms_levels - 1 else 0  # the combine: last level only
 
         block_w, rows, warps = fwd_tile or _tile(wo, ho, n * c * do, device, FWD_MIN_ROWS)
         grid = (triton.cdiv(wo, block_w), triton.cdiv(ho, rows), n * c * do)
@@ -189,7 +201,7 @@ class SSIMPlan:
         self.part_len = (3 if kernel_l1 else 2) * self.nprog
         self.out_shape = {REDUCE_MEAN: (), REDUCE_IMAGE: (n,), REDUCE_CHANNEL: (n, c), REDUCE_STATS: (2, n, c),
                           REDUCE_NONE: tuple(shape[:2]) + ((do,) if self.three_d else ()) + (ho, wo)}[reduce]
-        self._fwd = Launcher(_kernel("fwd", taps, self.three_d, fwd_unroll), grid, num_warps=warps,
+        self._fwd = Launcher(_kernel("fwd", taps, self.three_d, fwd_unroll, fwd_ms), grid, num_warps=warps,
                              enable_fp_fusion=True)
         w_hi, w_lo = _split(ssim_weight if self.with_l1 else 0.0)
         self._fwd_tail = (c, d, h, w, do, ho, wo, *self.sx, *self.sy, c1, c2, self.count, self.l1_count, w_hi, w_lo,
@@ -201,9 +213,10 @@ class SSIMPlan:
 
     # ----------------------------------------------------------------------------------------------- forward
     def forward(self, x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, out: torch.Tensor | None = None,
-                part: torch.Tensor | None = None, counter: torch.Tensor | None = None):
+                part: torch.Tensor | None = None, counter: torch.Tensor | None = None, ms_args: tuple = ()):
         """``out``, ``part`` (``part_len`` values of the accumulation dtype) and ``counter`` (:func:`_counter`)
-        may be given by a caller that runs several plans (MS-SSIM: one allocation for all levels)."""
+        may be given by a caller that runs several plans (MS-SSIM: one allocation for all levels). ``ms_args``:
+        the last fused MS-SSIM level's (all statistics, weights, MS-SSIM output, planes per group, reduce)."""
         if part is None:
             part = torch.empty(self.part_len, dtype=self.acc, device=x.device)
         if out is None:
@@ -213,7 +226,10 @@ class SSIMPlan:
         else:
             if counter is None:
                 counter = _counter(self.device, self.device_index)
-            self._fwd(x, y, win, part, counter, out, part, *self._fwd_tail)
+            if ms_args:
+                self._fwd(x, y, win, part, counter, out, part, *self._fwd_tail, *ms_args)
+            else:
+                self._fwd(x, y, win, part, counter, out, part, *self._fwd_tail)
         if self.with_l1 and self.three_d:  # 3-D: the L1 term in PyTorch (same formula, not fused)
             out = self._add_l1_3d(x, y, out)
         return out, ()
@@ -246,9 +262,11 @@ class SSIMPlan:
         planes = {REDUCE_MEAN: self.n * self.c, REDUCE_IMAGE: self.c}.get(self.reduce, 1)
         return 1.0 - self.ssim_weight, planes * self.l1_count
 
-    def backward(self, tensors, saved, g, needs, g_offset: int = 0, up=(None, None), buffers=None):
+    def backward(self, tensors, saved, g, needs, g_offset: int = 0, up=(None, None), buffers=None, ms_args=()):
         """``buffers``: optional (scratch, dx, dy) to write into (:meth:`backward_scratch_len` values of the
-        accumulation dtype; gradients shaped like the inputs), for a caller that runs several plans."""
+        accumulation dtype; gradients shaped like the inputs), for a caller that runs several plans. ``ms_args``:
+        a fused MS-SSIM level's (all statistics, weights, planes per group, level, reduce); ``g`` is then the
+        gradient of the MS-SSIM value."""
         x, y, win = tensors[:3]
         need_dx, need_dy = bool(needs[0]), bool(needs[1])
         if not (need_dx or need_dy):
@@ -258,7 +276,7 @@ class SSIMPlan:
             if self.with_l1:  # the 3-D L1 term runs in PyTorch: its gradient too
                 dx, dy = self._add_l1_grad_3d(x, y, g, dx, dy)
             return dx, dy, None
-        return (*self._backward_2d(x, y, win, g, need_dx, need_dy, g_offset, up, buffers), None)
+        return (*self._backward_2d(x, y, win, g, need_dx, need_dy, g_offset, up, buffers, ms_args), None)
 
     def _adjoint_window(self, win):
         return win if self.symmetric else win.flip(-1).contiguous()
@@ -276,8 +294,8 @@ class SSIMPlan:
             if self.bwd_tile:
                 block_w, rows, warps = self.bwd_tile
             grid = (triton.cdiv(w, block_w - (taps - 1)), triton.cdiv(h, rows), n * c)
-            launcher = Launcher(_fused_backward_kernel(taps, maps, self.bwd_unroll), grid, num_warps=warps,
-                                enable_fp_fusion=True)
+            launcher = Launcher(_fused_backward_kernel(taps, maps, self.bwd_unroll, self.ms_levels), grid,
+                                num_warps=warps, enable_fp_fusion=True)
             scratch = grid[0] * grid[1] * grid[2] * 2 * len(maps) * block_w
             entry = self._bwd[key] = (launcher, scratch, block_w, rows)
         return entry
@@ -285,7 +303,14 @@ class SSIMPlan:
     def backward_scratch_len(self, need_dx: bool, need_dy: bool, has_up: bool) -> int:
         return self._backward_entry(need_dx, need_dy, has_up)[1]
 
-    def _backward_2d(self, x, y, win, g, need_dx, need_dy, g_offset, up, buffers=None):
+    def _ms_grad_layout(self, g: torch.Tensor):
+        """The fused MS-SSIM level's upstream: the caller's gradient of the MS-SSIM value, read per plane as
+        G[(nc // C) * gsn + (nc % C) * gsc] (0-d mean, per image, per plane), any strides."""
+        gsn = g.stride(0) if g.dim() >= 1 else 0
+        gsc = g.stride(1) if g.dim() == 2 else 0
+        return g, 0, 0, gsn, gsc, 1.0, self.count
+
+    def _backward_2d(self, x, y, win, g, need_dx, need_dy, g_offset, up, buffers=None, ms_args=()):
         c, (_, h, w), (_, ho, wo) = self.c, self.dhw, self.out_dhw
         has_up = up[0] is not None or up[1] is not None
         launcher, scratch_len, block_w, rows = self._backward_entry(need_dx, need_dy, has_up)
@@ -300,7 +325,8 @@ class SSIMPlan:
             gmap, G, off_s, off_cs, gsn, gsc, ws, div_s = g.contiguous(), g, 0, 0, 0, 0, 1.0, 1
         else:
             gmap = scratch
-            G, off_s, off_cs, gsn, gsc, ws, div_s = self._grad_layout(g, g_offset)
+            layout = self._ms_grad_layout(g) if self.ms_levels else self._grad_layout(g, g_offset)
+            G, off_s, off_cs, gsn, gsc, ws, div_s = layout
         ws_hi, ws_lo = _split(ws) if is_map else self._ws_split
         wl_hi, wl_lo, div_l1 = self._l1_split
         hu, wu = self.up_shape or (1, 1)
@@ -312,7 +338,7 @@ class SSIMPlan:
                  dx if dx is not None else scratch, dy if dy is not None else scratch, scratch,
                  c, h, w, ho, wo, sx[0], sx[1], sx[3], sx[4], sy[0], sy[1], sy[3], sy[4], self.c1, self.c2,
                  self.off, block_w, rows, self.acc_tl, True, self.reduce == REDUCE_STATS, is_map, self.with_l1,
-                 has_up, self.symmetric)
+                 has_up, self.symmetric, *ms_args)
         return dx, dy
 
     def _backward_3d(self, x, y, win, g, need_dx, need_dy):
@@ -373,42 +399,10 @@ def ssim_plan(tensors, scalars) -> SSIMPlan:
 
 # ------------------------------------------------------------------------------------------------------ MS-SSIM
 @triton.jit
-def _pow(f, w):
-    """f**w for f >= 0 with torch.pow's values at 0 (0 for w > 0, 1 for w == 0, inf for w < 0)."""
-    safe = tl.where(f > 0, f, 1.0)
-    at_zero = tl.where(w > 0, 0.0, tl.where(w == 0, 1.0, float("inf")))
-    return tl.where(f > 0, tl.exp(w * tl.log(safe)), at_zero)
-
-
-@triton.jit
-def _ms_factor(STATS, W, p, ok, NC, l: tl.constexpr, L: tl.constexpr):
-    """relu(cs) at level l < L-1, relu(SSIM) at the last level, and its exponent."""
-    if l == L - 1:
-        f = tl.maximum(tl.load(STATS + (2 * l) * NC + p, mask=ok, other=1.0), 0.0)
-    else:
-        f = tl.maximum(tl.load(STATS + (2 * l + 1) * NC + p, mask=ok, other=1.0), 0.0)
-    return f, tl.load(W + l)
-
-
-@triton.jit
 def _ms_combine_fwd_kernel(STATS, W, OUT, NC, PER, L: tl.constexpr, REDUCE: tl.constexpr, BLOCK: tl.constexpr):
     """Per plane prod_l factor_l ** w_l, reduced over the PER planes of program g (mean: all, image: C, channel:
     written per plane)."""
-    g = tl.program_id(0)
-    total = tl.zeros([BLOCK], STATS.dtype.element_ty)
-    for start in range(0, PER, BLOCK):
-        q = start + tl.arange(0, BLOCK)
-        p = g * PER + q
-        ok = (q < PER) & (p < NC)
-        pc = tl.full([BLOCK], 1.0, STATS.dtype.element_ty)
-        for l in tl.static_range(L):
-            f, w = _ms_factor(STATS, W, p, ok, NC, l, L)
-            pc = pc * _pow(f, w)
-        if REDUCE == 3:
-            tl.store(OUT + p, pc, mask=ok)
-        total += tl.where(ok, pc, 0.0)
-    if REDUCE != 3:
-        tl.store(OUT + g, tl.sum(total, axis=0) / PER)
+    ms_combine_group(STATS, W, OUT, NC, PER, tl.program_id(0), L, REDUCE, BLOCK)
 
 
 @triton.jit
@@ -426,12 +420,12 @@ def _ms_combine_bwd_kernel(STATS, W, G, GSTATS, NC, PER, gs0, L: tl.constexpr, R
         else:
             gp = tl.load(G + g * gs0).to(STATS.dtype.element_ty) / PER
         for l in tl.static_range(L):
-            f, w = _ms_factor(STATS, W, p, ok, NC, l, L)
-            d = gp * w * _pow(f, w - 1.0)
+            f, w = ms_factor(STATS, W, p, ok, NC, l, L)
+            d = gp * w * ms_pow(f, w - 1.0)
             for m in tl.static_range(L):
                 if m != l:
-                    fm, wm = _ms_factor(STATS, W, p, ok, NC, m, L)
-                    d = d * _pow(fm, wm)
+                    fm, wm = ms_factor(STATS, W, p, ok, NC, m, L)
+                    d = d * ms_pow(fm, wm)
             d = tl.where(f > 0, d, 0.0)
             zero = tl.zeros([BLOCK], STATS.dtype.element_ty)
             if l == L - 1:  # the SSIM slot is used at the last level, the cs slot at the others
@@ -451,28 +445,35 @@ def _aligned(n: int) -> int:
 class MSSSIMPlan:
     """2-D MS-SSIM of pytorch-msssim, one op: ``forward(x, y, win, weights) -> (out, saved)``.
 
-    Forward: the pyramid by the fused x/y pooling kernel, one SSIM launch per level writing that level's per-plane
-    SSIM and cs means into a (levels, 2, N, C) buffer, then one combine launch (relu, powers, product, reduction).
-    Backward: the combine's gradient (one launch), then coarsest level first, each level's SSIM backward adding the
-    coarser level's gradient through the pooling adjoint: one launch per level."""
+    ``fused_pyramid=True`` (the default): the whole pyramid in one launch (``ops/ms_pyramid.py``), one SSIM launch
+    per level writing that level's per-plane SSIM and cs means into a (levels, 2, N, C) buffer, the last level's
+    reducing program also combining them (relu, powers, product, reduction): levels + 1 launches. Backward:
+    coarsest level first, one launch per level, each deriving its upstream gradient from the saved statistics
+    and adding the coarser level's gradient through the pooling adjoint: levels launches.
 
-    def __init__(self, shape, sx, sy, dtype, device, taps, c1, c2, symmetric, levels, reduce) -> None:
+    ``fused_pyramid=False``: one pooling launch per level and separate combine launches (forward and backward),
+    2 levels + 1 launches forward, levels + 1 backward; same values (see tests/ops/test_ms_pyramid.py)."""
+
+    def __init__(self, shape, sx, sy, dtype, device, taps, c1, c2, symmetric, levels, reduce, *,
+                 fused_pyramid: bool = True) -> None:
         from fusedsim.ops.avg_pool import avg_pool_plan
+        from fusedsim.ops.ms_pyramid import pyramid_plan, pyramid_sizes
 
-        self.levels, self.reduce = levels, reduce
+        self.levels, self.reduce, self.fused = levels, reduce, fused_pyramid
         n, c = shape[:2]
-        sizes = [tuple(shape[2:])]
-        for _ in range(levels - 1):
-            sizes.append(tuple((s + s % 2) // 2 for s in sizes[-1]))
+        sizes = pyramid_sizes(tuple(shape[2:]), levels)
         self.level_plans, self.pool_plans = [], []
         for lvl, hw in enumerate(sizes):
             level_shape = tuple(shape[:2]) + hw
             strides = (sx, sy) if lvl == 0 else (_contiguous_strides(level_shape),) * 2
             up = sizes[lvl + 1] if lvl + 1 < levels else None
+            ms = (levels, lvl) if fused_pyramid else None
             self.level_plans.append(SSIMPlan(level_shape, *strides, dtype, device, taps, c1, c2, True, symmetric,
-                                             REDUCE_STATS, up_shape=up))
-            if lvl + 1 < levels:
+                                             REDUCE_STATS, up_shape=up, ms=ms))
+            if lvl + 1 < levels and not fused_pyramid:
                 self.pool_plans.append(avg_pool_plan(level_shape, *strides, dtype, device))
+        self.pyramid = pyramid_plan(tuple(shape), tuple(sx), tuple(sy), dtype, levels) if (
+            fused_pyramid and levels > 1) else None
         self.acc = self.level_plans[0].acc
         self.stats_shape = (levels, 2, n, c)
         self.out_shape = {REDUCE_MEAN: (), REDUCE_IMAGE: (n,), REDUCE_CHANNEL: (n, c)}[reduce]
@@ -491,7 +492,7 @@ class MSSSIMPlan:
         for pool in self.pool_plans:
             self._pool_offsets.append(total)
             total += _aligned(math.prod(pool.out_shape))
-        self._pyramid_len = total
+        self._pyramid_len = self.pyramid.length if self.pyramid is not None else total
         self._bwd_layouts: dict[tuple[bool, bool], tuple[list[tuple[int, int]], int]] = {}
         self._coarse_grad_len = sum(_aligned(math.prod(plan.shape)) for plan in self.level_plans[1:])
         self._part_offsets, total = [], _aligned(math.prod(self.stats_shape))
@@ -503,6 +504,9 @@ class MSSSIMPlan:
     def _pyramid(self, x, y):
         xs, ys = [x], [y]
         buffer = torch.empty(self._pyramid_len, dtype=x.dtype, device=x.device)
+        if self.pyramid is not None:
+            coarse_x, coarse_y = self.pyramid.forward(x, y, buffer)
+            return xs + coarse_x, ys + coarse_y
         for pool, start in zip(self.pool_plans, self._pool_offsets):
             out = buffer[start:start + math.prod(pool.out_shape)].view(pool.out_shape)
             pool.forward(xs[-1], ys[-1], out=out)
@@ -515,12 +519,15 @@ class MSSSIMPlan:
         acc = torch.empty(self._acc_len, dtype=self.acc, device=x.device)
         stats = acc[:math.prod(self.stats_shape)].view(self.stats_shape)
         counter = _counter(self.device, self.level_plans[0].device_index)
+        out = torch.empty(self.out_shape, dtype=self.acc, device=x.device)
+        last = self.levels - 1
         for lvl, plan in enumerate(self.level_plans):
             start = self._part_offsets[lvl]
+            ms_args = (stats, weights, out, self._per, self.reduce) if self.fused and lvl == last else ()
             plan.forward(xs[lvl], ys[lvl], win, out=stats[lvl], part=acc[start:start + plan.part_len],
-                         counter=counter)
-        out = torch.empty(self.out_shape, dtype=self.acc, device=x.device)
-        self._combine(stats, weights, out, self._planes, self._per, self.levels, self.reduce, 128)
+                         counter=counter, ms_args=ms_args)
+        if not self.fused:
+            self._combine(stats, weights, out, self._planes, self._per, self.levels, self.reduce, 128)
         return out, (stats, *xs[1:], *ys[1:])
 
     def _backward_layout(self, need_dx: bool, need_dy: bool) -> tuple[list[tuple[int, int]], int]:
@@ -546,16 +553,20 @@ class MSSSIMPlan:
         need_dx, need_dy = bool(needs[0]), bool(needs[1])
         if not (need_dx or need_dy):
             return None, None, None, None
-        # one allocation for the combine's gradient and every level's scratch, one for the coarse levels' gradients
+        # one allocation for the combine's gradient (unused when fused) and every level's scratch, one for the
+        # coarse levels' gradients
         scratch_at, acc_len = self._backward_layout(need_dx, need_dy)
         acc = torch.empty(acc_len, dtype=self.acc, device=x.device)
-        g_stats = acc[:math.prod(self.stats_shape)].view(self.stats_shape)
         grads = torch.empty((need_dx + need_dy) * self._coarse_grad_len, dtype=x.dtype, device=x.device)
-        if self.reduce == REDUCE_CHANNEL and not g.is_contiguous():
-            g = g.contiguous()
-        g_stride = g.stride(0) if g.dim() else 0
-        self._combine_bwd(stats, weights, g, g_stats, self._planes, self._per, g_stride, self.levels, self.reduce,
-                          128)
+        if self.fused:  # each level's kernel derives its upstream gradient from g and the statistics
+            g_stats = g
+        else:
+            g_stats = acc[:math.prod(self.stats_shape)].view(self.stats_shape)
+            if self.reduce == REDUCE_CHANNEL and not g.is_contiguous():
+                g = g.contiguous()
+            g_stride = g.stride(0) if g.dim() else 0
+            self._combine_bwd(stats, weights, g, g_stats, self._planes, self._per, g_stride, self.levels,
+                              self.reduce, 128)
         up, grad_start = (None, None), 0
         for lvl in range(self.levels - 1, -1, -1):
             plan = self.level_plans[lvl]
@@ -570,8 +581,10 @@ class MSSSIMPlan:
             else:
                 dx = torch.empty(x.shape, dtype=x.dtype, device=x.device) if need_dx else None
                 dy = torch.empty(y.shape, dtype=y.dtype, device=y.device) if need_dy else None
+            ms_args = (stats, weights, self._per, lvl, self.reduce) if self.fused else ()
             up = plan.backward((xs[lvl], ys[lvl], win), (), g_stats, needs,
-                               g_offset=lvl * g_stats.stride(0), up=up, buffers=(scratch, dx, dy))[:2]
+                               g_offset=0 if self.fused else lvl * g_stats.stride(0), up=up,
+                               buffers=(scratch, dx, dy), ms_args=ms_args)[:2]
         return up[0], up[1], None, None
 
 

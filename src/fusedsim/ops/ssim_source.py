@@ -112,15 +112,29 @@ _LAST_PROGRAM_REDUCE = [
 ]
 
 
-def render_forward(k: int, three_d: bool, name: str, unroll: bool = True) -> str:
+# MS-SSIM's last level: after writing its statistics, the reducing program combines every level's (L, 2, N, C)
+# statistics into the MS-SSIM value (``ops/ms_combine.py``), so the combine needs no launch of its own.
+_MS_COMBINE_SIG = ", MS_STATS, MS_W, MS_OUT, ms_per, MS_REDUCE: tl.constexpr"
+_MS_IMPORT = "from fusedsim.ops.ms_combine import ms_combine_all, ms_level_upstream\n"
+
+
+def _ms_combine(levels: int) -> list[str]:
+    return ["    tl.debug_barrier()",  # this program's statistics stores, visible to all its threads
+            f"    ms_combine_all(MS_STATS, MS_W, MS_OUT, planes, ms_per, {levels}, MS_REDUCE, 128)"]
+
+
+def render_forward(k: int, three_d: bool, name: str, unroll: bool = True, ms_levels: int = 0) -> str:
     """Forward: SSIM / cs / L1 partial sums per program, reduced by the last program into RESULT:
 
     REDUCE 1: the mean (0-d); 2: per image (N,); 3: per plane (N, C); 0: per-plane SSIM and cs means (2, N, C);
-    -1: no reduction (the map only). With WITH_L1 each plane's value is (1-w)·mean|x-y| + w·(1 - mean SSIM)."""
+    -1: no reduction (the map only). With WITH_L1 each plane's value is (1-w)·mean|x-y| + w·(1 - mean SSIM).
+    ``ms_levels`` > 0 (REDUCE 0, last MS-SSIM level only) also folds in the combine of that many levels; at 0 the
+    source is the single-scale kernel's, unchanged."""
     sig = STATS_SIG.format(
         outputs="PART, CNT, RESULT, MAP",
         scalars="c1, c2, count, l1_count, w_hi, w_lo, ",
-        flags=", WRITE_MAP: tl.constexpr, WITH_L1: tl.constexpr, REDUCE: tl.constexpr, RBLOCK: tl.constexpr",
+        flags=", WRITE_MAP: tl.constexpr, WITH_L1: tl.constexpr, REDUCE: tl.constexpr, RBLOCK: tl.constexpr"
+        + (_MS_COMBINE_SIG if ms_levels else ""),
     )
     body = stats_prologue(k, three_d)
     body += ["acc_s = tl.zeros([BW], ACC)", "acc_cs = tl.zeros([BW], ACC)", "acc_l1 = tl.zeros([BW], ACC)"]
@@ -146,9 +160,10 @@ def render_forward(k: int, three_d: bool, name: str, unroll: bool = True) -> str
         "if WITH_L1:",
         "    tl.store(PART + 2 * nprog + lin, tl.sum(acc_l1, axis=0))",
         "if REDUCE >= 0:",
-        *indent(_LAST_PROGRAM_REDUCE),
+        *indent(_LAST_PROGRAM_REDUCE if not ms_levels else _LAST_PROGRAM_REDUCE[:-1] + _ms_combine(ms_levels)
+                + _LAST_PROGRAM_REDUCE[-1:]),
     ]
-    return f"def {name}({sig}):\n" + "\n".join(indent(body)) + "\n"
+    return (_MS_IMPORT if ms_levels else "") + f"def {name}({sig}):\n" + "\n".join(indent(body)) + "\n"
 
 
 # per-plane upstream gradients of the SSIM sum (gs), the cs sum (gcs) and the fused L1 term (gl1)
@@ -295,7 +310,27 @@ def _upsampled(ptr: str) -> str:
             "mask=out_ok, other=0.0).to(ACC)")
 
 
-def render_grad_fused_2d(k: int, maps: tuple[str, ...], name: str, unroll: bool = False) -> str:
+# MS-SSIM: the per-plane upstream gradients come from the combine's gradient at this level, computed in the
+# prologue from the saved (L, 2, N, C) statistics and the caller's gradient G (no combine-backward launch).
+_MS_UPSTREAM_SIG = ", MS_STATS, MS_W, ms_per, ms_level, MS_REDUCE: tl.constexpr"
+
+
+def _ms_upstream_scalars(levels: int) -> list[str]:
+    scale = "(tl.cast(ws_hi, ACC) + tl.cast(ws_lo, ACC)) / div_s"
+    return [
+        "gidx = (nc // C) * gsn + (nc % C) * gsc",
+        ("d_s, d_cs = ms_level_upstream(G + g_off_s + gidx, MS_STATS, MS_W, nc, tl.num_programs(2), ms_per, "
+         f"ms_level, {levels}, MS_REDUCE)"),
+        "gs = 0.0",
+        "gcs = 0.0",
+        "if HAS_GS:",
+        f"    gs = d_s.to(ACC) * {scale}",
+        "if HAS_GCS:",
+        f"    gcs = d_cs.to(ACC) * {scale}",
+    ]
+
+
+def render_grad_fused_2d(k: int, maps: tuple[str, ...], name: str, unroll: bool = False, ms_levels: int = 0) -> str:
     """Backward in one pass for 2-D inputs: nothing full-size is written but the gradients.
 
     Streaming down the rows, three stages run K-1 rows apart: (1) statistics of the map row q (shift chain);
@@ -304,6 +339,8 @@ def render_grad_fused_2d(k: int, maps: tuple[str, ...], name: str, unroll: bool 
     shifted loads filter it horizontally. A program of BW columns yields BW - (K - 1) output columns.
     ``maps`` lists the gradient maps needed: bm, cm, and ax (for dx) / ay (for dy). HAS_L1 adds the fused
     L1 term's gradient; HAS_UP adds the next MS-SSIM level's gradient through the pooling adjoint.
+    ``ms_levels`` > 0 (MS-SSIM levels) derives the upstream gradients from the combine in the prologue; at 0 the
+    source is unchanged.
     """
     r = k // 2
     sig = (
@@ -311,7 +348,7 @@ def render_grad_fused_2d(k: int, maps: tuple[str, ...], name: str, unroll: bool 
         "C, H, W, HO, WO, sxn, sxc, sxh, sxw, syn, syc, syh, syw, c1, c2, "
         "OFF: tl.constexpr, BW: tl.constexpr, RS: tl.constexpr, ACC: tl.constexpr, "
         "HAS_GS: tl.constexpr, HAS_GCS: tl.constexpr, HAS_GMAP: tl.constexpr, HAS_L1: tl.constexpr, "
-        "HAS_UP: tl.constexpr, SYMMETRIC: tl.constexpr"
+        "HAS_UP: tl.constexpr, SYMMETRIC: tl.constexpr" + (_MS_UPSTREAM_SIG if ms_levels else "")
     )
     body = [
         "pid_w = tl.program_id(0)",
@@ -334,7 +371,7 @@ def render_grad_fused_2d(k: int, maps: tuple[str, ...], name: str, unroll: bool 
     body += [f"f{i} = w{i}" for i in range(k)]
     body += ["if not SYMMETRIC:"] + indent([f"f{i} = tl.load(WINF + c * {k} + {i}).to(ACC)" for i in range(k)])
     body += column_taps(k, f"-{r}", "W", {"x": "sxw", "y": "syw"})
-    body += _UPSTREAM_SCALARS
+    body += _ms_upstream_scalars(ms_levels) if ms_levels else _UPSTREAM_SCALARS
     body += [
         "gl1 = 0.0",
         "if HAS_L1:",
@@ -391,4 +428,4 @@ def render_grad_fused_2d(k: int, maps: tuple[str, ...], name: str, unroll: bool 
     row += [f"if (t >= {4 * r}) & (t < steps):"] + indent(emit)
     prologue, loop = streamed_rows_2d(k, f"p0 - {2 * r}", row, unroll)
     body += prologue + loop
-    return f"def {name}({sig}):\n" + "\n".join(indent(body)) + "\n"
+    return (_MS_IMPORT if ms_levels else "") + f"def {name}({sig}):\n" + "\n".join(indent(body)) + "\n"

@@ -441,6 +441,8 @@ def main() -> None:
     parser.add_argument("--parts", default="table,ms,train", help="comma-separated: table, ms, train")
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"), help="cpu: smoke run of the code")
     parser.add_argument("--steps", type=int, default=None, help="training steps per timing (default 300)")
+    parser.add_argument("--shapes", default=None,
+                        help="per-call table shapes instead of the default list, e.g. 1x3x546x980,1x3x800x800")
     parser.add_argument("--rounds", type=int, default=None,
                         help="per-call tables: rounds over the providers, median reported (default 3, 1 with --quick)")
     args = parser.parse_args()
@@ -451,6 +453,8 @@ def main() -> None:
     rep_ms = 50 if args.quick else 150
     rounds = args.rounds or (1 if args.quick else 3)
     ssim_shapes = (QUICK_SSIM_SHAPES if args.quick else SSIM_SHAPES) if gpu else CPU_SSIM_SHAPES
+    if args.shapes:
+        ssim_shapes = [tuple(int(v) for v in text.split("x")) for text in args.shapes.split(",")]
     ms_shapes = (MS_SHAPES[:1] if args.quick else MS_SHAPES) if gpu else CPU_MS_SHAPES
     train_sizes = TRAIN_SIZES if gpu else CPU_TRAIN_SIZES
     steps = args.steps or (300 if gpu and not args.quick else 100 if gpu else 5)

@@ -26,7 +26,6 @@ import triton.language as tl
 from fusedsim.ops._codegen import jit_from_source
 from fusedsim.ops._launch import Launcher
 from fusedsim.ops.ms_combine import ms_combine_group, ms_factor, ms_pow
-from fusedsim.ops.registry import in_compiled_graph
 from fusedsim.ops.ssim_source import (
     REDUCE_CHANNEL,
     REDUCE_IMAGE,
@@ -38,6 +37,8 @@ from fusedsim.ops.ssim_source import (
     render_grad_fused_2d,
     render_grad_maps,
 )
+from fusedsim.ops.stream_buffers import stream_counter as _counter
+from fusedsim.ops.stream_buffers import stream_scratch
 from fusedsim.reference.ssim_ref import compute_dtype
 
 # Ints that vary between calls of one plan (upstream-gradient offsets and strides) are not specialised on.
@@ -131,28 +132,6 @@ def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
-_counters: dict[tuple[int, int], torch.Tensor] = {}
-
-
-def _counter(device: torch.device, index: int | None) -> torch.Tensor:
-    """A zeroed int32 completion counter per (device, stream); the reducing program resets it to 0. While a CUDA
-    graph is being captured a fresh one is used (its zeroing is captured with the graph)."""
-    if index is None or in_compiled_graph() or torch.cuda.is_current_stream_capturing():
-        return torch.zeros(1, dtype=torch.int32, device=device)
-    key = (index, torch._C._cuda_getCurrentRawStream(index))
-    counter = _counters.get(key)
-    if counter is None:
-        # allocated from a side stream, so that it never comes from a private memory pool routed to the current
-        # stream (torch.compile's CUDA-graph trees do that while warming up), which must hold no live tensor
-        current, side = torch.cuda.current_stream(device), torch.cuda.Stream(device)
-        side.wait_stream(current)
-        with torch.cuda.stream(side):
-            counter = torch.zeros(1, dtype=torch.int32, device=device)
-        current.wait_stream(side)
-        _counters[key] = counter
-    return counter
-
-
 class SSIMPlan:
     """Launch geometry, kernels and constants of one SSIM computation, fixed by shapes, strides, dtypes and
     options. ``forward(x, y, win) -> (out, ())``; ``backward((x, y, win), saved, g, needs) -> (dx, dy, None)``.
@@ -218,7 +197,7 @@ class SSIMPlan:
         may be given by a caller that runs several plans (MS-SSIM: one allocation for all levels). ``ms_args``:
         the last fused MS-SSIM level's (all statistics, weights, MS-SSIM output, planes per group, reduce)."""
         if part is None:
-            part = torch.empty(self.part_len, dtype=self.acc, device=x.device)
+            part = stream_scratch(x.device, self.device_index, self.part_len, self.acc)
         if out is None:
             out = torch.empty(self.out_shape, dtype=self.acc, device=x.device)
         if self.reduce == REDUCE_NONE:
@@ -317,7 +296,7 @@ class SSIMPlan:
         if buffers is not None:
             scratch, dx, dy = buffers
         else:
-            scratch = torch.empty(scratch_len, dtype=self.acc, device=x.device)
+            scratch = stream_scratch(x.device, self.device_index, scratch_len, self.acc)
             dx = torch.empty(x.shape, dtype=x.dtype, device=x.device) if need_dx else None
             dy = torch.empty(y.shape, dtype=y.dtype, device=y.device) if need_dy else None
         is_map = self.reduce == REDUCE_NONE

@@ -74,6 +74,17 @@ def sensitivities(LUT, bkg, ok, LOGL0, LOGL_SPAN, CORR, NL: tl.constexpr, LN10: 
 
 
 @triton.jit
+def store_six(out, HW, v0, v1, v2, v3, v4, v5, ok):
+    """The six planes of a band buffer (N, 6, h, w) at one row segment ``out`` (planes HW apart)."""
+    tl.store(out, v0, mask=ok)
+    tl.store(out + HW, v1, mask=ok)
+    tl.store(out + 2 * HW, v2, mask=ok)
+    tl.store(out + 3 * HW, v3, mask=ok)
+    tl.store(out + 4 * HW, v4, mask=ok)
+    tl.store(out + 5 * HW, v5, mask=ok)
+
+
+@triton.jit
 def _ref_band_kernel(G, GN, LUT, OUT, w, hn, wn, gsn, gsc, nsn, nsc, HW, LOGL0, LOGL_SPAN, CORR,
                      NL: tl.constexpr, SCALE: tl.constexpr, LN10: tl.constexpr, BLOCK: tl.constexpr):
     i = tl.program_id(1)
@@ -83,12 +94,7 @@ def _ref_band_kernel(G, GN, LUT, OUT, w, hn, wn, gsn, gsc, nsn, nsc, HW, LOGL0, 
     c0, c1, c2, bkg = contrast(G, GN, n, i, j, w, hn, wn, ok, gsn, gsc, nsn, nsc, SCALE)
     s0, s1, s2 = sensitivities(LUT, bkg, ok, LOGL0, LOGL_SPAN, CORR, NL, LN10)
     out = OUT + n * 6 * HW + i.to(tl.int64) * w + j
-    tl.store(out, c0, mask=ok)
-    tl.store(out + HW, c1, mask=ok)
-    tl.store(out + 2 * HW, c2, mask=ok)
-    tl.store(out + 3 * HW, s0, mask=ok)
-    tl.store(out + 4 * HW, s1, mask=ok)
-    tl.store(out + 5 * HW, s2, mask=ok)
+    store_six(out, HW, c0, c1, c2, s0, s1, s2, ok)
 
 
 @triton.jit
@@ -120,12 +126,7 @@ def _test_band_kernel(G, GN, R, S, OUT, h, w, hn, wn, gsn, gsc, nsn, nsc, rsn, r
     m1, a1 = _test_channel(c1, rb + rsc, sb + ssc, pix, ok, G1)
     m2, a2 = _test_channel(c2, rb + 2 * rsc, sb + 2 * ssc, pix, ok, 1.0)
     out = OUT + n * 6 * HW + pix
-    tl.store(out, m0, mask=ok)
-    tl.store(out + HW, m1, mask=ok)
-    tl.store(out + 2 * HW, m2, mask=ok)
-    tl.store(out + 3 * HW, a0, mask=ok)
-    tl.store(out + 4 * HW, a1, mask=ok)
-    tl.store(out + 5 * HW, a2, mask=ok)
+    store_six(out, HW, m0, m1, m2, a0, a1, a2, ok)
 
 
 def plane_view(x: torch.Tensor, batch: int | None = None) -> tuple[torch.Tensor, int, int]:

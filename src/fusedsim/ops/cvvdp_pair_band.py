@@ -28,6 +28,7 @@ from fusedsim.ops.cvvdp_band import (
     masker_and_diff,
     sensitivities,
     sensitivity_table,
+    store_six,
 )
 from fusedsim.ops.cvvdp_pyramid import block_for
 from fusedsim.reference.cvvdp_ref import _CH_GAIN
@@ -52,12 +53,7 @@ def _pair_band_kernel(RG, RGN, TG, TGN, LUT, OUT, w, hn, wn, rgsn, rgsc, rnsn, r
     m1, a1 = masker_and_diff(t1, r1, s1, G1)
     m2, a2 = masker_and_diff(t2, r2, s2, 1.0)
     out = OUT + n * 6 * HW + i.to(tl.int64) * w + j
-    tl.store(out, m0, mask=ok)
-    tl.store(out + HW, m1, mask=ok)
-    tl.store(out + 2 * HW, m2, mask=ok)
-    tl.store(out + 3 * HW, a0, mask=ok)
-    tl.store(out + 4 * HW, a1, mask=ok)
-    tl.store(out + 5 * HW, a2, mask=ok)
+    store_six(out, HW, m0, m1, m2, a0, a1, a2, ok)
 
 
 @functools.lru_cache(maxsize=128)

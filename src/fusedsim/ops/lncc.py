@@ -38,7 +38,13 @@ from fusedsim.ops._launch import Launcher
 from fusedsim.ops.lncc_slab import BLOCK as SLAB_BLOCK
 from fusedsim.ops.lncc_slab import DEPTH_BLOCK as SLAB_DEPTH_BLOCK
 from fusedsim.ops.lncc_slab import SlabLNCC
-from fusedsim.ops.lncc_terms import CONST_LINES, CONSTS, GRAD_TERMS, NCC_TERMS
+from fusedsim.ops.lncc_terms import (
+    CONST_LINES,
+    CONSTS,
+    GRAD_TERMS,
+    NCC_TERMS,
+    final_reduction,
+)
 from fusedsim.ops.moments_source import (
     STATS_SIG,
     accumulate_tap,
@@ -182,16 +188,7 @@ def render_forward(k: int, three_d: bool, name: str) -> str:
         "    tl.debug_barrier()",
         "    done = tl.atomic_add(CNT, 1, sem='acq_rel', scope='gpu')",
         "    if done == nprog - 1:",
-        "        tot = tl.zeros([RBLOCK], ACC)",
-        "        for start in range(0, nprog, RBLOCK):",
-        "            idx = start + tl.arange(0, RBLOCK)",
-        "            tot += tl.load(PART + idx, mask=idx < nprog, other=0.0, cache_modifier='.cg')",
-        "        total = tl.sum(tot, axis=0)",
-        "        if MEAN:",
-        "            total = total / count",
-        "        tl.store(OUT, -total)",
-        "        tl.atomic_xchg(CNT, 0)",
-    ]
+    ] + indent(final_reduction("nprog"), 2)
     return f"def {name}({sig}):\n" + "\n".join(indent(body)) + "\n"
 
 

@@ -22,6 +22,7 @@ from fusedsim.ops.lncc_terms import (
     CONSTS,
     GRAD_TERMS,
     NCC_TERMS,
+    final_reduction,
     grad_map_stores,
 )
 from fusedsim.ops.moments_source import (
@@ -180,16 +181,7 @@ def render_depth_forward(k: int, ds: int, name: str) -> str:
         "        done = tl.atomic_add(CNT, 1, sem='acq_rel', scope='gpu')",
         "        if done == nprog - 1:",
         "            npart = PBASE + nprog",
-        "            tot = tl.zeros([RBLOCK], ACC)",
-        "            for start in range(0, npart, RBLOCK):",
-        "                idx = start + tl.arange(0, RBLOCK)",
-        "                tot += tl.load(PART + idx, mask=idx < npart, other=0.0, cache_modifier='.cg')",
-        "            total = tl.sum(tot, axis=0)",
-        "            if MEAN:",
-        "                total = total / count",
-        "            tl.store(OUT, -total)",
-        "            tl.atomic_xchg(CNT, 0)",
-    ]
+    ] + indent(final_reduction("npart"), 3)
     return f"def {name}({sig}):\n" + "\n".join(indent(body)) + "\n"
 
 

@@ -41,3 +41,20 @@ def grad_map_stores(dst: str, slot: str, mask: str) -> list[str]:
         f"    tl.store({dst} + nxt * {slot}, -q * v_x * ga - 2.0 * q * v_y * gc, mask={mask})",
         f"    tl.store({dst} + (nxt + 1) * {slot}, gc, mask={mask})",
     ]
+
+
+def final_reduction(npart: str) -> list[str]:
+    """Source run by the last program to finish (``done == nprog - 1``): the ``npart`` partial sums in PART added
+    in a fixed order (deterministic), the loss -sum (or -mean) stored to OUT and the counter reset for the next
+    launch."""
+    return [
+        "tot = tl.zeros([RBLOCK], ACC)",
+        f"for start in range(0, {npart}, RBLOCK):",
+        "    idx = start + tl.arange(0, RBLOCK)",
+        f"    tot += tl.load(PART + idx, mask=idx < {npart}, other=0.0, cache_modifier='.cg')",
+        "total = tl.sum(tot, axis=0)",
+        "if MEAN:",
+        "    total = total / count",
+        "tl.store(OUT, -total)",
+        "tl.atomic_xchg(CNT, 0)",
+    ]

@@ -8,8 +8,7 @@ Per metric and square size (512², 1024², 2048², 4096² = 16 MP; one uint8 sRG
             threads and with one thread, and the GPU result against the CPU twin's on the same 1080p pair
   peer      a peer on the same GPU at every size where the provider names one (IW-SSIM: piq 0.8 on the same grey
             images, float64), its time, peak memory, value and our speed-up
-  vship     with ``--vship-lib PATH`` (a libvship built from its public source inside the run command; nothing
-            of it is kept here): its C API on the same 1080p pair (host arrays: its copies included), frames/s
+Vship (SSIMULACRA2, Butteraugli) is compared in ``bench_vship.py`` (its C API, agreement and speed).
 
 Anchors recorded with the results: zenmetrics warm per-call at 16 MP on an RTX 5070 (ssim2 47.7 ms, butteraugli
 50.2 ms), single-thread C++ at 1080p (SSIMULACRA2 377 ms, Butteraugli 647 ms); goals on an H200: 16 MP <= 1/5 of
@@ -19,7 +18,7 @@ Adding a metric: write a ``_<metric>_bench() -> MetricBench`` below and list it 
 
 GPU:  PYTHONPATH=src python benchmarks/bench_perceptual.py --metric ssimulacra2 [--sizes 512,1024,2048,4096]
       (--metric dssim,iw-ssim: the IW-SSIM rows time piq on the same GPU when it is installed: pip install piq)
-                                                          [--vship-lib PATH] [--no-cpu]
+                                                          [--no-cpu]
 CPU smoke (proves the code paths, numbers meaningless):
       PYTHONPATH=src python benchmarks/bench_perceptual.py --metric ssimulacra2 --device cpu --quick
 """
@@ -27,7 +26,6 @@ CPU smoke (proves the code paths, numbers meaningless):
 from __future__ import annotations
 
 import argparse
-import ctypes
 import os
 import sys
 import time
@@ -38,8 +36,17 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import (fmt, median_ms, metadata, parse_skip, peak_extra_mib, run_stamp, smoke_dir, sync,  # noqa: E402
-                      write_json)
+from _harness import (  # noqa: E402
+    fmt,
+    median_ms,
+    metadata,
+    parse_skip,
+    peak_extra_mib,
+    run_stamp,
+    smoke_dir,
+    sync,
+    write_json,
+)
 
 Tensor = torch.Tensor
 SIZES = (512, 1024, 2048, 4096)
@@ -56,7 +63,6 @@ class MetricBench:
     one_shot: Callable[[Tensor, Tensor], object]
     value: Callable[[object], float]  # the headline number of a result (for the GPU-vs-CPU check)
     anchors: dict = field(default_factory=dict)
-    vship: Callable[[str, Tensor, Tensor], Callable[[], float]] | None = None  # (lib, ref, dist) -> call
     # a peer on the same device: (ref, dist) -> (name, call, value of a result); timed at every size
     peer: Callable[[Tensor, Tensor], tuple[str, Callable[[], object], Callable[[object], float]]] | None = None
 
@@ -67,8 +73,7 @@ def _ssimulacra2_bench() -> MetricBench:
     return MetricBench(
         name="ssimulacra2", one_shot=fusedsim.ssimulacra2, value=lambda r: float(r),
         anchors={"zenmetrics_rtx5070_16mp_ms": 47.7, "goal_h200_16mp_ms": 9.5, "cpp_single_thread_1080p_ms": 377,
-                 "vship_rtx4050_laptop_1080p_fps": 149},
-        vship=_vship_ssimulacra2)
+                 "vship_rtx4050_laptop_1080p_fps": 149})
 
 
 def _butteraugli_bench() -> MetricBench:
@@ -162,41 +167,6 @@ def _to_uint8(x: Tensor) -> Tensor:
     return (x.clamp(0, 1) * 255).round().to(torch.uint8)
 
 
-# ---------------------------------------------------------------------------------------------------- vship
-def _vship_ssimulacra2(lib_path: str, ref: Tensor, dist: Tensor) -> Callable[[], float]:
-    """Vship's SSIMULACRA2 through its C API (``Vship_SSIMU2Init`` / ``Vship_ComputeSSIMU2Float``: planar float
-    host arrays). The planes are prepared once; each call includes Vship's own host-to-GPU copies."""
-    lib = ctypes.CDLL(lib_path)
-    handler = ctypes.c_int(0)
-    height, width = ref.shape[-2:]
-    if lib.Vship_SSIMU2Init(ctypes.byref(handler), ctypes.c_int(width), ctypes.c_int(height)) != 0:
-        raise RuntimeError("Vship_SSIMU2Init failed")
-    planes = [(img[0].float() / 255).cpu().contiguous() for img in (ref, dist)]  # (3, H, W) each, kept alive
-    arrays = [(ctypes.c_void_p * 3)(*[p[c].data_ptr() for c in range(3)]) for p in planes]
-    score = ctypes.c_double(0.0)
-    compute = lib.Vship_ComputeSSIMU2Float
-    compute.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_double), ctypes.c_void_p, ctypes.c_void_p,
-                        ctypes.c_int64]
-
-    def call() -> float:
-        if compute(handler.value, ctypes.byref(score), arrays[0], arrays[1], width * 4) != 0:
-            raise RuntimeError("Vship_ComputeSSIMU2Float failed")
-        return score.value
-
-    call.keep = (planes, arrays)  # type: ignore[attr-defined]
-    return call
-
-
-def _wall_ms(fn: Callable[[], object], reps: int = 20) -> float:
-    fn()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return sorted(times)[len(times) // 2]
-
-
 # ------------------------------------------------------------------------------------------------- measuring
 def bench_size(bench: MetricBench, height: int, width: int, device: str, seed: int) -> dict:
     import fusedsim
@@ -250,8 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     parser.add_argument("--quick", action="store_true", help="fewer sizes (CPU smoke: tiny ones)")
     parser.add_argument("--no-cpu", action="store_true", help="skip the CPU twin at 1080p (seconds per metric)")
-    parser.add_argument("--vship-lib", default=os.environ.get("VSHIP_LIB"), help="path of a built libvship")
-    parser.add_argument("--skip", default="", help="comma list of parts to skip: sizes,fhd,cpu,vship")
+    parser.add_argument("--skip", default="", help="comma list of parts to skip: sizes,fhd,cpu")
     parser.add_argument("--out", default=os.environ.get("OUT"), help="also copy the JSON here")
     args = parser.parse_args(argv)
 
@@ -296,16 +265,6 @@ def main(argv: list[str] | None = None) -> int:
             res["cpu_twin_fhd"] = bench_cpu_twin(bench, *fhd_m, seed=100,
                                                  gpu_value=None if smoke else gpu_fhd_value)
             print(f"{name} CPU twin {fhd[1]}x{fhd[0]}: {res['cpu_twin_fhd']}", flush=True)
-        if args.vship_lib and bench.vship is not None and "vship" not in skip:
-            try:
-                ref, dist = uint8_pair(*fhd, device, seed=100)
-                call = bench.vship(args.vship_lib, ref, dist)
-                ms = _wall_ms(call)
-                res["vship_fhd"] = {"ms": ms, "fps": 1e3 / ms, "value": call(),
-                                    "fusedsim_fps_ratio": (res.get("fhd", {}).get("one_shot_fps") or 0) / (1e3 / ms)}
-            except Exception as exc:  # a peer that cannot run is a row, not a failure
-                res["vship_fhd"] = {"error": f"{type(exc).__name__}: {exc}"}
-            print(f"{name} vship: {res['vship_fhd']}", flush=True)
         big = next((r for r in res["sizes"] if r["shape"][2:] == [4096, 4096]), None)
         if big is not None and "zenmetrics_rtx5070_16mp_ms" in bench.anchors:
             res["summary_16mp"] = {"one_shot_ms": big["one_shot_ms"], "cached_ms": big["cached_ms"],

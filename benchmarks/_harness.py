@@ -100,6 +100,22 @@ def random_pair(shape: Sequence[int], device: str, dtype: torch.dtype = torch.fl
     return x.to(dtype), y.to(dtype)
 
 
+def uint8_pair(height: int, width: int, device: str, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """A fresh sRGB uint8 pair (1, 3, H, W): a smooth random image with texture, and a noisy, shifted copy (what
+    a codec sweep scores; never zeros, never identical). Drawn on the CPU, so a seed gives the same pair on every
+    device (the GPU-vs-CPU check compares one pair)."""
+    gen = torch.Generator().manual_seed(seed)
+    low = torch.rand(1, 3, max(2, height // 16), max(2, width // 16), generator=gen)
+    base = torch.nn.functional.interpolate(low, size=(height, width), mode="bilinear", align_corners=False)
+    base = base * 0.8 + 0.2 * torch.rand(1, 3, height, width, generator=gen)
+    dist = base + 0.03 * torch.randn(base.shape, generator=gen) + 0.01
+    return _to_uint8(base).to(device), _to_uint8(dist).to(device)
+
+
+def _to_uint8(x: torch.Tensor) -> torch.Tensor:
+    return (x.clamp(0, 1) * 255).round().to(torch.uint8)
+
+
 def optional_import(name: str) -> ModuleType | str:
     """The module, or a one-line reason why it cannot be imported (a missing peer is recorded, never fatal)."""
     try:

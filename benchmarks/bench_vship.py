@@ -6,7 +6,7 @@ the benchmark machine (its Makefile's ``buildcuda`` target) and pass its path wi
 * Agreement: every pair of ``refdata/perceptual`` that the reference tools scored (``scores.csv``:
   ``cloudinary-ssimulacra2-cpp``; ``libjxl-butteraugli_main`` max-norm and 3-norm at intensity target 80), scored
   by fusedsim (GPU) and by Vship: max and median |value - reference| per implementation.
-* Speed, one sRGB 8-bit pair per call (batch 1), 1920x1080 and 4096x4096, random textured images:
+* Speed, one sRGB 8-bit pair per call (batch 1), 1920x1080 and 4096x4096, ``_harness.uint8_pair`` images:
   - Vship as its users call it: host frames (pinned, planar RGB) in, score out, one handler, call after call
     (latency), and three handlers on three threads (the throughput setting its documentation recommends);
   - fusedsim from the same pinned host frames (copy to the GPU included) with the score read back after every
@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import metadata, write_json  # noqa: E402
+from _harness import metadata, uint8_pair, write_json  # noqa: E402
 
 import fusedsim  # noqa: E402
 
@@ -181,16 +181,6 @@ def agreement(vship: Vship, refdata: Path) -> dict:
 
 
 # ----------------------------------------------------------------------------------------------------- speed
-def textured_pair(height: int, width: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """A smooth random image plus noise (uint8 sRGB, (3, H, W)) and a noisier copy: every scale has content."""
-    g = torch.Generator().manual_seed(seed)
-    low = torch.rand(1, 3, max(2, height // 32), max(2, width // 32), generator=g)
-    base = torch.nn.functional.interpolate(low, size=(height, width), mode="bilinear", align_corners=False)[0]
-    ref = (base * 220 + 18 + torch.randn(3, height, width, generator=g) * 6).clamp(0, 255).round()
-    dist = (ref + torch.randn(3, height, width, generator=g) * 5).clamp(0, 255).round()
-    return ref.to(torch.uint8).contiguous(), dist.to(torch.uint8).contiguous()
-
-
 def per_frame_ms(fn, frames: int) -> float:
     fn()  # warm-up: compile, handler buffers
     torch.cuda.synchronize()
@@ -263,7 +253,7 @@ def time_metric(vship: Vship, metric: str, ref_h: torch.Tensor, dist_h: torch.Te
 def speed(vship: Vship, sizes: list[tuple[int, int]], frames: int) -> list[dict]:
     rows = []
     for height, width in sizes:
-        ref_h, dist_h = (t.pin_memory() for t in textured_pair(height, width))
+        ref_h, dist_h = (t[0].pin_memory() for t in uint8_pair(height, width, "cpu", seed=0))
         n = max(10, frames * 1920 * 1080 // (height * width))
         for metric in ("ssimulacra2", "butteraugli"):
             row = time_metric(vship, metric, ref_h, dist_h, n)

@@ -510,12 +510,12 @@ class MSSSIMPlan:
         return out, (stats, *xs[1:], *ys[1:])
 
     def _backward_layout(self, need_dx: bool, need_dy: bool) -> tuple[list[tuple[int, int]], int]:
-        """(offset, length) of each level's scratch after the combine's gradient, and the total length, in the
-        backward's accumulation-dtype buffer (fixed per plan and gradients asked for: computed once)."""
+        """(offset, length) of each level's scratch after the combine's gradient (per-level path only), and the
+        total length, in the backward's accumulation-dtype buffer (fixed per plan and gradients asked for)."""
         key = (need_dx, need_dy)
         layout = self._bwd_layouts.get(key)
         if layout is None:
-            start, scratch_at = _aligned(math.prod(self.stats_shape)), []
+            start, scratch_at = 0 if self.fused else _aligned(math.prod(self.stats_shape)), []
             for lvl, plan in enumerate(self.level_plans):
                 length = _aligned(plan.backward_scratch_len(need_dx, need_dy, lvl < self.levels - 1))
                 scratch_at.append((start, length))
@@ -532,7 +532,7 @@ class MSSSIMPlan:
         need_dx, need_dy = bool(needs[0]), bool(needs[1])
         if not (need_dx or need_dy):
             return None, None, None, None
-        # one allocation for the combine's gradient (unused when fused) and every level's scratch, one for the
+        # one allocation for the combine's gradient (per-level path) and every level's scratch, one for the
         # coarse levels' gradients
         scratch_at, acc_len = self._backward_layout(need_dx, need_dy)
         acc = torch.empty(acc_len, dtype=self.acc, device=x.device)

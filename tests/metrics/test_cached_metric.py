@@ -39,6 +39,17 @@ def test_srgb_pair_converts_uint8_and_adds_the_batch_dimension():
     assert torch.equal(pair.ref[0], ref.float() / 255.0)
 
 
+def test_srgb_pair_keeps_uint8_codes_when_asked():
+    ref = torch.randint(0, 256, (3, 9, 11), dtype=torch.uint8)
+    pair = srgb_pair(ref, torch.rand(3, 9, 11), "m", keep_uint8=True)  # codes and floats may be mixed, as before
+    assert pair.ref.dtype == torch.uint8 and pair.ref.shape == (1, 3, 9, 11)
+    assert torch.equal(pair.ref[0], ref)
+    with pytest.raises(TypeError, match="same dtype"):  # float64 against codes read as float32
+        srgb_pair(ref, torch.rand(3, 9, 11, dtype=torch.float64), "m", keep_uint8=True)
+    with pytest.raises(ValueError, match="at least 10 px"):  # the same checks as without it
+        srgb_pair(ref, ref, "m", min_size=10, keep_uint8=True)
+
+
 @pytest.mark.parametrize("ref, dist, error, match", [
     (torch.rand(1, 1, 8, 8), torch.rand(1, 1, 8, 8), ValueError, "3 sRGB channels"),
     (torch.rand(1, 3, 8, 8), torch.rand(1, 3, 8, 9), ValueError, "same shape"),

@@ -28,3 +28,17 @@ def test_vertical_loop_carries_all_six_states_and_the_prefetched_rows():
     carried = carried_per_loop("fusedsim.ops.recursive_gaussian:_iir_vertical_kernel", sig,
                                {"RADIUS": 5, "BLOCK_C": 32}, num_warps=1, enable_fp_fusion=False)
     assert carried == [10]  # 6 states + 4 rows loaded four steps ahead
+
+
+_ERROR_SIG = {"T": "*fp32", "X1": "*fp32", "X2": "*fp32", "MU1": "*fp32", "S11": "*fp32", "PART": "*fp64",
+              "COEF": "*fp32", "height": "i32", "width": "i32", "map_stride": "i32", "col_blocks": "i32",
+              "RADIUS": "constexpr", "REF_BCAST": "constexpr", "FUSED_REF": "constexpr", "BLOCK_C": "constexpr"}
+
+
+def test_ssimulacra2_comparison_loop_carries_every_map_state():
+    consts = {"RADIUS": 5, "REF_BCAST": False, "BLOCK_C": 32}
+    for fused, maps in ((False, 3), (True, 5)):
+        carried = carried_per_loop("fusedsim.ops.ssimulacra2:_error_kernel", _ERROR_SIG,
+                                   {**consts, "FUSED_REF": fused}, num_warps=1, enable_fp_fusion=False)
+        # per map 6 recursion states and 4 rows loaded ahead, plus the 6 pooled sums
+        assert carried == [maps * (6 + 4) + 6], (fused, carried)

@@ -26,6 +26,7 @@ from fusedsim.reference.ssimulacra2_ref import (
     score_from_subscores_ref,
     ssimulacra2_prepare_ref,
     ssimulacra2_subscores_prepared_ref,
+    ssimulacra2_subscores_ref,
 )
 
 __all__ = ["SSIMULACRA2Loss", "Ssimulacra2Prepared", "prepare_ssimulacra2", "score_prepared_ssimulacra2",
@@ -50,25 +51,29 @@ def _steps(*tensors: torch.Tensor) -> Ssimulacra2Steps:
     if any(t.requires_grad for t in tensors):
         return TWIN_STEPS
     if _OP_STEPS is None:
-        from fusedsim.ops.catalog import ssimulacra2_error_pool, ssimulacra2_linear_xyb, ssimulacra2_reference_blur
+        from fusedsim.ops.catalog import (
+            ssimulacra2_error_pool,
+            ssimulacra2_linear_xyb,
+            ssimulacra2_pair_pool,
+            ssimulacra2_reference_blur,
+        )
 
-        _OP_STEPS = Ssimulacra2Steps(ssimulacra2_linear_xyb, ssimulacra2_reference_blur, ssimulacra2_error_pool)
+        _OP_STEPS = Ssimulacra2Steps(ssimulacra2_linear_xyb, ssimulacra2_reference_blur, ssimulacra2_error_pool,
+                                     ssimulacra2_pair_pool)
     return _OP_STEPS
 
 
-def _working_image(original: torch.Tensor, checked: torch.Tensor) -> torch.Tensor:
-    """uint8 stays uint8 (the steps read it as the reference does); floating becomes float32 (N, 3, H, W)."""
-    if original.dtype == torch.uint8:
-        return original if original.dim() == 4 else original.unsqueeze(0)
-    return checked.to(torch.float32)
+def _working_image(checked: torch.Tensor) -> torch.Tensor:
+    """uint8 codes stay uint8 (the steps read them as the reference does); floating becomes float32 (N, 3, H, W)."""
+    return checked if checked.dtype == torch.uint8 else checked.to(torch.float32)
 
 
 def prepare_ssimulacra2(ref: torch.Tensor, *, check_range: bool | None = None) -> Ssimulacra2Prepared:
     """Prepare a reference (N, 3, H, W) or (3, H, W), sRGB uint8 or float in [0, 1], H, W >= 8, for
     :func:`score_prepared_ssimulacra2`: its linear/XYB pyramid and the blurs of x1 and x1² at every scale."""
     image, batched = srgb_image(ref, "ref", _NAME, min_size=MIN_SIZE, min_size_reason=_MIN_REASON,
-                                check_range=check_range)
-    work = _working_image(ref, image)
+                                check_range=check_range, keep_uint8=True)
+    work = _working_image(image)
     return Ssimulacra2Prepared(ssimulacra2_prepare_ref(work, _steps(work)), batched)
 
 
@@ -80,7 +85,7 @@ def score_prepared_ssimulacra2(prepared: Ssimulacra2Prepared, dist: torch.Tensor
         raise TypeError(f"{_NAME}: prepared must come from prepare_ssimulacra2; got {type(prepared).__name__}")
     state = prepared.state
     image, batched = srgb_image(dist, "dist", _NAME, min_size=MIN_SIZE, min_size_reason=_MIN_REASON,
-                                check_range=check_range)
+                                check_range=check_range, keep_uint8=True)
     n_ref = state.shape[0]
     if tuple(image.shape[1:]) != state.shape[1:] or (image.shape[0] != n_ref and n_ref != 1):
         raise ValueError(f"{_NAME}: dist must match the reference's shape {state.shape} (or be a batch of its "
@@ -88,7 +93,7 @@ def score_prepared_ssimulacra2(prepared: Ssimulacra2Prepared, dist: torch.Tensor
     if state.xyb[0].device != image.device:
         raise ValueError(f"{_NAME}: dist is on {image.device} but the reference was prepared on "
                          f"{state.xyb[0].device}")
-    work = _working_image(dist, image)
+    work = _working_image(image)
     scores = score_from_subscores_ref(ssimulacra2_subscores_prepared_ref(state, work, _steps(work, *state.xyb)))
     return scores if (batched or prepared.batched) else scores[0]
 
@@ -104,11 +109,10 @@ def ssimulacra2(ref: torch.Tensor, dist: torch.Tensor, *, check_range: bool | No
         (N,) float64 scores (0-d for (3, H, W) inputs): 100 for identical images, about 90 visually lossless,
         70 high quality, 50 medium, 30 low; negative for very strong distortions.
     """
-    pair = srgb_pair(ref, dist, _NAME, min_size=MIN_SIZE, min_size_reason=_MIN_REASON, check_range=check_range)
-    ref_w, dist_w = _working_image(ref, pair.ref), _working_image(dist, pair.dist)
-    steps = _steps(ref_w, dist_w)
-    state = ssimulacra2_prepare_ref(ref_w, steps)
-    scores = score_from_subscores_ref(ssimulacra2_subscores_prepared_ref(state, dist_w, steps))
+    pair = srgb_pair(ref, dist, _NAME, min_size=MIN_SIZE, min_size_reason=_MIN_REASON, check_range=check_range,
+                     keep_uint8=True)
+    ref_w, dist_w = _working_image(pair.ref), _working_image(pair.dist)
+    scores = score_from_subscores_ref(ssimulacra2_subscores_ref(ref_w, dist_w, _steps(ref_w, dist_w)))
     return scores if pair.batched else scores[0]
 
 

@@ -3,7 +3,8 @@
 Every perceptual metric takes ``(ref, dist)``, reference first, as sRGB-encoded tensors ``(N, 3, H, W)`` or
 ``(3, H, W)``: uint8 in 0..255, or floating in [0, 1]. :func:`srgb_pair` checks a pair once and returns both as
 floating ``(N, 3, H, W)`` tensors in [0, 1] (uint8 divided by 255 in the requested dtype), so the metric code sees
-one layout.
+one layout. Metrics whose kernels read 8-bit codes directly pass ``keep_uint8=True``: uint8 input is then checked
+the same way and returned as ``(N, 3, H, W)`` uint8, without a float copy.
 
 Range checks read the values, which on a GPU costs a device-to-host synchronisation; by default
 (``check_range=None``) they run only on CPU tensors, where they are free of it. Pass ``check_range=True`` to
@@ -22,7 +23,8 @@ _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
 class SRGBPair(NamedTuple):
-    """A checked pair: both ``(N, 3, H, W)`` floating in [0, 1]; ``batched`` is False for ``(3, H, W)`` inputs."""
+    """A checked pair: both ``(N, 3, H, W)`` floating in [0, 1] (or uint8 codes, see ``keep_uint8``); ``batched``
+    is False for ``(3, H, W)`` inputs."""
 
     ref: torch.Tensor
     dist: torch.Tensor
@@ -30,7 +32,8 @@ class SRGBPair(NamedTuple):
 
 
 def srgb_image(image: object, name: str, metric: str, *, min_size: int = 1, min_size_reason: str = "",
-               dtype: torch.dtype = torch.float32, check_range: bool | None = None) -> tuple[torch.Tensor, bool]:
+               dtype: torch.dtype = torch.float32, check_range: bool | None = None,
+               keep_uint8: bool = False) -> tuple[torch.Tensor, bool]:
     """One image as floating ``(N, 3, H, W)`` in [0, 1], and whether it was given with a batch dimension.
 
     Args:
@@ -40,6 +43,7 @@ def srgb_image(image: object, name: str, metric: str, *, min_size: int = 1, min_
         min_size: smallest allowed height and width; ``min_size_reason`` says why.
         dtype: floating dtype for uint8 inputs (floating inputs keep theirs).
         check_range: see the module docstring.
+        keep_uint8: return uint8 input as uint8 codes ``(N, 3, H, W)`` instead of converting it.
     """
     if not isinstance(image, torch.Tensor):
         raise TypeError(f"{metric}: {name} must be a torch.Tensor; got {type(image).__name__}")
@@ -63,7 +67,7 @@ def srgb_image(image: object, name: str, metric: str, *, min_size: int = 1, min_
         raise ValueError(f"{metric}: {name} is {width}×{height} but the metric needs at least {min_size} px per "
                          f"side{why}")
     if image.dtype == torch.uint8:
-        return image.to(dtype) / 255.0, batched
+        return (image if keep_uint8 else image.to(dtype) / 255.0), batched
     if check_range or (check_range is None and image.device.type == "cpu"):
         bad = ~((image >= 0) & (image <= 1))  # NaN counts as out of range
         if bool(bad.any()):
@@ -73,11 +77,17 @@ def srgb_image(image: object, name: str, metric: str, *, min_size: int = 1, min_
     return image, batched
 
 
+def _floating_dtype(given: torch.dtype, uint8_as: torch.dtype) -> torch.dtype:
+    """The dtype an input of dtype ``given`` is compared in (uint8 codes count as ``uint8_as``)."""
+    return uint8_as if given == torch.uint8 else given
+
+
 def srgb_pair(ref: object, dist: object, metric: str, *, min_size: int = 1, min_size_reason: str = "",
-              dtype: torch.dtype = torch.float32, check_range: bool | None = None) -> SRGBPair:
+              dtype: torch.dtype = torch.float32, check_range: bool | None = None,
+              keep_uint8: bool = False) -> SRGBPair:
     """Check a (reference, distorted) pair: same shape, device and kind of dtype; see :func:`srgb_image`."""
     kwargs = dict(metric=metric, min_size=min_size, min_size_reason=min_size_reason, dtype=dtype,
-                  check_range=check_range)
+                  check_range=check_range, keep_uint8=keep_uint8)
     ref_t, ref_batched = srgb_image(ref, "ref", **kwargs)
     dist_t, dist_batched = srgb_image(dist, "dist", **kwargs)
     assert isinstance(ref, torch.Tensor) and isinstance(dist, torch.Tensor)
@@ -86,6 +96,6 @@ def srgb_pair(ref: object, dist: object, metric: str, *, min_size: int = 1, min_
                          f"{tuple(dist.shape)}")
     if ref.device != dist.device:
         raise ValueError(f"{metric}: ref and dist must be on the same device; got {ref.device} and {dist.device}")
-    if ref_t.dtype != dist_t.dtype:
+    if _floating_dtype(ref.dtype, dtype) != _floating_dtype(dist.dtype, dtype):
         raise TypeError(f"{metric}: ref and dist must have the same dtype; got {ref.dtype} and {dist.dtype}")
     return SRGBPair(ref_t, dist_t, ref_batched and dist_batched)

@@ -17,7 +17,8 @@ inputs are loaded before the current tile is walked. The vertical kernel gives e
 (``tl.fma``) and every other operation rounds (kernels compile with ``enable_fp_fusion=False``).
 
 The horizontal kernel can also form the products SSIMULACRA2 blurs on the fly (``MODE``: 0 the input itself,
-1 the maps (x2, x2², x1·x2) of a distorted image against its reference, 2 the maps (x1, x1²) of a reference),
+1 the maps (x2, x2², x1·x2) of a distorted image against its reference, 2 the maps (x1, x1²) of a reference,
+3 all five of a pair: (x2, x2², x1·x2, x1, x1²)),
 so the product images are never written. Its helpers (one step, one 4-wide block, one vertical step) are shared
 with the fused SSIMULACRA2 comparison kernel (``ops/ssimulacra2.py``). Vertical kernels run four row steps per
 loop iteration and load each step's new input row four steps ahead: a column is a sequential chain, so memory
@@ -37,8 +38,8 @@ from fusedsim.reference.recursive_gaussian_ref import recursive_gaussian_coeffic
 
 LANES = (64, 32)  # columns per program (vertical passes), one per thread: 2 warps, or 1 warp
 TILE_R, TILE_W = 16, 16  # horizontal pass: rows per program (one warp), output columns per tile
-MODE_PLAIN, MODE_DIST_MAPS, MODE_REF_MAPS = 0, 1, 2
-MAPS_PER_MODE = {MODE_PLAIN: 1, MODE_DIST_MAPS: 3, MODE_REF_MAPS: 2}
+MODE_PLAIN, MODE_DIST_MAPS, MODE_REF_MAPS, MODE_PAIR_MAPS = 0, 1, 2, 3
+MAPS_PER_MODE = {MODE_PLAIN: 1, MODE_DIST_MAPS: 3, MODE_REF_MAPS: 2, MODE_PAIR_MAPS: 5}
 
 
 @functools.lru_cache(maxsize=16)
@@ -129,18 +130,31 @@ def v_step(s, n2, neg_d1, y1, y2):
 
 
 @triton.jit
+def _map_value(a_ptrs, b_ptrs, ok, m, MODE: tl.constexpr):
+    """Map ``m`` of the mode at the given addresses (``ok``: inside the image, else 0): MODE 0 the input a; 1 a,
+    a², a·b (a distorted image against its reference b); 2 a, a² (a reference); 3 a, a², a·b, b, b² (a pair)."""
+    if MODE == 3:
+        a = tl.load(a_ptrs, mask=ok & (m < 3), other=0.0).to(tl.float32)
+        b = tl.load(b_ptrs, mask=ok & (m >= 2), other=0.0).to(tl.float32)
+        first = tl.where(m >= 3, b, a)
+        value = first * tl.where((m == 0) | (m == 3), 1.0, tl.where(m == 2, b, first))
+    else:
+        a = tl.load(a_ptrs, mask=ok, other=0.0).to(tl.float32)
+        value = a
+        if MODE == 1:
+            b = tl.load(b_ptrs, mask=ok & (m == 2), other=0.0).to(tl.float32)
+            value = a * tl.where(m == 0, 1.0, tl.where(m == 1, a, b))
+        if MODE == 2:
+            value = a * tl.where(m == 0, 1.0, a)
+    return value
+
+
+@triton.jit
 def _h_sample(A, B, a_row, b_row, col, width, rmask, m, MODE: tl.constexpr):
     """Column ``col`` of this program's rows of the map being blurred (0 outside the image)."""
     col_v = a_row * 0 + col  # as a vector: the masks stay tensors (loop indices are plain ints when interpreted)
     ok = rmask & (col_v >= 0) & (col_v < width)
-    a = tl.load(A + a_row + col, mask=ok, other=0.0).to(tl.float32)
-    value = a
-    if MODE == 1:
-        b = tl.load(B + b_row + col, mask=ok & (m == 2), other=0.0).to(tl.float32)
-        value = a * tl.where(m == 0, 1.0, tl.where(m == 1, a, b))
-    if MODE == 2:
-        value = a * tl.where(m == 0, 1.0, a)
-    return value
+    return _map_value(A + a_row + col, B + b_row + col, ok, m, MODE)
 
 
 @triton.jit
@@ -148,14 +162,7 @@ def _h_tile_samples(A, B, a_rows, b_rows, cols, width, rmask2, m2, MODE: tl.cons
     """A [BLOCK_R, BLOCK_W] tile of the map being blurred at columns ``cols`` ([1, BLOCK_W]; 0 outside the
     image), loaded coalesced along the rows: the same float32 operations as :func:`_h_sample`, element for element."""
     ok = rmask2 & (cols >= 0) & (cols < width)
-    a = tl.load(A + a_rows + cols, mask=ok, other=0.0).to(tl.float32)
-    value = a
-    if MODE == 1:
-        b = tl.load(B + b_rows + cols, mask=ok & (m2 == 2), other=0.0).to(tl.float32)
-        value = a * tl.where(m2 == 0, 1.0, tl.where(m2 == 1, a, b))
-    if MODE == 2:
-        value = a * tl.where(m2 == 0, 1.0, a)
-    return value
+    return _map_value(A + a_rows + cols, B + b_rows + cols, ok, m2, MODE)
 
 
 @triton.jit
@@ -350,7 +357,7 @@ def _iir_h_tiles_kernel(A, B, OUT, COEF, rows, width, height, head_end, blocks_e
     rmask = r < rows
     a_row = r.to(tl.int64) * width
     b_row = a_row
-    if MODE == 1:  # the reference image may hold one image for N distorted ones
+    if (MODE == 1) | (MODE == 3):  # the reference image may hold one image for N distorted ones
         plane = r.to(tl.int64) // height
         b_plane = plane % 3 if B_BCAST else plane
         b_row = (b_plane * height + r.to(tl.int64) % height) * width

@@ -37,7 +37,8 @@ from fusedsim.reference.xyb_ref import linear_to_xyb_ref, srgb_to_linear_ref, ui
 
 __all__ = ["C2", "MAX_SCALES", "MIN_SIZE", "SIGMA", "TWIN_STEPS", "WEIGHTS", "Ssimulacra2State", "Ssimulacra2Steps",
            "downsample_linear_ref", "error_pool_ref", "score_from_subscores_ref", "ssimulacra2_error_pool_ref",
-           "ssimulacra2_linear_xyb_ref", "ssimulacra2_num_scales", "ssimulacra2_prepare_ref", "ssimulacra2_ref",
+           "ssimulacra2_linear_xyb_ref", "ssimulacra2_num_scales", "ssimulacra2_pair_pool_ref", "ssimulacra2_prepare_ref",
+           "ssimulacra2_ref",
            "ssimulacra2_reference_blur_ref", "ssimulacra2_score_prepared_ref", "ssimulacra2_subscores_prepared_ref",
            "ssimulacra2_subscores_ref", "unit_input_ref"]
 
@@ -158,13 +159,22 @@ def ssimulacra2_error_pool_ref(x1: torch.Tensor, x2: torch.Tensor, mu1: torch.Te
     return error_pool_ref(x1, x2, mu1, mu2, s11, s22, s12)
 
 
+def ssimulacra2_pair_pool_ref(x1: torch.Tensor, x2: torch.Tensor) -> torch.Tensor:
+    """One scale of a one-shot pair (N, 3, h, w) each: :func:`ssimulacra2_error_pool_ref` with the reference-side
+    blurs of x1 made on the spot. Returns float64 (N, 3, 2, 3)."""
+    mu1, s11 = ssimulacra2_reference_blur_ref(x1)
+    return ssimulacra2_error_pool_ref(x1, x2, mu1, s11)
+
+
 class Ssimulacra2Steps(NamedTuple):
-    """The three per-scale steps, so that the metric can run them as registered ops (Triton on GPUs) while this
-    module keeps the one definition of the loop around them. Defaults: the twins below."""
+    """The per-scale steps, so that the metric can run them as registered ops (Triton on GPUs) while this
+    module keeps the one definition of the loops around them. Defaults: the twins below. ``pair_pool`` is the
+    one-shot comparison (reference blurs included), equal to ``error_pool(x1, x2, *reference_blur(x1))``."""
 
     linear_xyb: Callable[[torch.Tensor, bool], torch.Tensor]
     reference_blur: Callable[[torch.Tensor], torch.Tensor]
     error_pool: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+    pair_pool: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
 def ssimulacra2_prepare_ref(ref: torch.Tensor, steps: Ssimulacra2Steps | None = None) -> Ssimulacra2State:
@@ -186,7 +196,8 @@ def ssimulacra2_prepare_ref(ref: torch.Tensor, steps: Ssimulacra2Steps | None = 
     return Ssimulacra2State(tuple(xyb), tuple(mu), tuple(sigma_sq), tuple(ref.shape), dtype)
 
 
-TWIN_STEPS = Ssimulacra2Steps(ssimulacra2_linear_xyb_ref, ssimulacra2_reference_blur_ref, ssimulacra2_error_pool_ref)
+TWIN_STEPS = Ssimulacra2Steps(ssimulacra2_linear_xyb_ref, ssimulacra2_reference_blur_ref, ssimulacra2_error_pool_ref,
+                              ssimulacra2_pair_pool_ref)
 
 
 def _check_dist(state: Ssimulacra2State, dist: torch.Tensor) -> None:
@@ -235,11 +246,25 @@ def ssimulacra2_score_prepared_ref(state: Ssimulacra2State, dist: torch.Tensor) 
     return score_from_subscores_ref(ssimulacra2_subscores_prepared_ref(state, dist))
 
 
-def ssimulacra2_subscores_ref(ref: torch.Tensor, dist: torch.Tensor) -> torch.Tensor:
-    """The raw sub-scores (N, 18·S) of a pair (see :func:`ssimulacra2_subscores_prepared_ref`)."""
+def ssimulacra2_subscores_ref(ref: torch.Tensor, dist: torch.Tensor,
+                              steps: Ssimulacra2Steps | None = None) -> torch.Tensor:
+    """The raw sub-scores (N, 18·S) of a pair, scale by scale with ``steps.pair_pool`` (nothing of the reference
+    is kept): the numbers of :func:`ssimulacra2_subscores_prepared_ref` after :func:`ssimulacra2_prepare_ref`."""
+    steps = steps or TWIN_STEPS
     if ref.dim() != 4 or ref.shape[1] != 3 or ref.shape != dist.shape:
         raise ValueError(f"ref and dist must both be (N, 3, H, W); got {tuple(ref.shape)} and {tuple(dist.shape)}")
-    return ssimulacra2_subscores_prepared_ref(ssimulacra2_prepare_ref(ref), dist)
+    dtype = torch.float32 if ref.dtype == torch.uint8 else ref.dtype  # as the prepared reference's state
+    if dist.dtype != torch.uint8 or dtype != torch.float32:
+        dist = unit_input_ref(dist).to(dtype)
+    per_scale = []
+    lin1, lin2 = ref, dist
+    for scale in range(ssimulacra2_num_scales(*ref.shape[-2:])):
+        lin1, x1 = steps.linear_xyb(lin1, scale > 0)
+        lin2, x2 = steps.linear_xyb(lin2, scale > 0)
+        per_scale.append(steps.pair_pool(x1, x2))
+    if not per_scale:
+        return torch.zeros(dist.shape[0], 0, dtype=torch.float64, device=dist.device)
+    return torch.stack(per_scale, dim=2).flatten(1)  # (N, 3, S, 2, 3) -> channel-major
 
 
 def ssimulacra2_ref(ref: torch.Tensor, dist: torch.Tensor) -> torch.Tensor:

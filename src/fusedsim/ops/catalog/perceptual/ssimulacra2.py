@@ -9,6 +9,7 @@ from fusedsim.reference.recursive_gaussian_ref import recursive_gaussian_ref
 from fusedsim.reference.ssimulacra2_ref import (
     ssimulacra2_error_pool_ref,
     ssimulacra2_linear_xyb_ref,
+    ssimulacra2_pair_pool_ref,
     ssimulacra2_reference_blur_ref,
 )
 
@@ -125,4 +126,20 @@ ssimulacra2_error_pool = register_op(KernelOp(
     tolerance=SSIMULACRA2_TOLERANCE,
     doc="SSIMULACRA2's comparison of one scale: blurs of x2, x2², x1·x2, SSIM and edge maps, L1/L4 pooling "
         "(N, 3, 2, 3) float64; the blurred maps stay in registers.",
+))
+
+
+ssimulacra2_pair_pool = register_op(KernelOp(
+    name="ssimulacra2_pair_pool",
+    schema="(Tensor x1, Tensor x2) -> Tensor",
+    n_tensors=2,
+    plan_for="fusedsim.ops.ssimulacra2:pair_pool_plan",
+    reference=ssimulacra2_pair_pool_ref,
+    fake=lambda x1, x2: x2.new_empty((x2.shape[0], 3, 2, 3), dtype=torch.float64),
+    examples=lambda device: [Example(_xyb_images(shape, device, 130 + i), note=str(shape))
+                             for i, shape in enumerate([(2, 3, 8, 9), (1, 3, 11, 6), (1, 3, 17, 40)])],
+    differentiable=False,
+    tolerance=SSIMULACRA2_TOLERANCE,
+    doc="SSIMULACRA2's one-shot comparison of one scale: ssimulacra2_error_pool with the reference-side blurs "
+        "G(x1), G(x1²) finished in the same kernel (never written).",
 ))

@@ -216,7 +216,7 @@ def test_triton_kernels_refuse_float64(kernel_device):
         with pytest.raises(TypeError, match="float32"):
             recursive_gaussian(torch.zeros(1, 9, 9, dtype=torch.float64, device=kernel_device), 1.5)
         with pytest.raises(TypeError, match="float32"):
-            ssimulacra2_linear_xyb(torch.zeros(1, 3, 9, 9, dtype=torch.float64, device=kernel_device), False)
+            ssimulacra2_linear_xyb(torch.zeros(1, 3, 9, 9, dtype=torch.float64, device=kernel_device), 0)
     if kernel_device.type == "cpu" and not fusedsim.backend.triton_interpreting():
         with pytest.raises(BackendUnavailableError), use_backend("triton"):
             ssimulacra2(torch.zeros(3, 9, 9), torch.zeros(3, 9, 9))

@@ -11,12 +11,12 @@ from _offline_compile import carried_per_loop
 
 _H_SIG = {"A": "*fp32", "B": "*fp32", "OUT": "*fp32", "COEF": "*fp32", "rows": "i32", "width": "i32",
           "height": "i32", "head_end": "i32", "blocks_end": "i32", "fast_start": "i32", "fast_end": "i32",
-          "map_stride": "i32", "RADIUS": "constexpr", "MODE": "constexpr", "B_BCAST": "constexpr",
+          "map_stride": "i32", "RADIUS": "constexpr", "MODE": "constexpr", "MAPS": "constexpr", "B_BCAST": "constexpr",
           "BLOCK_R": "constexpr", "BLOCK_W": "constexpr"}
 
 
 def test_horizontal_loops_carry_all_six_states():
-    consts = {"RADIUS": 5, "MODE": 1, "B_BCAST": False, "BLOCK_R": 16, "BLOCK_W": 16}
+    consts = {"RADIUS": 5, "MODE": 1, "MAPS": 3, "B_BCAST": False, "BLOCK_R": 16, "BLOCK_W": 16}
     carried = carried_per_loop("fusedsim.ops.recursive_gaussian:_iir_h_tiles_kernel", _H_SIG, consts,
                                num_warps=1, enable_fp_fusion=False)
     assert carried == [6, 7, 7, 7]  # the head's steps left of the image, then the three tile loops (+ sums)

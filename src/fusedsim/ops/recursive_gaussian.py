@@ -344,15 +344,17 @@ def _h_tile_run(x_start, x_end, S, A, B, a_rows, b_rows, j, width, rmask2, m2, o
 
 @triton.jit
 def _iir_h_tiles_kernel(A, B, OUT, COEF, rows, width, height, head_end, blocks_end, fast_start, fast_end,
-                        map_stride, RADIUS: tl.constexpr, MODE: tl.constexpr, B_BCAST: tl.constexpr,
-                        BLOCK_R: tl.constexpr, BLOCK_W: tl.constexpr):
+                        map_stride, RADIUS: tl.constexpr, MODE: tl.constexpr, MAPS: tl.constexpr,
+                        B_BCAST: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_W: tl.constexpr):
     # one program (one warp) per BLOCK_R rows of one map; the row is walked in tiles of BLOCK_W output columns.
     # Output column n reads input columns n - R - 1 and n + R - 1: per tile both are loaded as [BLOCK_R, BLOCK_W]
     # tiles (coalesced along the row; the second read of each column comes from cache) and added elementwise
     # (the reference's s, exactly); the sequential steps pick each column's s out of the tile in registers.
     tl.static_assert(BLOCK_W == 16)  # _columns16 / _tile16
-    pid = tl.program_id(0)
-    m = tl.program_id(1)
+    # the maps of one block of rows are consecutive programs: they read the same input rows, which the later
+    # ones then find in L2 instead of DRAM
+    pid = tl.program_id(0) // MAPS
+    m = tl.program_id(0) % MAPS
     r = pid * BLOCK_R + tl.arange(0, BLOCK_R)
     rmask = r < rows
     a_row = r.to(tl.int64) * width
@@ -487,10 +489,10 @@ class HorizontalPlan:
         rows = planes * height
         head_end, blocks_end = horizontal_bounds(width, rg.radius)
         fast_start, fast_end = horizontal_tiles(width, head_end, blocks_end)
-        self._launch = Launcher(_iir_h_tiles_kernel, (triton.cdiv(rows, TILE_R), self.maps),
+        self._launch = Launcher(_iir_h_tiles_kernel, (triton.cdiv(rows, TILE_R) * self.maps,),
                                 num_warps=1, enable_fp_fusion=False)
         self._tail = (rows, width, height, head_end, blocks_end, fast_start, fast_end)
-        self._consts = (rg.radius, mode, bool(b_bcast), TILE_R, TILE_W)
+        self._consts = (rg.radius, mode, self.maps, bool(b_bcast), TILE_R, TILE_W)
         self._map_stride = planes * height * width
 
     def __call__(self, a: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:

@@ -1,11 +1,13 @@
 """SSIMULACRA2's colour step as one Triton kernel: sRGB (or the previous scale's linear RGB, 2x2-averaged) ->
-linear RGB and XYB, both written (the linear image feeds the next scale).
+XYB, and the linear RGB image the next scale averages.
 
-    ssimulacra2_linear_xyb(x, downsample) -> (2, N, 3, h, w) float32: [linear RGB, XYB]
+    ssimulacra2_linear_xyb(x, scale) -> (1, N, 3, H, W) [XYB] for scale 0, else (2, N, 3, h, w) [linear RGB, XYB]
 
-x: (N, 3, H, W) any strides; uint8 (read as float32(1/255)·v, like the reference) or float32 sRGB in [0, 1]
-(``downsample=False``), or the float32 linear image of the previous scale (``downsample=True``: output size
-ceil(H/2) x ceil(W/2), the last row/column repeated). Twin:
+x: (N, 3, H, W) any strides. Scales 0 and 1 read the sRGB image, uint8 (read as float32(1/255)·v, like the
+reference) or float32 in [0, 1]; scale 1 linearises four samples per output pixel and averages them, so scale
+0's full-size linear image (12 bytes a pixel, written and read back) never exists. Scales >= 2 read the float32
+linear image of the previous scale. Downsampled outputs are ceil(H/2) x ceil(W/2), the last row/column
+repeated. Twin:
 :func:`fusedsim.reference.ssimulacra2_ref.ssimulacra2_linear_xyb_ref` (formulas in ``reference/xyb_ref.py``).
 The arithmetic is the reference's float32, FMA where it fuses, IEEE division (``div_rn``); the kernel compiles
 without fp fusion so nothing else is contracted.
@@ -78,33 +80,44 @@ def linear_to_xyb(r, g, b):
 
 
 @triton.jit
+def _srgb_sample(X, offs, mask, IS_U8: tl.constexpr):
+    """The linearised sRGB sample at ``offs`` (uint8 read as float32(1/255)·v, like the reference)."""
+    v = tl.load(X + offs, mask=mask, other=0)
+    v = v.to(tl.float32) * _U8 if IS_U8 else v.to(tl.float32)
+    return srgb_to_linear(v)
+
+
+@triton.jit
 def _load_linear(X, base, y, x, in_h, in_w, sxc, sxh, sxw, c: tl.constexpr, mask, DOWNSAMPLE: tl.constexpr,
-                 IS_U8: tl.constexpr):
-    """Channel c of linear RGB at the output pixels: a 2x2 average of the previous scale, or linearised sRGB."""
+                 FROM_SRGB: tl.constexpr, IS_U8: tl.constexpr):
+    """Channel c of linear RGB at the output pixels: linearised sRGB, or a 2x2 average of the previous scale's
+    linear image (``FROM_SRGB``: of the sRGB image linearised on the fly), summed in the reference's order."""
     cb = base + c * sxc
     if DOWNSAMPLE:
-        y0 = (2 * y).to(tl.int64)
-        x0 = (2 * x).to(tl.int64)
-        y1 = tl.minimum(2 * y + 1, in_h - 1).to(tl.int64)
-        x1 = tl.minimum(2 * x + 1, in_w - 1).to(tl.int64)
-        s = tl.load(X + cb + y0 * sxh + x0 * sxw, mask=mask, other=0.0)
-        s = s + tl.load(X + cb + y0 * sxh + x1 * sxw, mask=mask, other=0.0)
-        s = s + tl.load(X + cb + y1 * sxh + x0 * sxw, mask=mask, other=0.0)
-        s = s + tl.load(X + cb + y1 * sxh + x1 * sxw, mask=mask, other=0.0)
+        y0 = (2 * y).to(tl.int64) * sxh
+        x0 = (2 * x).to(tl.int64) * sxw
+        y1 = tl.minimum(2 * y + 1, in_h - 1).to(tl.int64) * sxh
+        x1 = tl.minimum(2 * x + 1, in_w - 1).to(tl.int64) * sxw
+        if FROM_SRGB:
+            s = _srgb_sample(X, cb + y0 + x0, mask, IS_U8)
+            s = s + _srgb_sample(X, cb + y0 + x1, mask, IS_U8)
+            s = s + _srgb_sample(X, cb + y1 + x0, mask, IS_U8)
+            s = s + _srgb_sample(X, cb + y1 + x1, mask, IS_U8)
+        else:
+            s = tl.load(X + cb + y0 + x0, mask=mask, other=0.0)
+            s = s + tl.load(X + cb + y0 + x1, mask=mask, other=0.0)
+            s = s + tl.load(X + cb + y1 + x0, mask=mask, other=0.0)
+            s = s + tl.load(X + cb + y1 + x1, mask=mask, other=0.0)
         lin = s * 0.25
     else:
-        v = tl.load(X + cb + y.to(tl.int64) * sxh + x.to(tl.int64) * sxw, mask=mask, other=0)
-        if IS_U8:
-            v = v.to(tl.float32) * _U8
-        else:
-            v = v.to(tl.float32)
-        lin = srgb_to_linear(v)
+        lin = _srgb_sample(X, cb + y.to(tl.int64) * sxh + x.to(tl.int64) * sxw, mask, IS_U8)
     return lin
 
 
 @triton.jit
-def _linear_xyb_kernel(X, OUT, in_h, in_w, h, w, sxn, sxc, sxh, sxw, half,
-                       DOWNSAMPLE: tl.constexpr, IS_U8: tl.constexpr, BLOCK: tl.constexpr):
+def _linear_xyb_kernel(X, OUT, in_h, in_w, h, w, sxn, sxc, sxh, sxw, xyb_offset,
+                       DOWNSAMPLE: tl.constexpr, FROM_SRGB: tl.constexpr, KEEP_LINEAR: tl.constexpr,
+                       IS_U8: tl.constexpr, BLOCK: tl.constexpr):
     pid = tl.program_id(0)
     n = tl.program_id(1)
     idx = pid * BLOCK + tl.arange(0, BLOCK)
@@ -112,30 +125,34 @@ def _linear_xyb_kernel(X, OUT, in_h, in_w, h, w, sxn, sxc, sxh, sxw, half,
     y = idx // w
     x = idx % w
     base = n.to(tl.int64) * sxn
-    r = _load_linear(X, base, y, x, in_h, in_w, sxc, sxh, sxw, 0, mask, DOWNSAMPLE, IS_U8)
-    g = _load_linear(X, base, y, x, in_h, in_w, sxc, sxh, sxw, 1, mask, DOWNSAMPLE, IS_U8)
-    b = _load_linear(X, base, y, x, in_h, in_w, sxc, sxh, sxw, 2, mask, DOWNSAMPLE, IS_U8)
+    r = _load_linear(X, base, y, x, in_h, in_w, sxc, sxh, sxw, 0, mask, DOWNSAMPLE, FROM_SRGB, IS_U8)
+    g = _load_linear(X, base, y, x, in_h, in_w, sxc, sxh, sxw, 1, mask, DOWNSAMPLE, FROM_SRGB, IS_U8)
+    b = _load_linear(X, base, y, x, in_h, in_w, sxc, sxh, sxw, 2, mask, DOWNSAMPLE, FROM_SRGB, IS_U8)
     cx, cy, cb = linear_to_xyb(r, g, b)
     plane = h * w
     out = OUT + n.to(tl.int64) * 3 * plane + idx
-    tl.store(out, r, mask=mask)
-    tl.store(out + plane, g, mask=mask)
-    tl.store(out + 2 * plane, b, mask=mask)
-    tl.store(out + half, cx, mask=mask)
-    tl.store(out + half + plane, cy, mask=mask)
-    tl.store(out + half + 2 * plane, cb, mask=mask)
+    if KEEP_LINEAR:
+        tl.store(out, r, mask=mask)
+        tl.store(out + plane, g, mask=mask)
+        tl.store(out + 2 * plane, b, mask=mask)
+    tl.store(out + xyb_offset, cx, mask=mask)
+    tl.store(out + xyb_offset + plane, cy, mask=mask)
+    tl.store(out + xyb_offset + 2 * plane, cb, mask=mask)
 
 
 class LinearXybPlan:
-    """One (shape, strides, dtype, downsample) specialisation: forward(x) -> ((2, N, 3, h, w), ())."""
+    """One (shape, strides, dtype, scale) specialisation: forward(x) -> ((1 or 2, N, 3, h, w), ())."""
 
-    def __init__(self, shape, strides, dtype: torch.dtype, downsample: bool) -> None:
+    def __init__(self, shape, strides, dtype: torch.dtype, scale: int) -> None:
         n, _, in_h, in_w = shape
+        downsample = scale > 0
         h, w = ((in_h + 1) // 2, (in_w + 1) // 2) if downsample else (in_h, in_w)
-        self.out_shape = (2, n, 3, h, w)
+        outputs = 2 if downsample else 1  # scale 0 keeps no linear image (scale 1 reads the sRGB image again)
+        self.out_shape = (outputs, n, 3, h, w)
         self._launch = Launcher(_linear_xyb_kernel, (triton.cdiv(h * w, _BLOCK), n), num_warps=4,
                                 enable_fp_fusion=False)
-        self._tail = (in_h, in_w, h, w, *strides, n * 3 * h * w, downsample, dtype == torch.uint8, _BLOCK)
+        self._tail = (in_h, in_w, h, w, *strides, (outputs - 1) * n * 3 * h * w, downsample, scale <= 1,
+                      downsample, dtype == torch.uint8, _BLOCK)
 
     def forward(self, x: torch.Tensor):
         out = torch.empty(self.out_shape, dtype=torch.float32, device=x.device)
@@ -144,17 +161,19 @@ class LinearXybPlan:
 
 
 @functools.lru_cache(maxsize=128)
-def _plan(shape, strides, dtype, downsample) -> LinearXybPlan:
-    return LinearXybPlan(shape, strides, dtype, downsample)
+def _plan(shape, strides, dtype, scale) -> LinearXybPlan:
+    return LinearXybPlan(shape, strides, dtype, scale)
 
 
 def linear_xyb_plan(tensors, scalars) -> LinearXybPlan:
     (x,) = tensors
-    (downsample,) = scalars
+    (scale,) = scalars
     if x.dim() != 4 or x.shape[1] != 3:
         raise ValueError(f"x must be (N, 3, H, W); got shape {tuple(x.shape)}")
-    allowed = (torch.float32,) if downsample else (torch.uint8, torch.float32)
+    if int(scale) < 0:
+        raise ValueError(f"scale must be >= 0; got {scale}")
+    allowed = (torch.float32,) if scale >= 2 else (torch.uint8, torch.float32)
     if x.dtype not in allowed:
         raise TypeError(f"x must be one of {allowed} for the Triton colour step (the reference's float32 "
                         f"arithmetic); got {x.dtype} — the reference backend computes float64 exactly")
-    return _plan(tuple(x.shape), x.stride(), x.dtype, bool(downsample))
+    return _plan(tuple(x.shape), x.stride(), x.dtype, int(scale))

@@ -40,7 +40,7 @@ __all__ = ["C2", "MAX_SCALES", "MIN_SIZE", "SIGMA", "TWIN_STEPS", "WEIGHTS", "Ss
            "ssimulacra2_linear_xyb_ref", "ssimulacra2_num_scales", "ssimulacra2_pair_pool_ref", "ssimulacra2_prepare_ref",
            "ssimulacra2_ref",
            "ssimulacra2_reference_blur_ref", "ssimulacra2_score_prepared_ref", "ssimulacra2_subscores_prepared_ref",
-           "ssimulacra2_subscores_ref", "unit_input_ref"]
+           "ssimulacra2_subscores_ref", "unit_input_ref", "xyb_pyramid_ref"]
 
 MAX_SCALES = 6
 MIN_SIZE = 8  # the first scale needs 8x8 (smaller images have no scale at all)
@@ -132,17 +132,32 @@ def error_pool_ref(x1: torch.Tensor, x2: torch.Tensor, mu1: torch.Tensor, mu2: t
     return torch.stack((l1, l4), dim=2)
 
 
-def ssimulacra2_linear_xyb_ref(x: torch.Tensor, downsample: bool) -> torch.Tensor:
-    """One scale's colour step: (linear RGB, XYB) stacked as (2, N, 3, h, w).
+def ssimulacra2_linear_xyb_ref(x: torch.Tensor, scale: int) -> torch.Tensor:
+    """Scale ``scale``'s colour step; returns (XYB,) stacked as (1, N, 3, h, w) for scale 0, else (linear RGB, XYB)
+    as (2, N, 3, h, w) (the linear image is what the next scale averages).
 
-    ``downsample=False``: x is sRGB-encoded (N, 3, H, W) (uint8 or floating in [0, 1]), linearised (h, w = H, W).
-    ``downsample=True``: x is the previous scale's linear RGB, 2x2-averaged first (h, w = ceil(H/2), ceil(W/2)).
+    Scale 0: x is the sRGB image (N, 3, H, W) (uint8 or floating in [0, 1]), linearised (h, w = H, W).
+    Scale 1: x is the same sRGB image, linearised and 2x2-averaged (h, w = ceil(H/2), ceil(W/2)).
+    Scale >= 2: x is the previous scale's linear RGB, 2x2-averaged.
+    Scale 0's linear image is never kept: scale 1 linearises the sRGB image again (cheaper than storing it).
     """
-    if downsample:
-        lin = downsample_linear_ref(x)
-    else:
-        lin = srgb_to_linear_ref(unit_input_ref(x))
+    if scale < 0:
+        raise ValueError(f"scale must be >= 0; got {scale}")
+    lin = srgb_to_linear_ref(unit_input_ref(x)) if scale <= 1 else x
+    if scale == 0:
+        return linear_to_xyb_ref(lin)[None]
+    lin = downsample_linear_ref(lin)
     return torch.stack((lin, linear_to_xyb_ref(lin)))
+
+
+def xyb_pyramid_ref(image: torch.Tensor, scales: int, linear_xyb: Callable[[torch.Tensor, int], torch.Tensor]):
+    """The XYB image of each of ``scales`` scales of an sRGB image, one at a time (a generator), through
+    ``linear_xyb`` (:func:`ssimulacra2_linear_xyb_ref` or its op)."""
+    lin = image
+    for scale in range(scales):
+        out = linear_xyb(image if scale <= 1 else lin, scale)
+        lin = out[0]
+        yield out[-1]
 
 
 def ssimulacra2_reference_blur_ref(x1: torch.Tensor) -> torch.Tensor:
@@ -171,7 +186,7 @@ class Ssimulacra2Steps(NamedTuple):
     module keeps the one definition of the loops around them. Defaults: the twins below. ``pair_pool`` is the
     one-shot comparison (reference blurs included), equal to ``error_pool(x1, x2, *reference_blur(x1))``."""
 
-    linear_xyb: Callable[[torch.Tensor, bool], torch.Tensor]
+    linear_xyb: Callable[[torch.Tensor, int], torch.Tensor]
     reference_blur: Callable[[torch.Tensor], torch.Tensor]
     error_pool: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
     pair_pool: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
@@ -185,9 +200,7 @@ def ssimulacra2_prepare_ref(ref: torch.Tensor, steps: Ssimulacra2Steps | None = 
         raise ValueError(f"ref must be (N, 3, H, W); got {tuple(ref.shape)}")
     scales = ssimulacra2_num_scales(*ref.shape[-2:])
     xyb, mu, sigma_sq = [], [], []
-    lin = ref
-    for scale in range(scales):
-        lin, x1 = steps.linear_xyb(lin, scale > 0)
+    for x1 in xyb_pyramid_ref(ref, scales, steps.linear_xyb):
         blurred = steps.reference_blur(x1)
         xyb.append(x1)
         mu.append(blurred[0])
@@ -216,9 +229,7 @@ def ssimulacra2_subscores_prepared_ref(state: Ssimulacra2State, dist: torch.Tens
     if dist.dtype != torch.uint8 or state.dtype != torch.float32:
         dist = unit_input_ref(dist).to(state.dtype)
     per_scale = []
-    lin = dist
-    for scale in range(len(state.xyb)):
-        lin, x2 = steps.linear_xyb(lin, scale > 0)
+    for scale, x2 in enumerate(xyb_pyramid_ref(dist, len(state.xyb), steps.linear_xyb)):
         per_scale.append(steps.error_pool(state.xyb[scale], x2, state.mu[scale], state.sigma_sq[scale]))
     if not per_scale:
         return torch.zeros(dist.shape[0], 0, dtype=torch.float64, device=dist.device)
@@ -256,12 +267,9 @@ def ssimulacra2_subscores_ref(ref: torch.Tensor, dist: torch.Tensor,
     dtype = torch.float32 if ref.dtype == torch.uint8 else ref.dtype  # as the prepared reference's state
     if dist.dtype != torch.uint8 or dtype != torch.float32:
         dist = unit_input_ref(dist).to(dtype)
-    per_scale = []
-    lin1, lin2 = ref, dist
-    for scale in range(ssimulacra2_num_scales(*ref.shape[-2:])):
-        lin1, x1 = steps.linear_xyb(lin1, scale > 0)
-        lin2, x2 = steps.linear_xyb(lin2, scale > 0)
-        per_scale.append(steps.pair_pool(x1, x2))
+    scales = ssimulacra2_num_scales(*ref.shape[-2:])
+    per_scale = [steps.pair_pool(x1, x2) for x1, x2 in zip(xyb_pyramid_ref(ref, scales, steps.linear_xyb),
+                                                           xyb_pyramid_ref(dist, scales, steps.linear_xyb))]
     if not per_scale:
         return torch.zeros(dist.shape[0], 0, dtype=torch.float64, device=dist.device)
     return torch.stack(per_scale, dim=2).flatten(1)  # (N, 3, S, 2, 3) -> channel-major

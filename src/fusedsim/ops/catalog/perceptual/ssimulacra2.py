@@ -31,8 +31,8 @@ def _srgb_images(shape, device, seed, dtype=torch.float32):
 
 def _xyb_images(shape, device, seed, ref_batch=None):
     ref, dist = _srgb_images(shape, torch.device("cpu"), seed, torch.uint8)
-    x1 = ssimulacra2_linear_xyb_ref(ref[: ref_batch or shape[0]], False)[1]
-    return x1.to(device), ssimulacra2_linear_xyb_ref(dist, False)[1].to(device)
+    x1 = ssimulacra2_linear_xyb_ref(ref[: ref_batch or shape[0]], 0)[0]
+    return x1.to(device), ssimulacra2_linear_xyb_ref(dist, 0)[0].to(device)
 
 
 def _recursive_gaussian_examples(device: torch.device) -> list[Example]:
@@ -63,29 +63,34 @@ recursive_gaussian = register_op(KernelOp(
 
 
 def _linear_xyb_examples(device: torch.device) -> list[Example]:
-    out = [Example((_srgb_images((2, 3, 7, 9), device, 100, torch.uint8)[0],), (False,), note="uint8 sRGB"),
-           Example((_srgb_images((1, 3, 8, 5), device, 101)[0],), (False,), note="float sRGB"),
-           Example((torch.rand(1, 3, 9, 7, generator=torch.Generator().manual_seed(102)).to(device),), (True,),
-                   note="downsample odd sizes")]
+    codes = _srgb_images((2, 3, 7, 9), device, 100, torch.uint8)[0]
+    out = [Example((codes,), (0,), note="uint8 sRGB"),
+           Example((codes,), (1,), note="uint8 sRGB, linearised and averaged (odd sizes)"),
+           Example((_srgb_images((1, 3, 8, 5), device, 101)[0],), (0,), note="float sRGB"),
+           Example((_srgb_images((1, 3, 8, 5), device, 101)[0],), (1,), note="float sRGB, averaged"),
+           Example((torch.rand(1, 3, 9, 7, generator=torch.Generator().manual_seed(102)).to(device),), (2,),
+                   note="linear, averaged, odd sizes")]
     x = torch.rand(1, 3, 22, 30, generator=torch.Generator().manual_seed(103)).to(device)
-    out.append(Example((x[:, :, 3:20, ::2],), (False,), note="non-contiguous sRGB"))
-    out.append(Example((x.to(memory_format=torch.channels_last)[:, :, 2:13],), (True,), note="channels-last"))
+    out.append(Example((x[:, :, 3:20, ::2],), (0,), note="non-contiguous sRGB"))
+    out.append(Example((x[:, :, 3:20, ::2],), (1,), note="non-contiguous sRGB, averaged"))
+    out.append(Example((x.to(memory_format=torch.channels_last)[:, :, 2:13],), (3,), note="channels-last"))
     return out
 
 
 ssimulacra2_linear_xyb = register_op(KernelOp(
     name="ssimulacra2_linear_xyb",
-    schema="(Tensor x, bool downsample) -> Tensor",
+    schema="(Tensor x, int scale) -> Tensor",
     n_tensors=1,
     plan_for="fusedsim.ops.xyb:linear_xyb_plan",
     reference=ssimulacra2_linear_xyb_ref,
-    fake=lambda x, downsample: x.new_empty(
-        (2, x.shape[0], 3, *((s + 1) // 2 if downsample else s for s in x.shape[2:])),
+    fake=lambda x, scale: x.new_empty(
+        (1 if scale == 0 else 2, x.shape[0], 3, *((s + 1) // 2 if scale else s for s in x.shape[2:])),
         dtype=torch.float32 if x.dtype == torch.uint8 else x.dtype),
     examples=_linear_xyb_examples,
     differentiable=False,
     tolerance=SSIMULACRA2_TOLERANCE,
-    doc="SSIMULACRA2's colour step: sRGB (or the previous scale's linear RGB, 2x2-averaged) -> (linear RGB, XYB).",
+    doc="SSIMULACRA2's colour step of one scale: sRGB -> XYB (scale 0); sRGB linearised and 2x2-averaged (scale "
+        "1) or the previous linear image averaged (scale >= 2) -> (linear RGB, XYB).",
 ))
 
 

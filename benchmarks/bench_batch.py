@@ -5,7 +5,8 @@ For N PNG pairs at S x S (default 1000 at 1024², 8-bit RGB, textured + noise so
 * **compute**: the same Scorer calls on pre-decoded images (``set_reference`` per reference group, then
   ``score_prepared``), host-to-device copies included, no decoding, no output. Time does not depend on the
   pixel values, so a pool of at most 64 decoded images is cycled in the plan's reference/distorted pattern.
-* **decode**: :func:`fusedsim.engine.batch_pairs.decode_ahead` alone with the same threads (the decode bound).
+* **decode**: :func:`fusedsim.engine.batch_pairs.decode_ahead` alone with the same workers and ``--decoder`` (the
+  decode bound).
 * **end to end (in process)**: ``fusedsim.cli.main.main(["batch", ...])`` writing a CSV (a warm process).
 * **end to end (process)**: ``fusedsim batch`` as a fresh process (start-up and CUDA context included), SSIM only.
 
@@ -13,9 +14,12 @@ Layouts: ``1`` (every pair its own reference: two PNG decodes per pair) and ``10
 reference: the reference is decoded and prepared once per ten pairs). Goal: end to end <= 1.5x compute when the
 machine has the cores to decode; the decode rate shows the bound.
 
+``--decode-only``: decoding alone, images/s and the time to the first pair for threads and processes at 1, 2,
+4, 8 and 16 workers (at most the CPU count), on the first ``--decode-pairs`` pairs of layout 1; nothing else runs.
+
 Run: ``PYTHONPATH=src python benchmarks/bench_batch.py [--pairs 1000] [--size 1024] [--metric ssim,ssimulacra2]
-[--layouts 1,10] [--workers N] [--dir /tmp/fusedsim-batch]``. Smoke run without a GPU:
-``--device cpu --quick`` (numbers meaningless; JSON to a temporary folder).
+[--layouts 1,10] [--workers N] [--decoder auto|threads|processes] [--decode-only] [--dir /tmp/fusedsim-batch]``.
+Smoke run without a GPU: ``--device cpu --quick`` (numbers meaningless; JSON to a temporary folder).
 """
 
 from __future__ import annotations
@@ -93,35 +97,70 @@ def compute_seconds(folder: Path, pairs: int, per_ref: int, metric: str, device:
     return time.perf_counter() - t0
 
 
-def decode_seconds(folder: Path, table: Path, workers: int) -> float:
+def table_tasks(table: Path) -> list:
     from fusedsim.cli._pairs import read_pairs
-    from fusedsim.engine.batch_pairs import PairTask, decode_ahead, plan
+    from fusedsim.engine.batch_pairs import PairTask, plan
 
     t = read_pairs(table)
-    tasks = [PairTask(i, t.image_path(r["ref"]), t.image_path(r["dist"])) for i, r in enumerate(t.rows)]
+    return plan(PairTask(i, t.image_path(r["ref"]), t.image_path(r["dist"])) for i, r in enumerate(t.rows))
+
+
+def decode_seconds(table: Path, workers: int, decoder: str) -> tuple[float, float]:
+    """Seconds to decode the table, and to its first pair (worker start-up included)."""
+    from fusedsim.engine.batch_pairs import decode_ahead
+
+    tasks = table_tasks(table)
     t0 = time.perf_counter()
-    for pair in decode_ahead(plan(tasks), workers=workers, prefetch=32):
+    first = 0.0
+    for pair in decode_ahead(tasks, workers=workers, prefetch=32, mode=decoder):
         assert not pair.error, pair.error
-    return time.perf_counter() - t0
+        first = first or time.perf_counter() - t0
+    return time.perf_counter() - t0, first
 
 
-def e2e_seconds(table: Path, out: Path, metric: str, device: str, workers: int) -> float:
+def warm_processes(folder: Path) -> float:
+    """Start the decoding processes once (the fork server's first start); seconds to the first pair."""
+    return decode_seconds(write_table(folder, 2, 1), 2, "processes")[1]
+
+
+def decode_scaling(folder: Path, pairs: int) -> list[dict]:
+    """Images/s of decoding alone for threads and processes at 1, 2, 4, 8, 16 workers (at most the CPU count)."""
+    from fusedsim.engine.decode_workers import plan_jobs
+
+    table = write_table(folder, pairs, 1)
+    images = sum(1 for _ in plan_jobs(table_tasks(table)))
+    cores = os.cpu_count() or 1
+    cold = warm_processes(folder)
+    print(f"decode processes: first start in this process {1e3 * cold:.1f} ms to the first pair", flush=True)
+    rows = [{"part": "decode-scaling", "decoder": "processes", "workers": 2, "first_pair_s": cold, "cold": True}]
+    for workers in [w for w in (1, 2, 4, 8, 16) if w <= cores]:
+        for decoder in ("threads", "processes"):
+            seconds, first = decode_seconds(table, workers, decoder)
+            rows.append({"part": "decode-scaling", "decoder": decoder, "workers": workers, "pairs": pairs,
+                         "images": images, "decode_s": seconds, "first_pair_s": first,
+                         "images_s": images / seconds})
+            print(f"decode {decoder:<9} {workers:>2} workers: {images / seconds:7.1f} images/s  first pair after "
+                  f"{1e3 * first:6.1f} ms", flush=True)
+    return rows
+
+
+def e2e_seconds(table: Path, out: Path, metric: str, device: str, workers: int, decoder: str) -> float:
     from fusedsim.cli.main import main
 
     t0 = time.perf_counter()
     code = main(["batch", str(table), "-o", str(out), "--metric", metric, "--device", device, "--workers",
-                 str(workers), "--overwrite", "--quiet"])
+                 str(workers), "--decoder", decoder, "--overwrite", "--quiet"])
     elapsed = time.perf_counter() - t0
     assert code == 0, f"fusedsim batch failed with {code}"
     return elapsed
 
 
-def process_seconds(table: Path, out: Path, metric: str, device: str, workers: int) -> float:
+def process_seconds(table: Path, out: Path, metric: str, device: str, workers: int, decoder: str) -> float:
     script = Path(sys.executable).parent / "fusedsim"
     cmd = [str(script)] if script.exists() else [sys.executable, "-m", "fusedsim"]
     t0 = time.perf_counter()
     subprocess.run([*cmd, "batch", str(table), "-o", str(out), "--metric", metric, "--device", device,
-                    "--workers", str(workers), "--overwrite", "--quiet"], check=True)
+                    "--workers", str(workers), "--decoder", decoder, "--overwrite", "--quiet"], check=True)
     return time.perf_counter() - t0
 
 
@@ -131,7 +170,12 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=1024)
     parser.add_argument("--metric", default="ssim,ssimulacra2")
     parser.add_argument("--layouts", default="1,10", help="distorted images per reference, comma-separated")
-    parser.add_argument("--workers", type=int, default=min(16, os.cpu_count() or 1), help="decoding threads")
+    parser.add_argument("--workers", type=int, default=min(16, os.cpu_count() or 1), help="decoding workers")
+    parser.add_argument("--decoder", choices=("auto", "threads", "processes"), default="auto",
+                        help="decoding in threads or processes, for the decode bound and end to end (auto)")
+    parser.add_argument("--decode-only", action="store_true",
+                        help="only decoding's images/s for threads and processes at 1..16 workers")
+    parser.add_argument("--decode-pairs", type=int, default=200, help="pairs of the --decode-only run (200)")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "fusedsim-batch"))
     parser.add_argument("--quick", action="store_true", help="24 pairs at 256² (smoke run)")
@@ -142,22 +186,35 @@ def main() -> None:
     t0 = time.perf_counter()
     write_images(folder, args.pairs, args.size, args.workers)
     print(f"images ready in {time.perf_counter() - t0:.1f} s: {args.pairs} pairs at {args.size}² in {folder}")
+    from fusedsim.engine.batch_pairs import decoder_mode
+
+    if args.decode_only:
+        rows = decode_scaling(folder, min(args.pairs, args.decode_pairs))
+        path = write_json("batch", {"meta": metadata(args.device), "rows": rows}, os.environ.get("OUT"),
+                          smoke_dir() if args.device == "cpu" else Path(__file__).resolve().parent / "results")
+        print(f"wrote {path}")
+        return
+    used = decoder_mode(args.decoder, args.workers)
+    if used == "processes":
+        warm_processes(folder)  # the decode bound is the steady rate; the whole-process run keeps the start-up
     rows = []
     for per_ref in (int(x) for x in args.layouts.split(",")):
         table = write_table(folder, args.pairs, per_ref)
-        dec = decode_seconds(folder, table, args.workers)
+        dec, first = decode_seconds(table, args.workers, args.decoder)
         for metric in args.metric.split(","):
             comp = compute_seconds(folder, args.pairs, per_ref, metric, args.device)
-            e2e = e2e_seconds(table, folder / "out.csv", metric, args.device, args.workers)
-            proc = (process_seconds(table, folder / "out.csv", metric, args.device, args.workers)
+            e2e = e2e_seconds(table, folder / "out.csv", metric, args.device, args.workers, args.decoder)
+            proc = (process_seconds(table, folder / "out.csv", metric, args.device, args.workers, args.decoder)
                     if metric == "ssim" and per_ref == 1 else None)
             row = {"layout": per_ref, "metric": metric, "pairs": args.pairs, "size": args.size,
-                   "workers": args.workers, "compute_s": comp, "decode_s": dec, "e2e_s": e2e, "process_s": proc,
+                   "workers": args.workers, "decoder": args.decoder, "decoder_used": used,
+                   "decode_first_pair_s": first, "compute_s": comp, "decode_s": dec, "e2e_s": e2e,
+                   "process_s": proc,
                    "compute_pairs_s": args.pairs / comp, "decode_pairs_s": args.pairs / dec,
                    "e2e_pairs_s": args.pairs / e2e, "e2e_over_compute": e2e / comp,
                    "bound_s": max(comp, dec), "e2e_over_bound": e2e / max(comp, dec)}
             rows.append(row)
-            print(f"{per_ref:>2}/ref {metric:<12} compute {row['compute_pairs_s']:8.1f} pairs/s  decode "
+            print(f"{per_ref:>2}/ref {metric:<12} {used:<9} compute {row['compute_pairs_s']:8.1f} pairs/s  decode "
                   f"{row['decode_pairs_s']:8.1f} pairs/s  end-to-end {row['e2e_pairs_s']:8.1f} pairs/s  "
                   f"e2e/compute {row['e2e_over_compute']:.2f}  e2e/bound {row['e2e_over_bound']:.2f}"
                   + (f"  whole process {proc:.1f} s" if proc else ""), flush=True)

@@ -36,7 +36,7 @@ from _harness import metadata, uint8_pair, write_json  # noqa: E402
 import fusedsim  # noqa: E402
 
 REFDATA = Path(__file__).resolve().parents[2] / "shared" / "refdata" / "perceptual"
-BATCH = 8  # pairs per call in the batched row
+BATCH = 8  # pairs per call in the batched row (default of --batch)
 
 
 # ----------------------------------------------------------------------------------------------- libvship ABI
@@ -216,7 +216,8 @@ def vship_threaded_ms(vship: Vship, metric: str, ref: torch.Tensor, dist: torch.
             vship.free(metric, h)
 
 
-def time_metric(vship: Vship, metric: str, ref_h: torch.Tensor, dist_h: torch.Tensor, frames: int) -> dict:
+def time_metric(vship: Vship, metric: str, ref_h: torch.Tensor, dist_h: torch.Tensor, frames: int,
+                batch: int = BATCH) -> dict:
     """Per-frame times of one metric on one pinned host pair (3, H, W) and its copy on the GPU."""
     _, height, width = ref_h.shape
     ref_d, dist_d = ref_h.cuda()[None], dist_h.cuda()[None]
@@ -240,30 +241,32 @@ def time_metric(vship: Vship, metric: str, ref_h: torch.Tensor, dist_h: torch.Te
         "fusedsim_host_queued_ms": per_frame_ms(ours_host_queued, frames),
         "fusedsim_device_queued_ms": per_frame_ms(lambda: compute(ref_d, dist_d), frames),
     }
-    # many pairs per call, as a batch scorer passes them: (BATCH, 3, H, W) from GPU frames
-    refs, dists = ref_d.expand(BATCH, -1, -1, -1).contiguous(), dist_d.expand(BATCH, -1, -1, -1).contiguous()
-    batched = per_frame_ms(lambda: compute(refs, dists), max(2, frames // BATCH))
-    row[f"fusedsim_device_batch{BATCH}_ms"] = batched / BATCH
+    # many pairs per call, as a batch scorer passes them: (batch, 3, H, W) from GPU frames
+    refs, dists = ref_d.expand(batch, -1, -1, -1).contiguous(), dist_d.expand(batch, -1, -1, -1).contiguous()
+    batched = per_frame_ms(lambda: compute(refs, dists), max(2, frames // batch))
+    row["batch"] = batch
+    row[f"fusedsim_device_batch{batch}_ms"] = batched / batch
     row["latency_x"] = row["vship_latency_ms"] / row["fusedsim_host_latency_ms"]
     row["throughput_x"] = row["vship_3_threads_ms"] / row["fusedsim_host_queued_ms"]
-    row["throughput_batched_x"] = row["vship_3_threads_ms"] / row[f"fusedsim_device_batch{BATCH}_ms"]
+    row["throughput_batched_x"] = row["vship_3_threads_ms"] / row[f"fusedsim_device_batch{batch}_ms"]
     return row
 
 
-def speed(vship: Vship, sizes: list[tuple[int, int]], frames: int) -> list[dict]:
+def speed(vship: Vship, sizes: list[tuple[int, int]], frames: int, batch: int = BATCH) -> list[dict]:
     rows = []
     for height, width in sizes:
         ref_h, dist_h = (t[0].pin_memory() for t in uint8_pair(height, width, "cpu", seed=0))
         n = max(10, frames * 1920 * 1080 // (height * width))
         for metric in ("ssimulacra2", "butteraugli"):
-            row = time_metric(vship, metric, ref_h, dist_h, n)
+            row = time_metric(vship, metric, ref_h, dist_h, n, batch)
             rows.append(row)
             print(f"  {metric:11s} {width}x{height}: Vship {row['vship_latency_ms']:.2f} ms/frame (1 handler), "
                   f"{row['vship_3_threads_ms']:.2f} (3 threads) | fusedsim from host "
                   f"{row['fusedsim_host_latency_ms']:.2f} (value read each call), {row['fusedsim_host_queued_ms']:.2f} "
-                  f"(queued), from GPU frames {row['fusedsim_device_queued_ms']:.2f}, in batches of {BATCH} "
-                  f"{row[f'fusedsim_device_batch{BATCH}_ms']:.2f} | x Vship: latency "
-                  f"{row['latency_x']:.2f}, throughput {row['throughput_x']:.2f}", flush=True)
+                  f"(queued), from GPU frames {row['fusedsim_device_queued_ms']:.2f}, in batches of {batch} "
+                  f"{row[f'fusedsim_device_batch{batch}_ms']:.2f} | x Vship: latency "
+                  f"{row['latency_x']:.2f}, throughput {row['throughput_x']:.2f}, batched "
+                  f"{row['throughput_batched_x']:.2f}", flush=True)
     return rows
 
 
@@ -273,6 +276,7 @@ def main() -> int:
     ap.add_argument("--frames", type=int, default=200, help="frames per timing at 1080p (fewer at larger sizes)")
     ap.add_argument("--refdata", type=Path, default=REFDATA, help="the perceptual reference-data folder")
     ap.add_argument("--parts", default="agreement,speed")
+    ap.add_argument("--batch", type=int, default=BATCH, help=f"pairs per call in the batched row ({BATCH})")
     ap.add_argument("--out", default=None, help="also write the JSON here")
     args = ap.parse_args()
     if not torch.cuda.is_available():
@@ -285,7 +289,7 @@ def main() -> int:
         payload["agreement"] = agreement(vship, args.refdata)
     if "speed" in parts:
         print("Speed, one pair per call:", flush=True)
-        payload["speed"] = speed(vship, [(1080, 1920), (4096, 4096)], args.frames)
+        payload["speed"] = speed(vship, [(1080, 1920), (4096, 4096)], args.frames, args.batch)
     print("wrote", write_json("vship", payload, args.out))
     return 0
 

@@ -1,5 +1,5 @@
 """``fusedsim batch``: aliases, every table format, bad pairs, --fail-fast, --resume after a kill, reference reuse,
-decoding ahead, and the Ray engine on a local two-worker cluster."""
+decoding ahead (threads and processes), and the Ray engine on a local two-worker cluster."""
 
 from __future__ import annotations
 
@@ -298,7 +298,7 @@ def test_decoding_runs_ahead_but_bounded(tmp_path, monkeypatch):
         return real(path)
 
     monkeypatch.setattr(batch_pairs, "_read_dist", read)
-    stream = decode_ahead(tasks, workers=2, prefetch=4)
+    stream = decode_ahead(tasks, workers=2, prefetch=4, mode="threads")
     first = next(stream)
     time.sleep(0.2)  # the consumer is busy: decoding goes on, but never more than prefetch pairs ahead
     assert first.error == "" and first.ref_key.startswith(("xx:", "b2:"))
@@ -307,10 +307,34 @@ def test_decoding_runs_ahead_but_bounded(tmp_path, monkeypatch):
     assert threading.active_count() < 50
 
 
+def test_decoder_processes_writes_what_threads_write(tmp_path):
+    import multiprocessing
+
+    pairs = _pairs(tmp_path)
+    Image.new("RGB", (20, 20)).save(tmp_path / "small.png")
+    (tmp_path / "broken.png").write_bytes(b"not an image")
+    table = [*pairs, ("r0.png", "small.png"), ("r1.png", "broken.png"), ("nothere.png", "d00.png"), pairs[0]]
+    _write_table(tmp_path / "pairs.csv", ("ref", "dist"), table)
+    for decoder in ("threads", "processes"):
+        assert _batch(tmp_path / "pairs.csv", "-o", tmp_path / f"{decoder}.csv", "--metric", "ssim,psnr",
+                      "--decoder", decoder, "--workers", "2", "--prefetch", "3") == 1
+    text = (tmp_path / "processes.csv").read_text()
+    assert text == (tmp_path / "threads.csv").read_text()
+    assert len(_read_table(tmp_path / "processes.csv")) == len(table) and "differ in size" in text
+    # --fail-fast stops the decoding processes with the run
+    assert _batch(tmp_path / "pairs.csv", "-o", tmp_path / "ff.csv", "--decoder", "processes", "--workers", "2",
+                  "--fail-fast", "--prefetch", "2") == 1
+    assert len(_read_table(tmp_path / "ff.csv")) < len(table)
+    assert not multiprocessing.active_children()
+
+
 def test_bad_options(tmp_path, capsys):
     _write_table(tmp_path / "pairs.csv", ("ref", "dist"), [("a.png", "b.png")])
     with pytest.raises(SystemExit):
         main(["batch", str(tmp_path / "pairs.csv"), "-o", str(tmp_path / "o.csv"), "--workers", "0"])
+    with pytest.raises(SystemExit):
+        main(["batch", str(tmp_path / "pairs.csv"), "-o", str(tmp_path / "o.csv"), "--decoder", "fibers"])
+    assert "--decoder: invalid choice" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["batch", str(tmp_path / "pairs.csv"), "-o", str(tmp_path / "o.csv"), "--metric", "nope"])
     assert "unknown image metric" in capsys.readouterr().err

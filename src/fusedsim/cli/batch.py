@@ -11,6 +11,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import closing
 from typing import Any
 
 from fusedsim._device import DEVICE_HELP, check_device_name
@@ -37,13 +38,17 @@ A bad pair (missing or unreadable file, different sizes, too small for a
 metric) gets NaN and its error message, and the run goes on; --fail-fast
 stops at the first one. Pairs sharing a reference are scored together and
 the prepared reference is reused (equal pixels under another path too).
-Images are decoded in worker threads ahead of scoring.
+Images are decoded ahead of scoring in worker threads or worker processes
+(--decoder).
 
 Exit status: 0 when every pair was scored, 1 when some failed, 2 on a usage
 error (nothing scored).
 
 metrics:
 {metrics}"""
+
+
+DECODER_CHOICES = ("auto", "threads", "processes")  # fusedsim.engine.batch_pairs.DECODER_MODES, torch-free here
 
 
 def _metric_list(text: str) -> list[str]:
@@ -98,8 +103,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--memory", type=_memory, default="auto",
                         help="memory mode: auto, full, strip or strip:ROWS (auto: full when the working set fits)")
     parser.add_argument("--workers", type=_positive, default=None,
-                        help="image-decoding threads (local engine; default: CPU count, at most 8), or the "
-                             "number of CPU actors (Ray engine without GPUs; default: the cluster's CPUs)")
+                        help="image-decoding workers (local engine; default: the CPU count, at most 8 threads), "
+                             "or the number of CPU actors (Ray engine without GPUs; default: the cluster's CPUs)")
+    parser.add_argument("--decoder", choices=DECODER_CHOICES, default="auto",
+                        help="local engine: threads (no start-up; the GIL caps them at a few cores), processes "
+                             "(scale with the cores; pixels come back through shared memory; about a second to "
+                             "start) or auto (processes from 4 workers on, else threads)")
     parser.add_argument("--prefetch", type=_positive, default=32, help="pairs decoded ahead of scoring (32)")
     parser.add_argument("--engine", choices=("local", "ray"), default="local",
                         help="local: this process; ray: one actor per GPU (or CPU actors) of a Ray cluster")
@@ -115,13 +124,15 @@ def _metrics(args: argparse.Namespace) -> list[str]:
 
 
 def _local_outcomes(scorer, tasks, columns, args, stats) -> Iterator[Any]:
-    from fusedsim.engine.batch_pairs import PairRunner, decode_ahead, plan
+    from fusedsim.engine.batch_pairs import PairRunner, decode_ahead, default_workers, plan
 
     runner = PairRunner(scorer, columns)
-    workers = args.workers or min(8, os.cpu_count() or 1)
+    workers = args.workers or default_workers(args.decoder)
+    pairs = decode_ahead(plan(tasks), workers=workers, prefetch=args.prefetch, mode=args.decoder)
     try:
-        for pair in decode_ahead(plan(tasks), workers=workers, prefetch=args.prefetch):
-            yield runner.run(pair)
+        with closing(pairs):  # an early stop (--fail-fast, Ctrl-C) stops the decoding workers now
+            for pair in pairs:
+                yield runner.run(pair)
     finally:
         stats["prepared"] = runner.prepared
 

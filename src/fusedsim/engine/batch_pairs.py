@@ -1,8 +1,9 @@
-"""Batch scoring of image-file pairs: ordered plan, decoding ahead in threads, one prepared reference at a time.
+"""Batch scoring of image-file pairs: ordered plan, decoding ahead, one prepared reference at a time.
 
 * :func:`plan` orders pairs so equal reference paths are consecutive (stable: file order within a reference).
-* :func:`decode_ahead` decodes pairs in worker threads, at most ``prefetch`` pairs ahead of the consumer, so image
-  decoding overlaps scoring; a reference shared by consecutive pairs is decoded and hashed once.
+* :func:`decode_ahead` decodes pairs in worker threads or worker processes (:mod:`fusedsim.engine.decode_workers`),
+  at most ``prefetch`` pairs ahead of the consumer, so image decoding overlaps scoring; a reference shared by
+  consecutive pairs is decoded and hashed once.
 * :class:`PairRunner` scores decoded pairs with a :class:`~fusedsim.engine.Scorer`; it prepares a reference only
   when the xxhash of its decoded pixels differs from the prepared one, so equal images under different paths
   reuse the state too. A failing pair becomes an outcome with NaN values and the error, never an exception.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -24,8 +26,10 @@ if TYPE_CHECKING:
     from fusedsim.io.images import ImageData
     from fusedsim.metrics.registry import MetricSpec
 
-__all__ = ["DecodedPair", "PairOutcome", "PairRunner", "PairTask", "decode_ahead", "metric_columns",
-           "pixel_hash", "plan"]
+__all__ = ["DECODER_MODES", "DecodedPair", "PairOutcome", "PairRunner", "PairTask", "decode_ahead", "decoder_mode",
+           "default_workers", "metric_columns", "pixel_hash", "plan"]
+
+DECODER_MODES = ("auto", "threads", "processes")
 
 
 @dataclass(frozen=True)
@@ -110,10 +114,49 @@ def _error_text(exc: BaseException) -> str:
     return " ".join(text.split())  # one line: rows of a table
 
 
-def decode_ahead(tasks: Sequence[PairTask], workers: int = 4, prefetch: int = 16) -> Iterator[DecodedPair]:
-    """Decode ``tasks`` in ``workers`` threads, in order, at most ``prefetch`` pairs ahead of the consumer."""
+# ``auto`` decodes in processes from this many workers on: up to about two, threads scale with the cores (the
+# GIL is free during most of Pillow's decoding), while processes pay a start-up and a copy into shared memory
+PROCESS_WORKERS_MIN = 4
+
+
+def decoder_mode(mode: str, workers: int) -> str:
+    """``threads`` or ``processes`` for a requested ``mode`` (``auto``: processes from
+    :data:`PROCESS_WORKERS_MIN` workers on)."""
+    if mode not in DECODER_MODES:
+        raise ValueError(f"decoder mode must be one of {', '.join(DECODER_MODES)}; got {mode!r}")
+    if mode == "auto":
+        return "processes" if workers >= PROCESS_WORKERS_MIN else "threads"
+    return mode
+
+
+def default_workers(mode: str) -> int:
+    """Decoding workers when none are asked for: every usable core for ``processes`` and ``auto`` (processes scale
+    with the cores), at most 8 for ``threads`` (past that the GIL adds little)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return cores if mode == "processes" else min(8, cores)
+
+
+def decode_ahead(tasks: Sequence[PairTask], workers: int = 4, prefetch: int = 16,
+                 mode: str = "auto") -> Iterator[DecodedPair]:
+    """Decode ``tasks`` in order, at most ``prefetch`` pairs ahead of the consumer, as :class:`DecodedPair`.
+
+    ``mode``: ``threads`` (``workers`` threads of this process: no start-up, but the GIL caps the rate at a few
+    cores), ``processes`` (``workers`` processes returning pixels through shared memory: scales with the cores;
+    the first start in a process takes about a second, later ones a tenth; the calling script needs the
+    ``if __name__ == "__main__":`` guard, as for any ``multiprocessing`` code) or ``auto``
+    (:func:`decoder_mode`). Either way a bad file becomes the pair's ``error``, and closing the iterator early
+    stops the workers.
+    """
     if workers < 1 or prefetch < 1:
         raise ValueError(f"workers and prefetch must be >= 1; got {workers} and {prefetch}")
+    if decoder_mode(mode, workers) == "processes":
+        from fusedsim.engine.decode_workers import decode_in_processes
+
+        return decode_in_processes(tasks, workers, prefetch)
+    return _decode_threads(tasks, workers, prefetch)
+
+
+def _decode_threads(tasks: Sequence[PairTask], workers: int, prefetch: int) -> Iterator[DecodedPair]:
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fusedsim-decode")
     pending: deque[tuple[PairTask, Future, Future]] = deque()
     ref_path, ref_future = None, None
@@ -130,7 +173,7 @@ def decode_ahead(tasks: Sequence[PairTask], workers: int = 4, prefetch: int = 16
             out.ref, out.ref_key = ref_f.result()
             out.dist = dist_f.result()
         except Exception as exc:
-            out.ref = out.dist = None
+            out.ref, out.ref_key, out.dist = None, "", None
             out.error = _error_text(exc)
         return out
 

@@ -53,7 +53,10 @@ class _Worker:
 
     def score(self, chunk: list[PairTask]) -> tuple[list[PairOutcome], int]:
         before = self.runner.prepared
-        outcomes = [self.runner.run(p) for p in decode_ahead(chunk, self.decode_threads, self.prefetch)]
+        # threads: decoding restarts with every chunk of a few dozen pairs, too short to repay starting worker
+        # processes, and the actors themselves already spread the work over the cluster's processes
+        pairs = decode_ahead(chunk, self.decode_threads, self.prefetch, mode="threads")
+        outcomes = [self.runner.run(p) for p in pairs]
         return outcomes, self.runner.prepared - before
 
 

@@ -1,0 +1,135 @@
+"""Decoding in worker processes: the same pairs as the thread decoder, bounded look-ahead, no leftover processes."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from contextlib import closing
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from fusedsim.engine import decode_workers
+from fusedsim.engine.batch_pairs import PairTask, decode_ahead, decoder_mode, plan
+
+
+def _images(folder: Path) -> None:
+    rng = np.random.default_rng(1)
+    for i in range(3):
+        ref = rng.integers(0, 256, (24, 32, 3), dtype=np.uint8)
+        Image.fromarray(ref).save(folder / f"r{i}.png")
+        for j in range(2):
+            noisy = np.clip(ref.astype(int) + rng.integers(-9, 10, ref.shape), 0, 255).astype(np.uint8)
+            Image.fromarray(noisy).save(folder / f"d{i}{j}.png")
+    grey = rng.integers(0, 65536, (20, 20), dtype=np.uint16)
+    Image.fromarray(grey).save(folder / "g16.png")
+    Image.fromarray((grey // 2).astype(np.uint16)).save(folder / "g16d.png")
+    Image.new("RGB", (16, 16)).save(folder / "small.png")
+    (folder / "broken.png").write_bytes(b"not an image")
+
+
+def _table(folder: Path) -> list[PairTask]:
+    rows = [("r0", "d00"), ("r0", "d01"), ("r1", "d10"), ("r0", "missing"), ("r1", "d11"), ("r2", "d20"),
+            ("r2", "broken"), ("nothere", "d00"), ("broken", "d21"), ("r2", "small"), ("r2", "d21"),
+            ("g16", "g16d")]
+    return plan(PairTask(i, str(folder / f"{r}.png"), str(folder / f"{d}.png")) for i, (r, d) in enumerate(rows))
+
+
+def _no_children() -> bool:
+    deadline = time.monotonic() + 5
+    while multiprocessing.active_children() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not multiprocessing.active_children()
+
+
+def test_processes_give_the_pairs_of_threads(tmp_path):
+    _images(tmp_path)
+    tasks = _table(tmp_path)
+    threads = list(decode_ahead(tasks, workers=2, prefetch=4, mode="threads"))
+    processes = list(decode_ahead(tasks, workers=2, prefetch=4, mode="processes"))
+    assert [p.task for p in processes] == [p.task for p in threads] == tasks
+    for t, p in zip(threads, processes):
+        assert p.error == t.error and p.ref_key == t.ref_key
+        if t.error:
+            assert p.ref is None and p.dist is None
+            continue
+        for a, b in ((t.ref, p.ref), (t.dist, p.dist)):
+            assert torch.equal(a.pixels, b.pixels) and a.pixels.dtype == b.pixels.dtype
+            assert (a.path, a.bit_depth, a.channels) == (b.path, b.bit_depth, b.channels)
+    errors = {(Path(p.task.ref).stem, Path(p.task.dist).stem): p.error for p in processes if p.error}
+    assert set(errors) == {("r0", "missing"), ("r2", "broken"), ("nothere", "d00"), ("broken", "d21")}
+    assert errors[("r0", "missing")].startswith("DIST: image file not found")
+    assert errors[("broken", "d21")].startswith("REF: cannot read image") and "\n" not in errors[("broken", "d21")]
+    small = next(p for p in processes if p.task.dist.endswith("small.png"))
+    assert small.error == "" and small.dist.width == 16 and small.ref.width == 32  # the size check comes later
+    assert next(p for p in processes if p.task.dist.endswith("g16d.png")).ref.bit_depth == 16
+    # consecutive pairs of one reference share one decoded reference
+    r0 = [p for p in processes if p.task.ref.endswith("r0.png") and not p.error]
+    assert len(r0) == 2 and r0[0].ref is r0[1].ref
+    assert _no_children()
+
+
+def test_each_shared_reference_is_one_job():
+    tasks = [PairTask(i, r, f"d{i}") for i, r in enumerate(["a", "a", "b", "a", "a"])]
+    assert list(decode_workers.plan_jobs(tasks)) == [
+        (True, "a"), (False, "d0"), (False, "d1"), (True, "b"), (False, "d2"), (True, "a"), (False, "d3"),
+        (False, "d4")]
+
+
+def test_decoding_runs_ahead_but_bounded(tmp_path, monkeypatch):
+    _images(tmp_path)
+    tasks = [PairTask(i, str(tmp_path / "r0.png"), str(tmp_path / "d00.png")) for i in range(40)]
+    handed = []  # jobs the loader has handed to its workers
+    real = decode_workers._Jobs.__iter__
+
+    def counted(self):
+        for job in real(self):
+            handed.append(job)
+            yield job
+
+    monkeypatch.setattr(decode_workers._Jobs, "__iter__", counted)
+    stream = decode_ahead(tasks, workers=2, prefetch=4, mode="processes")
+    first = next(stream)
+    time.sleep(0.3)  # the consumer is busy: the workers go on, but only as far as prefetch allows
+    assert first.error == "" and first.ref_key.startswith(("xx:", "b2:"))
+    dists = sum(1 for is_ref, _ in handed if not is_ref)
+    assert 2 <= dists <= 1 + 4  # the pair in hand and at most prefetch pairs ahead
+    assert len(list(stream)) == 39
+    assert len(handed) == 41  # one reference job for the 40 pairs
+
+
+def test_early_stop_and_interrupt_leave_no_processes(tmp_path):
+    _images(tmp_path)
+    tasks = [PairTask(i, str(tmp_path / "r1.png"), str(tmp_path / f"d1{i % 2}.png")) for i in range(60)]
+    shm = set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+
+    with closing(decode_ahead(tasks, workers=2, prefetch=8, mode="processes")) as pairs:
+        assert next(pairs).error == ""
+        assert len(multiprocessing.active_children()) == 2
+    assert _no_children()
+
+    with pytest.raises(KeyboardInterrupt), closing(decode_ahead(tasks, workers=2, prefetch=8, mode="processes")) as p:
+        for _ in p:
+            raise KeyboardInterrupt
+    assert _no_children()
+
+    dropped = decode_ahead(tasks, workers=2, prefetch=8, mode="processes")
+    next(dropped)
+    del dropped  # a consumer that just lets go of the iterator
+    assert _no_children()
+    if shm:
+        assert set(os.listdir("/dev/shm")) <= shm  # no shared-memory segment left behind
+
+
+def test_auto_mode_and_bad_arguments():
+    assert decoder_mode("auto", 1) == decoder_mode("auto", 2) == "threads"
+    assert decoder_mode("auto", 4) == "processes" and decoder_mode("threads", 16) == "threads"
+    with pytest.raises(ValueError, match="decoder mode"):
+        decoder_mode("fibers", 2)
+    with pytest.raises(ValueError, match="workers and prefetch"):
+        decode_ahead([], workers=0, mode="processes")
+    assert list(decode_ahead([], workers=2, mode="processes")) == []

@@ -170,7 +170,8 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=1024)
     parser.add_argument("--metric", default="ssim,ssimulacra2")
     parser.add_argument("--layouts", default="1,10", help="distorted images per reference, comma-separated")
-    parser.add_argument("--workers", type=int, default=min(16, os.cpu_count() or 1), help="decoding workers")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="decoding workers (default: the batch command's default for --decoder)")
     parser.add_argument("--decoder", choices=("auto", "threads", "processes"), default="auto",
                         help="decoding in threads or processes, for the decode bound and end to end (auto)")
     parser.add_argument("--decode-only", action="store_true",
@@ -184,6 +185,10 @@ def main() -> None:
         args.pairs, args.size = 24, 256
     folder = Path(args.dir) / f"{args.size}"
     t0 = time.perf_counter()
+    if args.workers is None:
+        from fusedsim.engine.batch_pairs import default_workers
+
+        args.workers = default_workers(args.decoder)
     write_images(folder, args.pairs, args.size, args.workers)
     print(f"images ready in {time.perf_counter() - t0:.1f} s: {args.pairs} pairs at {args.size}² in {folder}")
     from fusedsim.engine.batch_pairs import decoder_mode

@@ -130,10 +130,11 @@ def decoder_mode(mode: str, workers: int) -> str:
 
 
 def default_workers(mode: str) -> int:
-    """Decoding workers when none are asked for: every usable core for ``processes`` and ``auto`` (processes scale
-    with the cores), at most 8 for ``threads`` (past that the GIL adds little)."""
+    """Decoding workers when none are asked for: for ``processes`` and ``auto`` every usable core but one
+    (processes scale with the cores; the one left runs the scoring thread, which otherwise waits for a core while
+    the GPU idles), at most 8 for ``threads`` (past that the GIL adds little)."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return cores if mode == "processes" else min(8, cores)
+    return max(1, cores - 1) if mode in ("processes", "auto") else min(8, cores)
 
 
 def decode_ahead(tasks: Sequence[PairTask], workers: int = 4, prefetch: int = 16,

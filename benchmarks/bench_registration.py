@@ -159,16 +159,18 @@ def loss_floor_bytes(shape: Shape) -> int:
 def loss_cases(shape: Shape, device: str, skip: set[str]) -> tuple[list[Case], dict[str, str]]:
     """LNCC / mutual-information rows, forward+backward with the gradient for pred (what registration needs):
     fusedsim (MONAI convention) vs MONAI's LocalNormalizedCrossCorrelationLoss and GlobalMutualInformationLoss
-    (same numbers), and FireANTs' fused ops when importable (their own convention and approximate gradients:
-    agreement rows show that difference). LNCC uses k=9, and k=7 at 2×16×128³ (the fused-lncc comparison)."""
+    (same numbers), and FireANTs' fused ops and fused-lncc when importable (their own conventions: FireANTs'
+    approximate gradients, fused-lncc's 1 - mean(ncc), so its values sit 1 above MONAI's -mean(ncc); agreement
+    rows show those differences). LNCC uses k=9, and k=7 at 2×16×128³ (the fused-lncc comparison)."""
     pred0, target = loss_inputs(shape, device)
     k = 7 if shape[0] == 2 else 9
     missing: dict[str, str] = {}
     fused = optional_import("fusedsim.registration")
     monai = optional_import("monai.losses")
     fa_cc, fa_mi = optional_import("fireants.losses.fusedcc"), optional_import("fireants.losses.fusedmi")
+    flncc = optional_import("fused_lncc")
     for name, mod in (("fusedsim", fused), ("monai", monai), ("fireants-fused-cc", fa_cc),
-                      ("fireants-fused-mi", fa_mi)):
+                      ("fireants-fused-mi", fa_mi), ("fused-lncc", flncc)):
         if isinstance(mod, str):
             missing[name] = mod
     groups: list[tuple[str, list[tuple[str, str, Callable[[], Callable[[Tensor, Tensor], Tensor]]]]]] = []
@@ -184,6 +186,9 @@ def loss_cases(shape: Shape, device: str, skip: set[str]) -> tuple[list[Case], d
             providers.append(("fireants", f"FusedLocalNormalizedCrossCorrelationLoss(3, {k}, kernel_type={fa_kind!r})",
                               lambda fk=fa_kind: fa_cc.FusedLocalNormalizedCrossCorrelationLoss(
                                   3, k, kernel_type=fk)))
+        if kind == "box" and not isinstance(flncc, str):
+            providers.append(("fused-lncc", f"fused_lncc_loss(pred, target, kernel_size={k})",
+                              lambda: lambda p, t: flncc.fused_lncc_loss(p, t, kernel_size=k)))
         groups.append((f"lncc {kind} k{k}", providers))
     providers = []
     if not isinstance(fused, str):

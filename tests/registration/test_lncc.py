@@ -269,3 +269,23 @@ def test_bad_inputs():
         lncc_loss(x, x, sigma=2.0)
     with pytest.raises(ValueError, match="smooth_dr must be a finite number >= 0"):
         lncc_loss(x, x, smooth_dr=-1e-5)
+
+
+def test_cached_calls_still_validate_and_follow_the_backend(kernel_device):
+    """The public call is looked up by metadata and options: a later call with a different option, an option of
+    another type that compares equal (True == 1) or another backend must not reuse the earlier call."""
+    gen = torch.Generator().manual_seed(5)
+    x, y = (t.to(kernel_device) for t in torch.rand(2, 1, 1, 6, 9, 10, generator=gen, dtype=torch.float64))
+    with use_backend("reference"):
+        twin = lncc_loss(x, y, kernel_size=1)
+        assert torch.equal(lncc_loss(x, y, kernel_size=1), twin)  # the cached call gives the same value
+        with pytest.raises(TypeError, match="kernel_size must be an int"):
+            lncc_loss(x, y, kernel_size=True)
+        with pytest.raises(TypeError, match="smooth_dr must be a number"):
+            lncc_loss(x, y, smooth_dr=[1e-5])  # unhashable: validated, not looked up
+        box3 = lncc_loss(x, y, kernel_size=3)
+        assert not torch.equal(box3, twin)
+        assert not torch.equal(lncc_loss(x, y, kernel_size=3, kernel_type="gaussian"), box3)
+    with use_backend("triton"):
+        kernel = lncc_loss(x, y, kernel_size=3)
+    torch.testing.assert_close(kernel, box3, rtol=1e-10, atol=1e-12)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import functools
 
 import torch
-import triton
 
 from fusedsim.ops._codegen import jit_from_source
 from fusedsim.ops._launch import Launcher
@@ -64,10 +63,13 @@ def _split_even(d: int, fits) -> int:
     return 1
 
 
-def default_slabs(d: int, taps: int, maps: int = 3) -> tuple[int, int]:
-    """(forward slab, backward slab) sizes for depth d: scratch at most ``maps`` full-size slices per slice."""
+def default_slabs(d: int, taps: int, maps: int = 3, budget_maps: int = 4) -> tuple[int, int]:
+    """(forward slab, backward slab) sizes for depth d: the scratch (five moment slices per input slice, plus
+    ``maps`` gradient-map slices per slice in the backward) holds at most ``budget_maps`` full-size maps. With
+    four, the backward's peak (scratch and the gradient) stays below that of a fused kernel keeping ncc and three
+    coefficient maps, and every slab fewer saves four launches and 2(K - 1) recomputed halo slices."""
     halo = taps - 1
-    budget = maps * d
+    budget = budget_maps * d
     fwd = _split_even(d, lambda s: 5 * min(d, s + halo) <= budget)
     bwd = _split_even(d, lambda s: 5 * min(d, s + 2 * halo) + maps * min(d, s + halo) <= budget)
     floor = max(1, 2 * halo)  # below this the halos dominate; tiny volumes get one slab
@@ -86,14 +88,20 @@ class SlabLNCC:
         self.warps = max(1, min(8, block // 32))
         fwd, bwd = default_slabs(d, plan.taps)
         self.slab_fwd, self.slab_bwd = (fwd, bwd) if slab is None else (slab, slab)
-        r = plan.taps // 2
-        self.fwd_slabs = self._slabs(self.slab_fwd, r)
-        self.part_bases, total = [], 0
-        for _, (olo, ohi) in self.fwd_slabs:
-            self.part_bases.append(total)
-            total += self._depth_grid(ohi - olo)[0] * self._depth_grid(ohi - olo)[1] * self.nc
-        self.nparts = total
         self._launchers: dict = {}
+        self._bwd_steps: dict = {}
+        self._winf: tuple = (None, -1, None)  # (window, its version, flipped copy)
+        r = self.taps // 2
+        self.fwd_slabs = self._slabs(self.slab_fwd, r)
+        # per slab, everything but the tensors is fixed: launchers (grid included), slice ranges, partial bases
+        depth = _kernel("depth_forward", self.taps, self.ds)
+        self._fwd_steps, total = [], 0
+        for i, ((lo, hi), (olo, ohi)) in enumerate(self.fwd_slabs):
+            grid = self._depth_grid(ohi - olo)
+            self._fwd_steps.append((self._plane_moments_launcher(hi - lo), self._launcher(depth, grid, self.warps),
+                                    lo, hi, olo, ohi, total, int(i == len(self.fwd_slabs) - 1)))
+            total += grid[0] * grid[1] * grid[2]
+        self.nparts = total
 
     # ------------------------------------------------------------------------------------------- geometry
     def _slabs(self, size: int, halo: int) -> list[tuple[tuple[int, int], tuple[int, int]]]:
@@ -102,44 +110,72 @@ class SlabLNCC:
         return [((max(0, s - halo), min(d, s + size + halo)), (s, min(d, s + size))) for s in range(0, d, size)]
 
     def _depth_grid(self, slices: int) -> tuple[int, int, int]:
-        return triton.cdiv(self.hw, self.block), triton.cdiv(slices, self.ds), self.nc
+        return -(-self.hw // self.block), -(-slices // self.ds), self.nc
 
     def _plane_grid(self, slices: int) -> tuple[int, int, int]:
         block_w, rows, _ = self.plan.tile
         _, _, _, h, w = self.plan.dims
-        return triton.cdiv(w, block_w), triton.cdiv(h, rows), self.nc * slices
+        return -(-w // block_w), -(-h // rows), self.nc * slices
 
-    def _launch(self, kernel, grid, warps: int, *args) -> None:
-        launcher = self._launchers.get((id(kernel), grid))
-        if launcher is None:
-            launcher = self._launchers[(id(kernel), grid)] = Launcher(kernel, grid, num_warps=warps)
-        launcher(*args)
+    def _launcher(self, kernel, grid, warps: int) -> Launcher:
+        """One launcher per (kernel, grid): slabs of equal size share it (and its compiled-kernel lookups)."""
+        key = (id(kernel), grid)
+        if key not in self._launchers:
+            self._launchers[key] = Launcher(kernel, grid, num_warps=warps)
+        return self._launchers[key]
 
-    def _plane_moments(self, pred, target, win, scr, lo: int, hi: int, nss: int) -> None:
+    def _plane_moments_launcher(self, slices: int) -> Launcher:
+        return self._launcher(_kernel("plane_moments", self.taps), self._plane_grid(slices), self.plan.tile[2])
+
+    def _plane_moments(self, launch, pred, target, win, scr, lo: int, hi: int, nss: int) -> None:
         p = self.plan
         _, c, _, h, w = p.dims
-        block_w, rows, warps = p.tile
-        self._launch(_kernel("plane_moments", self.taps), self._plane_grid(hi - lo), warps,
-                     pred, target, win, scr, self.nc, c, h, w, *p.sx, *p.sy, lo, hi - lo, lo, nss, 0, block_w, rows,
-                     p.acc_tl)
+        block_w, rows, _ = p.tile
+        launch(pred, target, win, scr, self.nc, c, h, w, *p.sx, *p.sy, lo, hi - lo, lo, nss, 0, block_w, rows,
+               p.acc_tl)
+
+    def _flipped(self, win):
+        """The adjoint window (``win`` flipped along its taps), kept while ``win`` is the same unchanged tensor: the
+        public call passes one cached table, and a copy per call is a launch and an allocation."""
+        src, version, winf = self._winf
+        if src is not win or version != win._version:
+            winf = win.flip(-1).contiguous()
+            self._winf = (win, win._version, winf)
+        return winf
 
     # -------------------------------------------------------------------------------------------- forward
     def forward(self, pred, target, win, out, part, cnt, write_map: bool) -> None:
         p = self.plan
         _, c, d, _, _ = p.dims
-        r = self.taps // 2
-        nss = min(d, self.slab_fwd + 2 * r)
+        nss = min(d, self.slab_fwd + 2 * (self.taps // 2))
         scr = torch.empty(5 * self.nc * nss * self.hw, dtype=p.acc, device=pred.device)
-        depth = _kernel("depth_forward", self.taps, self.ds)
-        last = len(self.fwd_slabs) - 1
-        for i, ((lo, hi), (olo, ohi)) in enumerate(self.fwd_slabs):
-            self._plane_moments(pred, target, win, scr, lo, hi, nss)
-            self._launch(depth, self._depth_grid(ohi - olo), self.warps,
-                         scr, win, part, cnt, out, self.nc, c, d, self.hw, nss, lo, hi, olo, ohi, self.part_bases[i],
-                         int(i == last), *p.consts, p.count, self.ds, self.block, p.acc_tl, p.clamp, write_map,
-                         p.reduce_mean, _RBLOCK)
+        for plane, depth, lo, hi, olo, ohi, pbase, last in self._fwd_steps:
+            self._plane_moments(plane, pred, target, win, scr, lo, hi, nss)
+            depth(scr, win, part, cnt, out, self.nc, c, d, self.hw, nss, lo, hi, olo, ohi, pbase, last, *p.consts,
+                  p.count, self.ds, self.block, p.acc_tl, p.clamp, write_map, p.reduce_mean, _RBLOCK)
 
     # ------------------------------------------------------------------------------------------- backward
+    def _backward_steps(self, need_p: bool, need_t: bool) -> list[tuple]:
+        """Per backward slab: its four launchers and slice ranges (moments, gradient maps, outputs)."""
+        key = (need_p, need_t)
+        if key not in self._bwd_steps:
+            d, r = self.plan.dims[2], self.taps // 2
+            maps = 1 + 2 * need_p + 2 * need_t
+            warps = self.plan.tile[2]
+            grad_maps = _kernel("depth_grad_maps", self.taps, self.ds)
+            adjoint_plane = _kernel("plane_adjoint", self.taps, maps)
+            adjoint_depth = _kernel("depth_adjoint", self.taps, self.ds, need_p, need_t)
+            steps = []
+            for (g_lo, g_hi), (olo, ohi) in self._slabs(self.slab_bwd, r):
+                m_lo, m_hi = max(0, olo - 2 * r), min(d, ohi + 2 * r)
+                steps.append((self._plane_moments_launcher(m_hi - m_lo),
+                              self._launcher(grad_maps, self._depth_grid(g_hi - g_lo), self.warps),
+                              self._launcher(adjoint_plane, self._plane_grid(g_hi - g_lo), warps),
+                              self._launcher(adjoint_depth, self._depth_grid(ohi - olo), self.warps),
+                              m_lo, m_hi, g_lo, g_hi, olo, ohi))
+            self._bwd_steps[key] = steps
+        return self._bwd_steps[key]
+
     def backward(self, pred, target, win, gscalar, gmap, has_gmap: bool, need_p: bool, need_t: bool):
         p = self.plan
         _, c, d, h, w = p.dims
@@ -152,25 +188,19 @@ class SlabLNCC:
         filtered = moments[: maps * self.nc * nsg * self.hw]  # the moments are dead once the maps are written
         dp = torch.empty(pred.shape, dtype=pred.dtype, device=pred.device) if need_p else None
         dt = torch.empty(target.shape, dtype=target.dtype, device=target.device) if need_t else None
-        winf = win.flip(-1).contiguous()
-        block_w, rows, warps = p.tile
-        grad_maps = _kernel("depth_grad_maps", self.taps, self.ds)
-        adjoint_plane = _kernel("plane_adjoint", self.taps, maps)
-        adjoint_depth = _kernel("depth_adjoint", self.taps, self.ds, need_p, need_t)
-        for (g_lo, g_hi), (olo, ohi) in self._slabs(size, r):
-            m_lo, m_hi = max(0, olo - 2 * r), min(d, ohi + 2 * r)
-            self._plane_moments(pred, target, win, moments, m_lo, m_hi, nss)
-            self._launch(grad_maps, self._depth_grid(g_hi - g_lo), self.warps,
-                         moments, win, gscalar, gmap, gmaps, self.nc, c, d, self.hw, nss, m_lo, m_hi, g_lo, g_hi,
-                         nsg, g_lo, *p.consts, p.count, self.ds, self.block, p.acc_tl, p.clamp, has_gmap,
-                         p.reduce_mean, need_p, need_t)
-            self._launch(adjoint_plane, self._plane_grid(g_hi - g_lo), warps,
-                         gmaps, winf, filtered, self.nc, c, h, w, g_lo, g_hi - g_lo, g_lo, nsg, block_w, rows,
-                         p.acc_tl)
-            self._launch(adjoint_depth, self._depth_grid(ohi - olo), self.warps,
-                         filtered, winf, pred, target, dp if need_p else filtered, dt if need_t else filtered,
-                         self.nc, c, d, w, self.hw, nsg, g_lo, g_hi, olo, ohi, *p.sx, *p.sy, self.ds, self.block,
-                         p.acc_tl)
+        winf = self._flipped(win)
+        block_w, rows, _ = p.tile
+        for plane, grad_maps, adjoint_plane, adjoint_depth, m_lo, m_hi, g_lo, g_hi, olo, ohi in \
+                self._backward_steps(need_p, need_t):
+            self._plane_moments(plane, pred, target, win, moments, m_lo, m_hi, nss)
+            grad_maps(moments, win, gscalar, gmap, gmaps, self.nc, c, d, self.hw, nss, m_lo, m_hi, g_lo, g_hi, nsg,
+                      g_lo, *p.consts, p.count, self.ds, self.block, p.acc_tl, p.clamp, has_gmap, p.reduce_mean,
+                      need_p, need_t)
+            adjoint_plane(gmaps, winf, filtered, self.nc, c, h, w, g_lo, g_hi - g_lo, g_lo, nsg, block_w, rows,
+                          p.acc_tl)
+            adjoint_depth(filtered, winf, pred, target, dp if need_p else filtered, dt if need_t else filtered,
+                          self.nc, c, d, w, self.hw, nsg, g_lo, g_hi, olo, ohi, *p.sx, *p.sy, self.ds, self.block,
+                          p.acc_tl)
         return dp, dt
 
 

@@ -31,6 +31,7 @@ from fusedsim.ops.moments_source import (
     chain_init,
     column_taps,
     moments_stream,
+    pipelined_rows,
     weights,
 )
 
@@ -80,7 +81,8 @@ def render_plane_moments(k: int, name: str) -> str:
 
 def render_plane_adjoint(k: int, nmaps: int, name: str) -> str:
     """In-plane adjoint window sums (flipped window WINF) of ``nmaps`` scratch maps, slices [LO, LO + NSL) of
-    SRC into the same place in DST."""
+    SRC into the same place in DST. Rows are software-pipelined like the moments (``pipelined_rows``): the
+    loop is latency-bound, and a plain loop ran at half the moments' speed per slice."""
     sig = ("SRC, WINF, DST, NCT, C, H, W, LO, NSL, SBASE, NSS, "
            "BW: tl.constexpr, RS: tl.constexpr, ACC: tl.constexpr")
     names = tuple(f"m{i}" for i in range(nmaps))
@@ -93,20 +95,31 @@ def render_plane_adjoint(k: int, nmaps: int, name: str) -> str:
         "zr = tl.zeros([BW], tl.int32)",
         *chain_init(names, k),
     ]
-    row = [
-        f"srow = o0 - {k // 2} + t",
-        "ry = zr + srow",
-        "rok = (ry >= 0) & (ry < H)",
-        "mr = mb + srow * W",
-    ]
-    row += [f"h_{q} = tl.zeros([BW], ACC)" for q in names]
-    for kw in range(k):
-        row.append(f"m = cm{kw} & rok")
-        row += [f"h_m{i} += w{kw} * tl.load(mr + {i} * slot + mo{kw}, mask=m, other=0.0)" for i in range(nmaps)]
-    row += [line for q in names for line in chain(q, k)]
-    row += [f"if t >= {k - 1}:", f"    po = ob + (o0 + t - {k - 1}) * W"]
-    row += [f"    tl.store(po + {i} * slot, v_m{i}, mask=col_ok)" for i in range(nmaps)]
-    body += ["for t in range(0, steps):"] + indent(row)
+
+    def loads(prefix: str, row: str) -> list[str]:
+        lines = [
+            f"{prefix}srow = {row}",
+            f"{prefix}rok = ((zr + {prefix}srow) >= 0) & ((zr + {prefix}srow) < H)",
+            f"{prefix}mr = mb + {prefix}srow * W",
+        ]
+        for kw in range(k):
+            lines.append(f"m = cm{kw} & {prefix}rok")
+            lines += [f"{prefix}m{i}_{kw} = tl.load({prefix}mr + {i} * slot + mo{kw}, mask=m, other=0.0)"
+                      for i in range(nmaps)]
+        return lines
+
+    def filt(prefix: str) -> list[str]:
+        lines = [f"h_m{i} = tl.zeros([BW], ACC)" for i in range(nmaps)]
+        return lines + [f"h_m{i} += w{kw} * {prefix}m{i}_{kw}" for kw in range(k) for i in range(nmaps)]
+
+    def registers() -> list[str]:
+        return ["srow", "rok", "mr"] + [f"m{i}_{kw}" for kw in range(k) for i in range(nmaps)]
+
+    per_row = [line for q in names for line in chain(q, k)]
+    per_row += [f"if (t >= {k - 1}) & (t < steps):", f"    po = ob + (o0 + t - {k - 1}) * W"]
+    per_row += [f"    tl.store(po + {i} * slot, v_m{i}, mask=col_ok)" for i in range(nmaps)]
+    prologue, loop = pipelined_rows(f"o0 - {k // 2}", loads, filt, registers, per_row, unroll=True)
+    body += prologue + loop
     return f"def {name}({sig}):\n" + "\n".join(indent(body)) + "\n"
 
 

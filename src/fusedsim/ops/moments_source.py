@@ -133,24 +133,32 @@ def row_filter_2d(k: int, prefix: str) -> list[str]:
     return lines
 
 
+def pipelined_rows(first_row: str, loads, filt, registers, per_row: list[str],
+                   unroll: bool) -> tuple[list[str], list[str]]:
+    """Software-pipelined row stream, generic over what a row holds: the loads of row t+1 (``loads(prefix, row)``,
+    into registers named by ``registers(prefix)``) are issued before row t is filtered (``filt(prefix)``), then
+    ``per_row`` runs with ``t`` set. ``unroll`` doubles the body so the prefetched registers alternate between
+    the ``p`` and ``n`` sets without moves (fewer instructions, more registers). The loop may run one row past
+    ``steps`` when unrolled: ``per_row`` guards its stores with ``t < steps``. Returns (prologue, loop)."""
+    prologue = loads("p", first_row)
+    if not unroll:
+        body = ["t = tt"] + loads("n", f"{first_row} + t + 1") + filt("p") + per_row
+        body += [f"p{name} = n{name}" for name in registers()]
+        return prologue, ["for tt in range(0, steps):"] + indent(body)
+    body = ["t = tt"] + loads("n", f"{first_row} + t + 1") + filt("p") + per_row
+    body += ["t = tt + 1"] + loads("p", f"{first_row} + t + 1") + filt("n") + per_row
+    return prologue, ["for tt in range(0, steps, 2):"] + indent(body)
+
+
 def streamed_rows_2d(k: int, first_row: str, per_row: list[str], unroll: bool,
                      per_loaded_row=None) -> tuple[list[str], list[str]]:
-    """Software-pipelined row stream: the loads of row t+1 are issued before row t is filtered. ``per_row`` (the
+    """The pipelined stream of the two inputs' rows (``row_loads_2d`` / ``row_filter_2d``). ``per_row`` (the
     vertical chains and the guarded emission) runs after each row's filtering with ``t`` set; ``per_loaded_row``
-    (prefix -> lines) may read that row's raw registers. ``unroll`` doubles the body so the prefetched registers
-    alternate between the ``p`` and ``n`` sets without moves (fewer instructions, more registers)."""
+    (prefix -> lines) may read that row's raw registers."""
     extra = per_loaded_row or (lambda prefix: [])
-    prologue = row_loads_2d(k, "p", f"{first_row}")
-    if not unroll:
-        body = ["t = tt"] + row_loads_2d(k, "n", f"{first_row} + t + 1") + row_filter_2d(k, "p") + extra("p")
-        body += per_row + [f"p{a}{kw} = n{a}{kw}" for kw in range(k) for a in "xy"]
-        body += ["pyin = nyin", "pry = nry"]
-        return prologue, ["for tt in range(0, steps):"] + indent(body)
-    loop = ["for tt in range(0, steps, 2):"]
-    body = ["t = tt"] + row_loads_2d(k, "n", f"{first_row} + t + 1") + row_filter_2d(k, "p") + extra("p") + per_row
-    body += ["t = tt + 1"] + row_loads_2d(k, "p", f"{first_row} + t + 1") + row_filter_2d(k, "n") + extra("n")
-    body += per_row
-    return prologue, loop + indent(body)
+    return pipelined_rows(first_row, lambda prefix, row: row_loads_2d(k, prefix, row),
+                          lambda prefix: row_filter_2d(k, prefix) + extra(prefix),
+                          lambda: [f"{a}{kw}" for kw in range(k) for a in "xy"] + ["yin", "ry"], per_row, unroll)
 
 
 def depth_taps(k: int, shift: str, limit: str) -> list[str]:

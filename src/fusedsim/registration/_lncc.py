@@ -13,7 +13,9 @@ import math
 
 import torch
 
+from fusedsim._calls import CallTable, KernelCall, TwinCall, pair_key
 from fusedsim._validation import check_choice, check_image_pair
+from fusedsim.backend import choose_backend
 from fusedsim.reference.lncc_ref import (
     CONVENTIONS,
     DEFAULT_SMOOTH,
@@ -26,6 +28,7 @@ from fusedsim.reference.lncc_ref import (
 from fusedsim.reference.ssim_ref import compute_dtype
 
 KERNEL_ALIASES = {"box": "box", "rectangular": "box", "gaussian": "gaussian"}
+_CALLS = CallTable()
 
 
 def _check_options(kernel_size, kernel_type, sigma, smooth_nr, smooth_dr, reduction, convention):
@@ -85,14 +88,34 @@ def lncc_loss(pred: torch.Tensor, target: torch.Tensor, kernel_size: int = 9, ke
     ``reduction``: ``"mean"`` (0-d), ``"sum"`` (0-d) or ``"none"`` (the -ncc map, shape of pred). Returns float32
     (float64 for float64 inputs). Differentiable in both inputs.
     """
+    options = (kernel_size, kernel_type, sigma, smooth_nr, smooth_dr, reduction, convention)
+    if torch.compiler.is_compiling():
+        return _build(pred, target, options, traced=True)(pred, target)
+    key = pair_key(pred, target)
+    if key is not None:
+        try:  # types too: True == 1 must not reuse a call validated for kernel_size=1
+            key = ("lncc", *((type(v), v) for v in options), *key)
+            hash(key)
+        except TypeError:  # an unhashable option: validation names it
+            key = None
+    return _CALLS.get(key, lambda: _build(pred, target, options))(pred, target)
+
+
+def _build(pred: torch.Tensor, target: torch.Tensor, options: tuple, traced: bool = False):
+    """The validated call ``(pred, target) -> loss`` for these inputs' metadata and options."""
     check_image_pair(pred, target, ("pred", "target"))
-    kernel_size, kind, sigma, nr, dr = _check_options(kernel_size, kernel_type, sigma, smooth_nr, smooth_dr,
-                                                      reduction, convention)
+    kernel_size, kind, sigma, nr, dr = _check_options(*options)
+    win, consts = _setup(kernel_size, kind, sigma, nr, dr, options[-1], pred.dim() - 2, pred.shape[1],
+                         compute_dtype(pred.dtype), pred.device)
+    scalars = (*consts, REDUCE_CODES[options[-2]])
     from fusedsim.ops import op
 
-    win, consts = _setup(kernel_size, kind, sigma, nr, dr, convention, pred.dim() - 2, pred.shape[1],
-                         compute_dtype(pred.dtype), pred.device)
-    return op("lncc")(pred, target, win, *consts, REDUCE_CODES[reduction])
+    lncc = op("lncc")
+    if traced:
+        return lambda p, t: lncc(p, t, win, *scalars)
+    if choose_backend(pred, target, op="lncc") == "triton":
+        return KernelCall("lncc", pred, target, (win,), scalars)
+    return TwinCall(lncc.reference, win, scalars)
 
 
 class LNCCLoss(torch.nn.Module):

@@ -19,14 +19,14 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from fusedsim._calls import CallTable
 from fusedsim._validation import FLOAT_DTYPES
 from fusedsim.backend import choose_backend, requested_backend
 
 MODES = {"bilinear": 0, "trilinear": 0, "nearest": 1}
 PADDINGS = {"zeros": 0, "border": 1, "reflection": 2}
 
-_CALLS: dict[tuple, Callable] = {}
-_MAX_CALLS = 512
+_CALLS = CallTable()
 
 
 # ------------------------------------------------------------------------------------------------ validation
@@ -135,18 +135,6 @@ class _Call:
         return self.plan.forward(*tensors)[0]
 
 
-def _lookup(key: tuple | None, build: Callable[[], _Call]) -> _Call:
-    if key is None:
-        return build()
-    call = _CALLS.get(key)
-    if call is None:
-        call = build()
-        if len(_CALLS) >= _MAX_CALLS:
-            _CALLS.clear()
-        _CALLS[key] = call
-    return call
-
-
 def _meta(t: object) -> tuple | None:
     if t is None:
         return ()
@@ -219,7 +207,7 @@ def warp(image: torch.Tensor, affine: torch.Tensor | None = None, grid: torch.Te
         return _Call("warp", tensors, scalars, lambda i, a_, g_: (i, empty if a_ is None else a_,
                                                                   empty if g_ is None else g_))
 
-    call = _lookup(key, build)
+    call = _CALLS.get(key, build)
     if torch.compiler.is_compiling():
         return call.op(*call.order(image, affine, grid), *call.scalars)
     return call(*call.order(image, affine, grid))
@@ -257,7 +245,7 @@ def compose(u: torch.Tensor, v: torch.Tensor, affine: torch.Tensor | None = None
         return _Call("compose", (uu, vv, empty if a is None else a), scalars,
                      lambda u_, v_, a_: (u_, v_, empty if a_ is None else a_))
 
-    call = _lookup(key, build)
+    call = _CALLS.get(key, build)
     if torch.compiler.is_compiling():
         return call.op(*call.order(u, v, affine), *call.scalars)
     return call(*call.order(u, v, affine))

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from fusedsim._calls import CallTable, KernelCall, TwinCall, pair_key
 from fusedsim._validation import (
     check_choice,
     check_image_pair,
@@ -26,7 +27,7 @@ from fusedsim._validation import (
     check_window_size,
     raise_if_not_finite,
 )
-from fusedsim.backend import choose_backend, requested_backend
+from fusedsim.backend import choose_backend
 from fusedsim.reference.ssim_ref import (
     avg_pool_half_ref,
     compute_dtype,
@@ -43,67 +44,7 @@ _REDUCE = {"none": -1, "stats": 0, "mean": 1, "image": 2, "channel": 3}
 FUSED_C1, FUSED_C2 = 0.01**2, 0.03**2
 
 # --------------------------------------------------------------------------------------------- call table
-_CALLS: dict[tuple, Callable] = {}
-_MAX_CALLS = 512
-
-
-def _cached_call(key: tuple | None, build: Callable[[], Callable]) -> Callable:
-    """The validated call for ``key`` (``None``: not cacheable, e.g. a user window), building it on a miss."""
-    if key is None:
-        return build()
-    call = _CALLS.get(key)
-    if call is None:
-        call = build()
-        if len(_CALLS) >= _MAX_CALLS:
-            _CALLS.clear()
-        _CALLS[key] = call
-    return call
-
-
-def _pair_key(a: object, b: object) -> tuple | None:
-    """Metadata that fixes validation and the kernel plan: shapes, strides, dtypes, devices and the backend."""
-    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
-        return None
-    return (a.shape, b.shape, a.stride(), b.stride(), a.dtype, b.dtype, a.device, b.device, requested_backend())
-
-
-class _KernelCall:
-    """One op with its plan and fixed extra tensors (window, weights): the eager lean path (no dispatcher, no
-    argument binding; no autograd node when no input needs a gradient)."""
-
-    __slots__ = ("op", "plan", "extra", "device_index")
-
-    def __init__(self, op_name: str, x: torch.Tensor, y: torch.Tensor, extra: tuple, scalars: tuple) -> None:
-        from fusedsim.ops import op
-
-        self.op = op(op_name)
-        self.plan = self.op.make_plan((x, y, *extra), scalars)
-        self.extra = extra
-        self.device_index = x.device.index if x.device.type == "cuda" else None
-
-    def __call__(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        idx = self.device_index
-        if idx is not None and idx != torch.cuda.current_device():
-            with torch.cuda.device(idx):
-                return self._run(x, y)
-        return self._run(x, y)
-
-    def _run(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        if (x.requires_grad or y.requires_grad) and torch.is_grad_enabled():
-            return self.op.run_plan(self.plan, x, y, *self.extra)
-        return self.plan.forward(x, y, *self.extra)[0]
-
-
-class _TwinCall:
-    """The PyTorch twin with fixed scalars."""
-
-    __slots__ = ("fn", "win", "scalars")
-
-    def __init__(self, fn: Callable, win: torch.Tensor, scalars: tuple) -> None:
-        self.fn, self.win, self.scalars = fn, win, scalars
-
-    def __call__(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        return self.fn(x, y, self.win, *self.scalars)
+_CALLS = CallTable()
 
 
 def reduce_call(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2: float, valid: bool,
@@ -111,8 +52,8 @@ def reduce_call(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, 
     """A call computing ``ssim_reduce`` (see fusedsim.ops.catalog) for tensors like x, y on the chosen backend."""
     scalars = (c1, c2, valid, symmetric, _REDUCE[reduce], ssim_weight)
     if choose_backend(x, op="SSIM") == "triton":
-        return _KernelCall("ssim_reduce", x, y, (win,), scalars)
-    return _TwinCall(ssim_reduce_ref, win, scalars)
+        return KernelCall("ssim_reduce", x, y, (win,), scalars)
+    return TwinCall(ssim_reduce_ref, win, scalars)
 
 
 def _traced_reduce(x, y, win, c1, c2, valid, symmetric, reduce, ssim_weight=-1.0):
@@ -231,10 +172,10 @@ def fused_ssim(img1: torch.Tensor, img2: torch.Tensor, padding: str = "same", tr
     if torch.compiler.is_compiling():
         call = _build_fused_ssim(img1, img2, padding, window_size, window_sigma, reduction, traced=True)
     else:
-        key = _pair_key(img1, img2)
+        key = pair_key(img1, img2)
         if key is not None:
             key = ("fused_ssim", padding, window_size, window_sigma, reduction, *key)
-        call = _cached_call(key, lambda: _build_fused_ssim(img1, img2, padding, window_size, window_sigma,
+        call = _CALLS.get(key, lambda: _build_fused_ssim(img1, img2, padding, window_size, window_sigma,
                                                            reduction))
     if train or not torch.is_grad_enabled():
         out = call(img1, img2)
@@ -276,9 +217,9 @@ def ssim(X: torch.Tensor, Y: torch.Tensor, data_range: float = 255, size_average
     if torch.compiler.is_compiling():
         call = _build_ssim(X, Y, win, *options, traced=True)
     else:
-        key = _pair_key(X, Y)
+        key = pair_key(X, Y)
         cacheable = key is not None and win is None and type(data_range) in (int, float)
-        call = _cached_call(("ssim", *options, *key) if cacheable else None,
+        call = _CALLS.get(("ssim", *options, *key) if cacheable else None,
                             lambda: _build_ssim(X, Y, win, *options))
     out = call(X, Y)
     if check_finite:
@@ -342,11 +283,11 @@ def ms_ssim(X: torch.Tensor, Y: torch.Tensor, data_range: float = 255, size_aver
     if torch.compiler.is_compiling():
         call = _build_ms_ssim(X, Y, win, weights, *options, traced=True)
     else:
-        key = _pair_key(X, Y)
+        key = pair_key(X, Y)
         cacheable = (key is not None and win is None and type(data_range) in (int, float)
                      and (weights is None or isinstance(weights, (list, tuple))))
         wkey = tuple(weights) if isinstance(weights, (list, tuple)) else None
-        call = _cached_call(("ms_ssim", wkey, *options, *key) if cacheable else None,
+        call = _CALLS.get(("ms_ssim", wkey, *options, *key) if cacheable else None,
                             lambda: _build_ms_ssim(X, Y, win, weights, *options))
     out = call(X, Y)
     if check_finite:
@@ -371,9 +312,9 @@ def _build_ms_ssim(X, Y, win, weights, data_range, size_average, win_size, win_s
         if traced:
             from fusedsim.ops import op
 
-            inner = lambda x, y: op("ms_ssim")(x, y, table, weight_table, c1, c2, sym, code)  # noqa: E731
+            inner = lambda x, y: op("ms_ssim")(x, y, table, weight_table, c1, c2, sym, code)
         else:
-            inner = _KernelCall("ms_ssim", Xs, Ys, (table, weight_table), (c1, c2, sym, code))
+            inner = KernelCall("ms_ssim", Xs, Ys, (table, weight_table), (c1, c2, sym, code))
         return inner if squeeze is _identity else (lambda x, y: inner(squeeze(x), squeeze(y)))
     per_level = []  # 3-D, or the twin: per-level statistics with PyTorch pooling, the twin's combination
     x, y = Xs, Ys

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import torch
 
+from fusedsim._calls import pair_key
 from fusedsim._validation import (
     check_choice,
     check_image_pair,
@@ -17,10 +18,9 @@ from fusedsim._validation import (
     raise_if_not_finite,
 )
 from fusedsim.ssim.functional import (
+    _CALLS,
     FUSED_C1,
     FUSED_C2,
-    _cached_call,
-    _pair_key,
     _traced_reduce,
     reduce_call,
     window_table,
@@ -41,10 +41,10 @@ def l1_ssim_loss(pred: torch.Tensor, target: torch.Tensor, ssim_weight: float = 
     if torch.compiler.is_compiling():
         call = _build(pred, target, ssim_weight, window_size, padding, reduction, window_sigma, traced=True)
     else:
-        key = _pair_key(pred, target)
+        key = pair_key(pred, target)
         if key is not None:
             key = ("l1_ssim_loss", ssim_weight, window_size, padding, reduction, window_sigma, *key)
-        call = _cached_call(key, lambda: _build(pred, target, ssim_weight, window_size, padding, reduction,
+        call = _CALLS.get(key, lambda: _build(pred, target, ssim_weight, window_size, padding, reduction,
                                                 window_sigma))
     out = call(pred, target)
     if check_finite:

@@ -1,0 +1,88 @@
+"""Call tables: the lean host path of the public functions.
+
+A public call is looked up by its arguments' metadata (shapes, strides, dtypes, devices, options, the requested
+backend) in a table of validated *calls*; only a miss validates and plans. A call then runs the op's plan
+directly: no dispatcher, no argument binding, no autograd node when nothing needs a gradient. SSIM, MS-SSIM,
+the L1+SSIM loss, LNCC and the warp keep one table each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from fusedsim.backend import requested_backend
+
+
+class CallTable:
+    """Validated calls by key, cleared when full (keys are metadata: a workload uses a handful)."""
+
+    __slots__ = ("_calls", "_limit")
+
+    def __init__(self, limit: int = 512) -> None:
+        self._calls: dict[tuple, Callable] = {}
+        self._limit = limit
+
+    def get(self, key: tuple | None, build: Callable[[], Callable]) -> Callable:
+        """The call for ``key`` (``None``: not cacheable, e.g. a user window), building it on a miss."""
+        if key is None:
+            return build()
+        call = self._calls.get(key)
+        if call is None:
+            call = build()
+            if len(self._calls) >= self._limit:
+                self._calls.clear()
+            self._calls[key] = call
+        return call
+
+    def clear(self) -> None:
+        self._calls.clear()
+
+
+def pair_key(a: object, b: object) -> tuple | None:
+    """Metadata that fixes validation and the kernel plan: shapes, strides, dtypes, devices and the backend."""
+    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+        return None
+    return (a.shape, b.shape, a.stride(), b.stride(), a.dtype, b.dtype, a.device, b.device, requested_backend())
+
+
+class KernelCall:
+    """One op with its plan and fixed extra tensors (window, weights): ``call(x, y)``."""
+
+    __slots__ = ("device_index", "extra", "op", "plan")
+
+    def __init__(self, op_name: str, x: torch.Tensor, y: torch.Tensor, extra: tuple, scalars: tuple) -> None:
+        from fusedsim.ops import op
+
+        self.op = op(op_name)
+        self.plan = self.op.make_plan((x, y, *extra), scalars)
+        self.extra = extra
+        self.device_index = x.device.index if x.device.type == "cuda" else None
+
+    def __call__(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        idx = self.device_index
+        if idx is not None and idx != torch.cuda.current_device():  # Triton launches on the current device
+            with torch.cuda.device(idx):
+                return self._run(x, y)
+        return self._run(x, y)
+
+    def _run(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        if (x.requires_grad or y.requires_grad) and torch.is_grad_enabled():
+            return self.op.run_plan(self.plan, x, y, *self.extra)
+        return self.plan.forward(x, y, *self.extra)[0]
+
+
+class TwinCall:
+    """The PyTorch twin with a fixed window and scalars: ``call(x, y) = fn(x, y, win, *scalars)``."""
+
+    __slots__ = ("fn", "scalars", "win")
+
+    def __init__(self, fn: Callable, win: torch.Tensor, scalars: tuple) -> None:
+        self.fn, self.win, self.scalars = fn, win, scalars
+
+    def __call__(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return self.fn(x, y, self.win, *self.scalars)
+
+
+__all__ = ["CallTable", "KernelCall", "TwinCall", "pair_key"]

@@ -33,8 +33,11 @@ from fusedsim.ops._launch import Launcher
 
 # sizes are used in float arithmetic; keeping them out of Triton's value specialisation keeps them tensors
 _SIZES = ["C", "ID", "IH", "IW", "OD", "OH", "OW", "NVOX"]
-FWD_BLOCK, FWD_WARPS = 512, 4
-BWD_BLOCK, BWD_WARPS = 256, 4
+# small programs: each thread owns one or two voxels and many programs share an SM, so more gathers and scatters
+# are in flight (H200, 192×160×224: forward 512/4 0.156 ms -> 64/2 0.104 ms; backward with the image gradient
+# 256/4 0.653 ms -> 32/1 0.468 ms; benchmarks/NOTES.md)
+FWD_BLOCK, FWD_WARPS = 64, 2
+BWD_BLOCK, BWD_WARPS = 32, 1
 _INT31 = 2**31 - 1
 
 
@@ -293,9 +296,6 @@ def _warp_bwd_kernel(img, aff, grd, gout, gimg, ggrid, gpart, C, ID, IH, IW, OD,
                             if NDIM == 3:
                                 m = m & zin
                                 w = w * wz
-                            if NEED_IMG:
-                                tl.atomic_add(dplane + zi * jsd + yi * jsh + xi * jsw,
-                                              (w * g).to(gimg.dtype.element_ty), mask=m, sem="relaxed")
                             if NEED_P:
                                 vg = tl.load(plane + zi * isd + yi * ish + xi * isw, mask=m, other=0.0).to(DT) * g
                                 sgx = 1.0 if dx == 1 else -1.0
@@ -308,6 +308,22 @@ def _warp_bwd_kernel(img, aff, grd, gout, gimg, ggrid, gpart, C, ID, IH, IW, OD,
                                 else:
                                     gx += sgx * wy * vg
                                     gy += sgy * wx * vg
+                if NEED_IMG:
+                    # the scatters after every gather: an atomic ahead of a load keeps that load from being issued
+                    # early (they may alias as far as the compiler knows), and the gathers are the latency
+                    for dz in tl.static_range(NDIM - 1):
+                        zi, zin, wz = _corner(z0, dz, wz0, wz1, ID, INDEX64)
+                        for dy in tl.static_range(2):
+                            yi, yin, wy = _corner(y0, dy, wy0, wy1, IH, INDEX64)
+                            for dx in tl.static_range(2):
+                                xi, xin, wx = _corner(x0, dx, wx0, wx1, IW, INDEX64)
+                                m = valid & xin & yin
+                                w = wx * wy
+                                if NDIM == 3:
+                                    m = m & zin
+                                    w = w * wz
+                                tl.atomic_add(dplane + zi * jsd + yi * jsh + xi * jsw,
+                                              (w * g).to(gimg.dtype.element_ty), mask=m, sem="relaxed")
             elif NEED_IMG:
                 zi, zin, _w = _corner(z0, 0, z0, z0, ID, INDEX64)
                 yi, yin, _w = _corner(y0, 0, y0, y0, IH, INDEX64)

@@ -218,6 +218,19 @@ def test_equals_grid_sample_of_affine_grid_plus_displacement(backend, kernel_dev
         torch.testing.assert_close(g.cpu(), w, rtol=1e-10, atol=1e-10, msg=name)
 
 
+@pytest.mark.parametrize("nd", [2, 3])
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+def test_many_channels(kernel_device, nd, mode):
+    """The forward reads the next channel's corners while storing the current one: every one of six channels must
+    equal grid_sample's (float64 rounding), the last included."""
+    shape, lattice = ((2, 6, 9, 11), (7, 10)) if nd == 2 else ((2, 6, 5, 6, 7), (4, 5, 6))
+    x, a, u = _random_case(shape, lattice, seed=30 + nd)
+    with use_backend("triton"):
+        out = warp(*(t.to(kernel_device) for t in (x, a, u)), mode=mode, padding_mode="reflection")
+    ref = _torch_warp(x, a, u, lattice, mode, "reflection", True)
+    torch.testing.assert_close(out.cpu(), ref, rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("batches", [(1, 2), (2, 1), (1, 1)], ids=["affine1", "disp1", "both1"])
 def test_batch_one_broadcasts(kernel_device, batches):
     """Image, affine and displacement of batch 1 broadcast against batch 2; their gradients sum over the batch."""

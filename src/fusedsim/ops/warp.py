@@ -164,6 +164,22 @@ def _corner(i0, d: tl.constexpr, w0, w1, size, INDEX64: tl.constexpr):
     return i, inb, (w1 if d == 1 else w0)
 
 
+@triton.jit
+def _trilinear_corner(z0, y0, x0, dz: tl.constexpr, dy: tl.constexpr, dx: tl.constexpr, wz0, wz1, wy0, wy1, wx0,
+                      wx1, valid, ID, IH, IW, NDIM: tl.constexpr, INDEX64: tl.constexpr):
+    """Corner (dz, dy, dx) of a voxel's trilinear (bilinear: dz = 0) footprint: indices, in-bounds mask, weight and
+    the three axis weights."""
+    zi, zin, wz = _corner(z0, dz, wz0, wz1, ID, INDEX64)
+    yi, yin, wy = _corner(y0, dy, wy0, wy1, IH, INDEX64)
+    xi, xin, wx = _corner(x0, dx, wx0, wx1, IW, INDEX64)
+    m = valid & xin & yin
+    w = wx * wy
+    if NDIM == 3:
+        m = m & zin
+        w = w * wz
+    return zi, yi, xi, m, w, wx, wy, wz
+
+
 # ----------------------------------------------------------------------------------------------------- kernels
 @triton.jit(do_not_specialize=_SIZES)
 def _warp_fwd_kernel(img, aff, grd, out, C, ID, IH, IW, OD, OH, OW, NVOX,
@@ -201,16 +217,10 @@ def _warp_fwd_kernel(img, aff, grd, out, C, ID, IH, IW, OD, OH, OW, NVOX,
         acc = tl.zeros([BLOCK], dtype=DT)
         if MODE == 0:
             for dz in tl.static_range(NDIM - 1):
-                zi, zin, wz = _corner(z0, dz, wz0, wz1, ID, INDEX64)
                 for dy in tl.static_range(2):
-                    yi, yin, wy = _corner(y0, dy, wy0, wy1, IH, INDEX64)
                     for dx in tl.static_range(2):
-                        xi, xin, wx = _corner(x0, dx, wx0, wx1, IW, INDEX64)
-                        m = valid & xin & yin
-                        w = wx * wy
-                        if NDIM == 3:
-                            m = m & zin
-                            w = w * wz
+                        zi, yi, xi, m, w, _wx, _wy, _wz = _trilinear_corner(
+                            z0, y0, x0, dz, dy, dx, wz0, wz1, wy0, wy1, wx0, wx1, valid, ID, IH, IW, NDIM, INDEX64)
                         v = tl.load(plane + zi * isd + yi * ish + xi * isw, mask=m, other=0.0).to(DT)
                         acc += w * v
         else:
@@ -286,16 +296,10 @@ def _warp_bwd_kernel(img, aff, grd, gout, gimg, ggrid, gpart, C, ID, IH, IW, OD,
                     sz += tl.where(c == 2, g, 0.0)
             if MODE == 0:
                 for dz in tl.static_range(NDIM - 1):
-                    zi, zin, wz = _corner(z0, dz, wz0, wz1, ID, INDEX64)
                     for dy in tl.static_range(2):
-                        yi, yin, wy = _corner(y0, dy, wy0, wy1, IH, INDEX64)
                         for dx in tl.static_range(2):
-                            xi, xin, wx = _corner(x0, dx, wx0, wx1, IW, INDEX64)
-                            m = valid & xin & yin
-                            w = wx * wy
-                            if NDIM == 3:
-                                m = m & zin
-                                w = w * wz
+                            zi, yi, xi, m, _w, wx, wy, wz = _trilinear_corner(
+                                z0, y0, x0, dz, dy, dx, wz0, wz1, wy0, wy1, wx0, wx1, valid, ID, IH, IW, NDIM, INDEX64)
                             if NEED_P:
                                 vg = tl.load(plane + zi * isd + yi * ish + xi * isw, mask=m, other=0.0).to(DT) * g
                                 sgx = 1.0 if dx == 1 else -1.0
@@ -312,16 +316,11 @@ def _warp_bwd_kernel(img, aff, grd, gout, gimg, ggrid, gpart, C, ID, IH, IW, OD,
                     # the scatters after every gather: an atomic ahead of a load keeps that load from being issued
                     # early (they may alias as far as the compiler knows), and the gathers are the latency
                     for dz in tl.static_range(NDIM - 1):
-                        zi, zin, wz = _corner(z0, dz, wz0, wz1, ID, INDEX64)
                         for dy in tl.static_range(2):
-                            yi, yin, wy = _corner(y0, dy, wy0, wy1, IH, INDEX64)
                             for dx in tl.static_range(2):
-                                xi, xin, wx = _corner(x0, dx, wx0, wx1, IW, INDEX64)
-                                m = valid & xin & yin
-                                w = wx * wy
-                                if NDIM == 3:
-                                    m = m & zin
-                                    w = w * wz
+                                zi, yi, xi, m, w, _wx, _wy, _wz = _trilinear_corner(
+                                    z0, y0, x0, dz, dy, dx, wz0, wz1, wy0, wy1, wx0, wx1, valid, ID, IH, IW, NDIM,
+                                    INDEX64)
                                 tl.atomic_add(dplane + zi * jsd + yi * jsh + xi * jsw,
                                               (w * g).to(gimg.dtype.element_ty), mask=m, sem="relaxed")
             elif NEED_IMG:

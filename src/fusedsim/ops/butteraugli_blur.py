@@ -96,9 +96,11 @@ def _blur_axis_kernel(X, OUT, TAPS, H, W, sxh, sxw, C, scx_n, scx_c,
 
 
 class BlurPlan:
-    """One (shape, strides, dtype, sigma): ``forward(x) -> ((N, C, H, W) blurred, ())``."""
+    """One (shape, strides, dtype, sigma): ``forward(x) -> ((N, C, H, W) blurred, ())``; ``tile``: rows, columns
+    and warps of a program (results do not depend on it)."""
 
-    def __init__(self, shape, strides, dtype: torch.dtype, device: torch.device, sigma: float) -> None:
+    def __init__(self, shape, strides, dtype: torch.dtype, device: torch.device, sigma: float,
+                 tile: tuple[int, int, int] = BLUR_TILE) -> None:
         n, c, h, w = shape
         self.shape = shape
         self.dtype = compute_dtype(dtype)
@@ -113,7 +115,7 @@ class BlurPlan:
             total = total + tap
         self.taps = torch.cat([taps, total.view(1)]).to(device)
         acc = tl.float64 if self.dtype == torch.float64 else tl.float32
-        bh, bw, warps = BLUR_TILE
+        bh, bw, warps = tile
         grid = (triton.cdiv(w, bw), triton.cdiv(h, bh), n * c)
         self._h = Launcher(_blur_axis_kernel, grid, num_warps=warps)
         self._v = Launcher(_blur_axis_kernel, grid, num_warps=warps)

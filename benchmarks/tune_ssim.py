@@ -1,6 +1,8 @@
-"""Sweep launch configurations of the 2-D SSIM kernels (forward with in-kernel reduction, fused backward) through
-``SSIMPlan``'s tuning knobs, at the training shapes. Prints kernel time per variant (no host path: plans are built
-once). Run: ``PYTHONPATH=src python benchmarks/tune_ssim.py [--shape N,C,H,W ...]``."""
+"""Sweep launch configurations of the 2-D SSIM kernels through ``SSIMPlan``'s tuning knobs, at the training shapes:
+the forward with in-kernel reduction, the recomputing fused backward, and the training pair (forward saving the
+unit gradient maps + the backward filtering them). Prints kernel time per variant (no host path: plans are built
+once) and the largest gradient difference between the two backward paths.
+Run: ``PYTHONPATH=src python benchmarks/tune_ssim.py [--shape N,C,H,W ...] [--parts fwd,bwd,saved]``."""
 
 from __future__ import annotations
 
@@ -26,7 +28,9 @@ BWD_TILES = [None, (128, 128, 4), (128, 64, 4), (128, 32, 4)]
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--shape", action="append", help="N,C,H,W (repeatable); default: the training shapes")
+    parser.add_argument("--parts", default="fwd,bwd,saved", help="comma list of fwd, bwd, saved")
     args = parser.parse_args()
+    parts = set(args.parts.split(","))
     shapes = [tuple(int(v) for v in s.split(",")) for s in args.shape] if args.shape else SHAPES
     rows = []
     for shape in shapes:
@@ -34,21 +38,49 @@ def main() -> None:
         y = (x + 0.1 * torch.randn_like(x)).clamp(0, 1)
         win = gaussian_window(11, 1.5, dtype=torch.float32, device="cuda").expand(shape[1], -1).contiguous()
         g = torch.ones((), device="cuda")
-        for unroll in (True,):
+        for unroll in (True,) if "fwd" in parts else ():
             for tile in FWD_TILES:
                 plan = SSIMPlan(shape, x.stride(), y.stride(), x.dtype, x.device, 11, 1e-4, 9e-4, False, True, 1,
                                 fwd_tile=tile, fwd_unroll=unroll)
                 ms = median_ms(lambda: plan.forward(x, y, win))
                 rows.append({"shape": shape, "kernel": "fwd", "tile": tile, "unroll": unroll, "ms": ms})
                 print(rows[-1], flush=True)
-        for unroll in (False,):
+        for unroll in (False,) if "bwd" in parts else ():
             for tile in BWD_TILES:
                 plan = SSIMPlan(shape, x.stride(), y.stride(), x.dtype, x.device, 11, 1e-4, 9e-4, False, True, 1,
                                 bwd_tile=tile, bwd_unroll=unroll)
                 ms = median_ms(lambda: plan.backward((x, y, win), (), g, (True, False)))
                 rows.append({"shape": shape, "kernel": "bwd(dx)", "tile": tile, "unroll": unroll, "ms": ms})
                 print(rows[-1], flush=True)
+        if "saved" in parts:
+            rows += _saved_maps(shape, x, y, win, g)
     write_json("tune-ssim", {"meta": metadata(), "rows": rows}, os.environ.get("OUT"))
+
+
+def _saved_maps(shape, x, y, win, g) -> list[dict]:
+    """The training pair: forward + saved unit gradient maps, then the backward filtering them (tiles, unroll),
+    against forward + recomputing backward at the shipped tiles."""
+    rows = []
+    base = SSIMPlan(shape, x.stride(), y.stride(), x.dtype, x.device, 11, 1e-4, 9e-4, False, True, 1)
+    ref = base.backward((x, y, win), (), g, (True, False))[0]
+    ms = median_ms(lambda: (base.forward(x, y, win), base.backward((x, y, win), (), g, (True, False))))
+    rows.append({"shape": shape, "kernel": "fwd+bwd(recompute)", "tile": None, "unroll": False, "ms": ms})
+    print(rows[-1], flush=True)
+    for unroll in (False, True):
+        for tile in BWD_TILES:
+            plan = SSIMPlan(shape, x.stride(), y.stride(), x.dtype, x.device, 11, 1e-4, 9e-4, False, True, 1,
+                            bwd_tile=tile, bwd_unroll=unroll)
+            _, saved = plan.forward_for_grad((True, False), x, y, win)
+            dx = plan.backward((x, y, win), saved, g, (True, False))[0]
+            diff = ((dx - ref).abs().max() / ref.abs().max()).item()
+            fwd = median_ms(lambda: plan.forward_for_grad((True, False), x, y, win))
+            bwd = median_ms(lambda: plan.backward((x, y, win), saved, g, (True, False)))
+            both = median_ms(lambda: plan.backward((x, y, win), plan.forward_for_grad((True, False), x, y, win)[1],
+                                                   g, (True, False)))
+            rows.append({"shape": shape, "kernel": "fwd(save)+bwd(saved)", "tile": tile, "unroll": unroll,
+                         "ms": both, "fwd_ms": fwd, "bwd_ms": bwd, "max_rel_diff": diff})
+            print(rows[-1], flush=True)
+    return rows
 
 
 if __name__ == "__main__":

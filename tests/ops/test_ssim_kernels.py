@@ -98,6 +98,35 @@ def test_loop_variants_agree(kernel_device, unroll):
     torch.testing.assert_close(dy, ry, atol=1e-9, rtol=1e-8)
 
 
+@pytest.mark.parametrize(("needs", "valid"), [((True, False), False), ((False, True), True), ((True, True), False)])
+def test_saved_gradient_maps_backward(kernel_device, needs, valid):
+    """Training calls save the unit gradient maps in the forward and filter them in the backward; the gradients
+    equal the twin's (and the recomputing backward's) for every set of inputs asked for, both paddings, the fused
+    L1 term, a per-plane upstream gradient and an asymmetric window (the adjoint flips it)."""
+    from fusedsim.ops.ssim import SSIMPlan
+    from fusedsim.reference.ssim_ref import ssim_reduce_ref
+
+    x, y = _pair((2, 1, 13, 21), kernel_device, seed=21)
+    win = torch.rand(1, 5, generator=torch.Generator().manual_seed(3), dtype=torch.float64).to(kernel_device)
+    win = win / win.sum(-1, keepdim=True)
+    plan = SSIMPlan(x.shape, x.stride(), y.stride(), x.dtype, x.device, 5, 1e-4, 9e-4, valid, False, 3, 0.3,
+                    bwd_tile=(16, 8, 1))
+    out, saved = plan.forward_for_grad(needs, x, y, win)
+    assert len(saved) == 1 and saved[0].shape[0] == 2 + sum(needs)  # bm, cm and one map per gradient
+    xr, yr = x.detach().clone().requires_grad_(needs[0]), y.detach().clone().requires_grad_(needs[1])
+    ref = ssim_reduce_ref(xr, yr, win, 1e-4, 9e-4, valid, False, 3, 0.3)
+    torch.testing.assert_close(out, ref.detach(), atol=1e-9, rtol=1e-9)
+    g = torch.randn(ref.shape, dtype=torch.float64, device=kernel_device)
+    got = plan.backward((x, y, win), saved, g, needs)[:2]
+    recomputed = plan.backward((x, y, win), (), g, needs)[:2]
+    want = torch.autograd.grad(ref, [t for t, n in zip((xr, yr), needs) if n], g)
+    for grad, again, expected in zip([d for d in got if d is not None], [d for d in recomputed if d is not None],
+                                     want):
+        torch.testing.assert_close(grad, expected, atol=1e-9, rtol=1e-8)
+        torch.testing.assert_close(grad, again, atol=1e-12, rtol=1e-10)
+    assert [d is not None for d in got] == list(needs)
+
+
 def test_expanded_upstream_gradient(kernel_device):
     """A per-image result summed by the caller hands the kernel a stride-0 gradient: read it in place."""
     x, y = _pair((3, 2, 14, 15), kernel_device, seed=13)

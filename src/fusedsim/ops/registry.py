@@ -145,7 +145,12 @@ class PlannedFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, plan, *tensors):
-        out, saved = plan.forward(*tensors)
+        # a plan may save state for its backward when it knows which gradients will be asked for
+        forward_for_grad = getattr(plan, "forward_for_grad", None)
+        if forward_for_grad is not None:
+            out, saved = forward_for_grad(ctx.needs_input_grad[1:], *tensors)
+        else:
+            out, saved = plan.forward(*tensors)
         ctx.plan, ctx.n_tensors = plan, len(tensors)
         ctx.save_for_backward(*tensors, *saved)
         return out

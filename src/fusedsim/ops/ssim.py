@@ -10,8 +10,12 @@ full-size map. ``reduce``: 1 mean (0-d), 2 per image (N,), 3 per plane (N, C), 0
 (1 - w)·mean|x - y| + w·(1 - mean SSIM) (2-D: L1 fused into the same pass; 3-D: PyTorch adds it).
 
 One launch forward (the last program reduces the partial sums in a fixed order: deterministic), one launch
-backward for 2-D (two for 3-D). The backward recomputes the statistics instead of saving them, reads the upstream
-gradient from the device (no host synchronisation anywhere), and writes only the input gradients.
+backward for 2-D (two for 3-D); no host synchronisation anywhere (the backward reads the upstream gradient from the
+device). Training calls of 2-D SSIM with a scalar reduction (mean, per image, per plane; the fused L1 term
+included) go through :meth:`SSIMPlan.forward_for_grad`: the forward also writes the gradient maps for a unit
+upstream gradient (12 bytes a pixel for one input's gradient, 16 for both) and the backward only filters them
+with the flipped window. Everything else (the map output, MS-SSIM levels, 3-D, ``torch.compile``'s custom op)
+recomputes the statistics in the backward and keeps nothing but the inputs.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from fusedsim.ops.ssim_source import (
     render_grad_conv,
     render_grad_fused_2d,
     render_grad_maps,
+    render_grad_saved_2d,
 )
 from fusedsim.ops.stream_buffers import stream_counter as _counter
 from fusedsim.ops.stream_buffers import stream_scratch
@@ -46,6 +51,15 @@ _VARYING = ["g_off_s", "g_off_cs", "gsn", "gsc"]
 _RBLOCK = 256  # partial sums read per step by the reducing program
 # Shortest forward row segment per program when the grid is small (benchmarks/tune_ssim.py; NOTES.md)
 FWD_MIN_ROWS = 32
+# Register caps of the training pair (forward saving the gradient maps, backward filtering them): at their natural
+# 144 / 112 registers both run at 3-4 programs per multiprocessor; capped, with a few spills, they fit one more
+# (H200, Triton 3.6: 5x5x1080x1920 forward 0.83 -> 0.69 ms, backward 0.79 -> 0.74 ms; benchmarks/NOTES.md).
+SAVE_MAXNREG, SAVED_BWD_MAXNREG = 120, 80
+
+
+def _register_cap(device: torch.device, maxnreg: int | None) -> dict:
+    """Triton's ``maxnreg`` compile option where it exists (CUDA), nothing elsewhere."""
+    return {"maxnreg": maxnreg} if maxnreg and device.type == "cuda" and torch.version.hip is None else {}
 
 
 @functools.lru_cache(maxsize=None)
@@ -65,6 +79,12 @@ def _fused_backward_kernel(taps: int, maps: tuple[str, ...], unroll: bool, ms_le
     # the MS-SSIM level index varies between the levels sharing one compiled kernel
     return jit_from_source(name, render_grad_fused_2d(taps, maps, name, unroll=unroll, ms_levels=ms_levels),
                            do_not_specialize=_VARYING + (["ms_level"] if ms_levels else []))
+
+
+@functools.lru_cache(maxsize=None)
+def _saved_backward_kernel(taps: int, maps: tuple[str, ...], unroll: bool):
+    name = f"_ssim_grad_saved_2d_k{taps}_{'_'.join(maps)}{'_u' if unroll else ''}_kernel"
+    return jit_from_source(name, render_grad_saved_2d(taps, maps, name, unroll=unroll), do_not_specialize=_VARYING)
 
 
 def _tl_dtype(dtype: torch.dtype):
@@ -135,14 +155,16 @@ def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
 class SSIMPlan:
     """Launch geometry, kernels and constants of one SSIM computation, fixed by shapes, strides, dtypes and
     options. ``forward(x, y, win) -> (out, ())``; ``backward((x, y, win), saved, g, needs) -> (dx, dy, None)``.
-    Tuning knobs: ``fwd_tile`` / ``bwd_tile`` = (columns, rows, warps), ``fwd_unroll`` / ``bwd_unroll``.
+    Tuning knobs: ``fwd_tile`` / ``bwd_tile`` = (columns, rows, warps), ``fwd_unroll`` / ``bwd_unroll``,
+    ``save_maxnreg`` / ``saved_bwd_maxnreg`` (register caps of the training pair; None: uncapped).
     ``ms`` = (levels, level): a level of the fused MS-SSIM path (:class:`MSSSIMPlan`), whose
     kernels fold in the combine (forward of the last level) and its gradient (backward of every level)."""
 
     def __init__(self, shape, sx, sy, dtype: torch.dtype, device: torch.device, taps: int, c1: float, c2: float,
                  valid: bool, symmetric: bool, reduce: int, ssim_weight: float = -1.0, up_shape=None, *,
                  fwd_tile=None, bwd_tile=None, fwd_unroll: bool = True, bwd_unroll: bool = False,
-                 ms: tuple[int, int] | None = None) -> None:
+                 ms: tuple[int, int] | None = None, save_maxnreg: int | None = SAVE_MAXNREG,
+                 saved_bwd_maxnreg: int | None = SAVED_BWD_MAXNREG) -> None:
         self.shape, self.dtype, self.device = tuple(shape), dtype, device
         self.device_index = (device.index if device.index is not None else torch.cuda.current_device()
                              ) if device.type == "cuda" else None
@@ -180,11 +202,21 @@ class SSIMPlan:
         self.part_len = (3 if kernel_l1 else 2) * self.nprog
         self.out_shape = {REDUCE_MEAN: (), REDUCE_IMAGE: (n,), REDUCE_CHANNEL: (n, c), REDUCE_STATS: (2, n, c),
                           REDUCE_NONE: tuple(shape[:2]) + ((do,) if self.three_d else ()) + (ho, wo)}[reduce]
-        self._fwd = Launcher(_kernel("fwd", taps, self.three_d, fwd_unroll, fwd_ms), grid, num_warps=warps,
-                             enable_fp_fusion=True)
+        fwd_kernel = _kernel("fwd", taps, self.three_d, fwd_unroll, fwd_ms)
+        self._fwd = Launcher(fwd_kernel, grid, num_warps=warps, enable_fp_fusion=True)
         w_hi, w_lo = _split(ssim_weight if self.with_l1 else 0.0)
         self._fwd_tail = (c, d, h, w, do, ho, wo, *self.sx, *self.sy, c1, c2, self.count, self.l1_count, w_hi, w_lo,
                           self.off, block_w, rows, self.acc_tl, reduce == REDUCE_NONE, kernel_l1, reduce, _RBLOCK)
+        # forward + saved gradient maps (training): scalar reductions of single-scale 2-D SSIM; the backward then
+        # filters the maps instead of recomputing the statistics (benchmarks/NOTES.md, "Saved gradient maps")
+        self.saves_maps = not self.three_d and not self.ms_levels and reduce in (REDUCE_MEAN, REDUCE_IMAGE,
+                                                                                  REDUCE_CHANNEL)
+        self._saved_bwd_cap = _register_cap(device, saved_bwd_maxnreg)
+        self._fwd_saving = {
+            (ax, ay): Launcher(fwd_kernel, grid, num_warps=warps, enable_fp_fusion=True,
+                               **_register_cap(device, save_maxnreg))
+            for ax, ay in ((True, False), (False, True), (True, True))
+        } if self.saves_maps else {}
         self._bwd: dict = {}
         self._ws_split = _split(-ssim_weight if self.with_l1 else 1.0)
         l1_weight, l1_divisor = self._l1_scale()
@@ -201,17 +233,30 @@ class SSIMPlan:
         if out is None:
             out = torch.empty(self.out_shape, dtype=self.acc, device=x.device)
         if self.reduce == REDUCE_NONE:
-            self._fwd(x, y, win, part, part, part, out, *self._fwd_tail)
+            self._fwd(x, y, win, part, part, part, out, part, *self._fwd_tail, False, False)
         else:
             if counter is None:
                 counter = _counter(self.device, self.device_index)
-            if ms_args:
-                self._fwd(x, y, win, part, counter, out, part, *self._fwd_tail, *ms_args)
-            else:
-                self._fwd(x, y, win, part, counter, out, part, *self._fwd_tail)
+            self._fwd(x, y, win, part, counter, out, part, part, *self._fwd_tail, False, False, *ms_args)
         if self.with_l1 and self.three_d:  # 3-D: the L1 term in PyTorch (same formula, not fused)
             out = self._add_l1_3d(x, y, out)
         return out, ()
+
+    def forward_for_grad(self, needs, x: torch.Tensor, y: torch.Tensor, win: torch.Tensor):
+        """The forward of a call that will be differentiated (``needs``: which of x, y need a gradient): where the
+        plan can, it also writes the unit gradient maps (bm, cm, ax and/or ay; (slots, N*C, HO, WO), accumulation
+        dtype, 12-16 bytes a pixel) and returns them as the saved state, so the backward only filters them."""
+        need_dx, need_dy = bool(needs[0]), bool(needs[1])
+        if not self.saves_maps or not (need_dx or need_dy):
+            return self.forward(x, y, win)
+        part = stream_scratch(x.device, self.device_index, self.part_len, self.acc)
+        out = torch.empty(self.out_shape, dtype=self.acc, device=x.device)
+        _, ho, wo = self.out_dhw
+        maps = torch.empty((2 + need_dx + need_dy, self.n * self.c, ho, wo), dtype=self.acc, device=x.device)
+        counter = _counter(self.device, self.device_index)
+        self._fwd_saving[(need_dx, need_dy)](x, y, win, part, counter, out, part, maps, *self._fwd_tail, need_dx,
+                                              need_dy)
+        return out, (maps,)
 
     def _add_l1_3d(self, x, y, ssim_value):
         """(1 - w)·L1 + w·(1 - SSIM) with the L1 mean reduced like the kernel's SSIM value."""
@@ -255,7 +300,36 @@ class SSIMPlan:
             if self.with_l1:  # the 3-D L1 term runs in PyTorch: its gradient too
                 dx, dy = self._add_l1_grad_3d(x, y, g, dx, dy)
             return dx, dy, None
+        if saved:
+            return (*self._backward_saved(x, y, win, saved[0], g, need_dx, need_dy), None)
         return (*self._backward_2d(x, y, win, g, need_dx, need_dy, g_offset, up, buffers, ms_args), None)
+
+    def _backward_saved(self, x, y, win, maps, g, need_dx, need_dy):
+        """dx, dy from the unit gradient maps of :meth:`forward_for_grad`, saved for the same gradients (autograd
+        asks the backward for the gradients the forward was told of)."""
+        names = ("bm", "cm") + (("ax",) if need_dx else ()) + (("ay",) if need_dy else ())
+        if maps.shape[0] != len(names):
+            raise RuntimeError(f"the saved SSIM gradient maps hold {maps.shape[0]} slots, {len(names)} are needed")
+        launcher = self._bwd.get(names)
+        if launcher is None:
+            (_, h, w), (n, c) = self.dhw, (self.n, self.c)
+            block_w, rows, warps = self.bwd_tile or _tile(w, h, n * c, self.device, FWD_MIN_ROWS)
+            grid = (triton.cdiv(w, block_w), triton.cdiv(h, rows), n * c)
+            kernel = _saved_backward_kernel(self.taps, names, self.bwd_unroll)
+            launcher = self._bwd[names] = (Launcher(kernel, grid, num_warps=warps, enable_fp_fusion=True,
+                                                    **self._saved_bwd_cap), block_w, rows)
+        launcher, block_w, rows = launcher
+        dx = torch.empty(x.shape, dtype=x.dtype, device=x.device) if need_dx else None
+        dy = torch.empty(y.shape, dtype=y.dtype, device=y.device) if need_dy else None
+        G, off_s, off_cs, gsn, gsc, _, div_s = self._grad_layout(g)
+        ws_hi, ws_lo = self._ws_split
+        wl_hi, wl_lo, div_l1 = self._l1_split
+        (_, h, w), (_, ho, wo), sx, sy = self.dhw, self.out_dhw, self.sx, self.sy
+        launcher(x, y, maps, self._adjoint_window(win), G, off_s, off_cs, gsn, gsc, ws_hi, ws_lo, div_s,
+                 wl_hi, wl_lo, div_l1, dx if dx is not None else maps, dy if dy is not None else maps,
+                 self.c, h, w, ho, wo, sx[0], sx[1], sx[3], sx[4], sy[0], sy[1], sy[3], sy[4],
+                 self.off, block_w, rows, self.acc_tl, self.with_l1)
+        return dx, dy
 
     def _adjoint_window(self, win):
         return win if self.symmetric else win.flip(-1).contiguous()

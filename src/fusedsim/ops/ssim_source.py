@@ -25,6 +25,7 @@ from fusedsim.ops.moments_source import (
     column_taps,
     depth_taps,
     moments_stream,
+    pipelined_rows,
     stats_prologue,
     stats_row,
     streamed_rows_2d,
@@ -123,6 +124,29 @@ def _ms_combine(levels: int) -> list[str]:
             f"    ms_combine_all(MS_STATS, MS_W, MS_OUT, planes, ms_per, {levels}, MS_REDUCE, 128)"]
 
 
+# Gradient maps of the SSIM value for a unit upstream gradient (GRAD_MAPS with gp = 1, gcs = 0), written by the
+# forward on the output grid into GRADS, (slots, planes, HO, WO): bm, cm, then ax (SAVE_AX) and ay (SAVE_AY). Any
+# scalar-per-plane upstream gradient scales them linearly, so the backward needs only their adjoint filter.
+SAVED_GRAD_MAPS = [
+    "gpix = (pid_p.to(tl.int64) * HO + o) * WO + cols",
+    "slot_sz = tl.num_programs(2).to(tl.int64) * HO * WO",
+    "inv_b2 = 1.0 / (sxx + syy + c2)",
+    "bm = -lum * cs * inv_b2",
+    "cm = 2.0 * lum * inv_b2",
+    "gl = cs / (mx * mx + my * my + c1)",
+    "tl.store(GRADS + gpix, bm, mask=col_ok)",
+    "tl.store(GRADS + slot_sz + gpix, cm, mask=col_ok)",
+    "if SAVE_AX:",
+    "    tl.store(GRADS + 2 * slot_sz + gpix, -2.0 * mx * bm - my * cm + gl * (2.0 * my - 2.0 * mx * lum), mask=col_ok)",
+    "if SAVE_AY:",
+    "    ay = -2.0 * my * bm - mx * cm + gl * (2.0 * mx - 2.0 * my * lum)",
+    "    if SAVE_AX:",
+    "        tl.store(GRADS + 3 * slot_sz + gpix, ay, mask=col_ok)",
+    "    else:",
+    "        tl.store(GRADS + 2 * slot_sz + gpix, ay, mask=col_ok)",
+]
+
+
 def render_forward(k: int, three_d: bool, name: str, unroll: bool = True, ms_levels: int = 0) -> str:
     """Forward: SSIM / cs / L1 partial sums per program, reduced by the last program into RESULT:
 
@@ -131,10 +155,10 @@ def render_forward(k: int, three_d: bool, name: str, unroll: bool = True, ms_lev
     ``ms_levels`` > 0 (REDUCE 0, last MS-SSIM level only) also folds in the combine of that many levels; at 0 the
     source is the single-scale kernel's, unchanged."""
     sig = STATS_SIG.format(
-        outputs="PART, CNT, RESULT, MAP",
+        outputs="PART, CNT, RESULT, MAP, GRADS",
         scalars="c1, c2, count, l1_count, w_hi, w_lo, ",
-        flags=", WRITE_MAP: tl.constexpr, WITH_L1: tl.constexpr, REDUCE: tl.constexpr, RBLOCK: tl.constexpr"
-        + (_MS_COMBINE_SIG if ms_levels else ""),
+        flags=", WRITE_MAP: tl.constexpr, WITH_L1: tl.constexpr, REDUCE: tl.constexpr, RBLOCK: tl.constexpr, "
+        "SAVE_AX: tl.constexpr, SAVE_AY: tl.constexpr" + (_MS_COMBINE_SIG if ms_levels else ""),
     )
     body = stats_prologue(k, three_d)
     body += ["acc_s = tl.zeros([BW], ACC)", "acc_cs = tl.zeros([BW], ACC)", "acc_l1 = tl.zeros([BW], ACC)"]
@@ -149,6 +173,8 @@ def render_forward(k: int, three_d: bool, name: str, unroll: bool = True, ms_lev
         "acc_cs += tl.where(col_ok, cs, 0.0)",
         "if WRITE_MAP:",
         "    tl.store(MAP + (pid_p.to(tl.int64) * HO + o) * WO + cols, s.to(MAP.dtype.element_ty), mask=col_ok)",
+        "if SAVE_AX or SAVE_AY:",
+        *indent(SAVED_GRAD_MAPS),
     ]
     l1_hook = None if three_d else (lambda prefix: _l1_row(k, prefix))
     body += moments_stream(k, three_d, emit, unroll, l1_hook)
@@ -429,3 +455,81 @@ def render_grad_fused_2d(k: int, maps: tuple[str, ...], name: str, unroll: bool 
     prologue, loop = streamed_rows_2d(k, f"p0 - {2 * r}", row, unroll)
     body += prologue + loop
     return (_MS_IMPORT if ms_levels else "") + f"def {name}({sig}):\n" + "\n".join(indent(body)) + "\n"
+
+
+def render_grad_saved_2d(k: int, maps: tuple[str, ...], name: str, unroll: bool = False) -> str:
+    """Backward for 2-D inputs from the unit gradient maps the forward saved (``SAVED_GRAD_MAPS``): the adjoint
+    filter (flipped window WINF) of ``maps`` = bm, cm and ax and/or ay, streamed down the rows with the next row's
+    loads in flight, then dx = gs·(W*ax + 2x·W*bm + y·W*cm) (dy alike) with the per-plane upstream gradient gs,
+    plus the fused L1 term's gradient. Nothing is recomputed and nothing but the gradients is written."""
+    r = k // 2
+    sig = (
+        f"X, Y, MAPS, WINF, {_UPSTREAM_SIG}, wl_hi, wl_lo, div_l1, DX, DY, "
+        "C, H, W, HO, WO, sxn, sxc, sxh, sxw, syn, syc, syh, syw, "
+        "OFF: tl.constexpr, BW: tl.constexpr, RS: tl.constexpr, ACC: tl.constexpr, HAS_L1: tl.constexpr"
+    )
+    body = [
+        "pid_w = tl.program_id(0)",
+        "pid_h = tl.program_id(1)",
+        "nc = tl.program_id(2)",
+        "n = nc // C",
+        "c = nc % C",
+        "cols = pid_w * BW + tl.arange(0, BW)",
+        "col_ok = cols < W",
+        "plane_sz = HO.to(tl.int64) * WO",
+        "slot_sz = tl.num_programs(2).to(tl.int64) * plane_sz",
+        "mb = MAPS + nc.to(tl.int64) * plane_sz + cols",
+        "xb = X + n.to(tl.int64) * sxn + c.to(tl.int64) * sxc + cols * sxw",
+        "yb = Y + n.to(tl.int64) * syn + c.to(tl.int64) * syc + cols * syw",
+        "gidx = (nc // C) * gsn + (nc % C) * gsc",
+        "gs = tl.load(G + g_off_s + gidx).to(ACC) * (tl.cast(ws_hi, ACC) + tl.cast(ws_lo, ACC)) / div_s",
+        "gl1 = 0.0",
+        "if HAS_L1:",
+        "    gl1 = tl.load(G + g_off_s + gidx).to(ACC) * (tl.cast(wl_hi, ACC) + tl.cast(wl_lo, ACC)) / div_l1",
+        "p0 = pid_h * RS",
+        f"steps = tl.minimum(RS, H - p0) + {k - 1}",
+    ]
+    body += weights(k, "WINF")
+    body += column_taps(k, "-OFF", "WO", {"m": "1"})
+    body += chain_init(maps, k)
+
+    def loads(prefix: str, row: str) -> list[str]:
+        lines = [
+            f"{prefix}srow = {row}",
+            f"{prefix}ry = tl.zeros([BW], tl.int32) + {prefix}srow",
+            f"{prefix}rok = ({prefix}ry >= 0) & ({prefix}ry < HO)",
+            f"{prefix}mr = mb + {prefix}srow.to(tl.int64) * WO",
+        ]
+        for kw in range(k):
+            lines.append(f"m = cm{kw} & {prefix}rok")
+            lines += [f"{prefix}{q}{kw} = tl.load({prefix}mr + {slot} * slot_sz + mo{kw}, mask=m, other=0.0)"
+                      for slot, q in enumerate(maps)]
+        return lines
+
+    def filt(prefix: str) -> list[str]:
+        lines = [f"h_{q} = tl.zeros([BW], ACC)" for q in maps]
+        for kw in range(k):
+            lines += [f"h_{q} += w{kw} * {prefix}{q}{kw}.to(ACC)" for q in maps]
+        return lines
+
+    per_row = [line for q in maps for line in chain(q, k)]
+    emit = [
+        f"p = p0 + t - {k - 1}",
+        "xv = tl.load(xb + p.to(tl.int64) * sxh, mask=col_ok, other=0.0).to(ACC)",
+        "yv = tl.load(yb + p.to(tl.int64) * syh, mask=col_ok, other=0.0).to(ACC)",
+        "pix = (nc.to(tl.int64) * H + p) * W + cols",
+        "sgn = tl.where(xv > yv, 1.0, 0.0) - tl.where(xv < yv, 1.0, 0.0)",
+    ]
+    for grad, out, own, other, l1_sign in (("ax", "DX", "xv", "yv", "+"), ("ay", "DY", "yv", "xv", "-")):
+        if grad in maps:
+            emit += [
+                f"g_val = gs * (v_{grad} + 2.0 * {own} * v_bm + {other} * v_cm)",
+                "if HAS_L1:",
+                f"    g_val = g_val {l1_sign} gl1 * sgn",
+                f"tl.store({out} + pix, g_val.to({out}.dtype.element_ty), mask=col_ok)",
+            ]
+    per_row += [f"if (t >= {k - 1}) & (t < steps):"] + indent(emit)
+    registers = lambda: [f"{q}{kw}" for kw in range(k) for q in maps]  # noqa: E731
+    prologue, loop = pipelined_rows(f"p0 - OFF - {r}", loads, filt, registers, per_row, unroll)
+    body += prologue + loop
+    return f"def {name}({sig}):\n" + "\n".join(indent(body)) + "\n"

@@ -21,13 +21,14 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 module, name, sig, consts, options = json.loads(sys.argv[1])
 consts = {k: getattr(tl, v[3:]) if isinstance(v, str) and v.startswith("tl.") else v for k, v in consts.items()}
-src = ASTSource(fn=getattr(importlib.import_module(module), name), signature=sig, constexprs=consts)
+fn = eval(name, vars(importlib.import_module(module)))  # an attribute, or a factory call of generated kernels
+src = ASTSource(fn=fn, signature=sig, constexprs=consts)
 print(triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options).asm["ttir"])
 """
 
 
 def carried_per_loop(kernel: str, signature: dict, constexprs: dict, **options) -> list[int]:
-    """For ``"module:kernel"`` compiled for sm_90: the number of loop-carried values of each ``scf.for`` with
+    """For ``"module:kernel"`` (or ``"module:factory(args)"`` for generated kernels) compiled for sm_90: the number of loop-carried values of each ``scf.for`` with
     iteration arguments, in program order (``"tl.int32"``-style strings in ``constexprs`` name Triton dtypes)."""
     import json
 
@@ -35,6 +36,8 @@ def carried_per_loop(kernel: str, signature: dict, constexprs: dict, **options) 
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     arg = json.dumps([module, name, signature, constexprs, options])
     proc = subprocess.run([sys.executable, "-c", _SCRIPT, arg], env=env, capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0 and "CompilationError" in proc.stderr:  # the kernel itself does not compile
+        pytest.fail(f"{kernel} does not compile for sm_90: {proc.stderr[-1500:]}")
     if proc.returncode != 0:  # pragma: no cover - no CUDA backend or another compiler API in this Triton
         pytest.skip(f"offline compile for a CUDA target is not available here: {proc.stderr[-300:]}")
     loops = [line for line in proc.stdout.splitlines() if "scf.for" in line and "iter_args(" in line]

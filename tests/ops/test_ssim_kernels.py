@@ -258,3 +258,20 @@ def test_compile_reduce_overhead_fullgraph(kernel_device):
         (g_compiled,) = torch.autograd.grad(value, x)
     torch.testing.assert_close(value, eager)
     torch.testing.assert_close(g_compiled, g_eager)
+
+
+def test_saved_maps_backward_compiles_for_one_row_planes_and_carries_its_chains():
+    """Compiled for sm_90 (not the interpreter): Triton turns integer arguments equal to 1 into constants, so a
+    1-pixel plane must compile; the row loop carries the three maps' vertical chains (3 x 10 pending rows) and
+    the next row's 3 x 11 prefetched taps."""
+    from _offline_compile import carried_per_loop
+
+    sig = {name: "*fp32" for name in ("X", "Y", "MAPS", "WINF", "G", "DX", "DY")}
+    sig.update({name: "i32" for name in ("g_off_s", "g_off_cs", "gsn", "gsc", "div_s", "div_l1", "C", "H", "W",
+                                         "WO", "sxn", "sxc", "sxh", "sxw", "syn", "syc", "syh", "syw")})
+    sig.update({name: "fp32" for name in ("ws_hi", "ws_lo", "wl_hi", "wl_lo")})
+    sig.update({name: "constexpr" for name in ("HO", "OFF", "BW", "RS", "ACC", "HAS_L1")})
+    consts = {"HO": 1, "OFF": 0, "BW": 32, "RS": 32, "ACC": "tl.float32", "HAS_L1": True}
+    carried = carried_per_loop("fusedsim.ops.ssim:_saved_backward_kernel(11, ('bm', 'cm', 'ax'), False)", sig,
+                               consts, num_warps=1)
+    assert carried == [3 * 10 + 3 * 11], carried

@@ -232,7 +232,7 @@ def render_grad_maps(k: int, three_d: bool, name: str) -> str:
         "AX_SLOT: tl.constexpr, AY_SLOT: tl.constexpr",
     )
     body = stats_prologue(k, three_d)
-    body += _UPSTREAM_SCALARS + ["plane_sz = HO.to(tl.int64) * WO"]
+    body += _UPSTREAM_SCALARS + ["plane_sz = tl.cast(HO, tl.int64) * WO"]
     emit = [
         f"o = o0 + t - {k - 1}",
         "pix = (pid_p.to(tl.int64) * HO + o) * WO + cols",
@@ -273,7 +273,7 @@ def render_grad_conv(k: int, three_d: bool, name: str) -> str:
         "c = nc % C",
         "cols = pid_w * BW + tl.arange(0, BW)",
         "col_ok = cols < W",
-        "plane_sz = HO.to(tl.int64) * WO",
+        "plane_sz = tl.cast(HO, tl.int64) * WO",
         "mb = MAPS + nc.to(tl.int64) * DO * plane_sz",
         "slot_sz = NCD * plane_sz",
     ]
@@ -476,7 +476,7 @@ def render_grad_saved_2d(k: int, maps: tuple[str, ...], name: str, unroll: bool 
         "c = nc % C",
         "cols = pid_w * BW + tl.arange(0, BW)",
         "col_ok = cols < W",
-        "plane_sz = HO.to(tl.int64) * WO",
+        "plane_sz = tl.cast(HO, tl.int64) * WO",
         "slot_sz = tl.num_programs(2).to(tl.int64) * plane_sz",
         "mb = MAPS + nc.to(tl.int64) * plane_sz + cols",
         "xb = X + n.to(tl.int64) * sxn + c.to(tl.int64) * sxc + cols * sxw",

@@ -32,6 +32,7 @@ from fusedsim.ops.moments_source import (
     column_taps,
     moments_stream,
     pipelined_rows,
+    slot_map_rows,
     weights,
 )
 
@@ -96,25 +97,7 @@ def render_plane_adjoint(k: int, nmaps: int, name: str) -> str:
         *chain_init(names, k),
     ]
 
-    def loads(prefix: str, row: str) -> list[str]:
-        lines = [
-            f"{prefix}srow = {row}",
-            f"{prefix}rok = ((zr + {prefix}srow) >= 0) & ((zr + {prefix}srow) < H)",
-            f"{prefix}mr = mb + {prefix}srow * W",
-        ]
-        for kw in range(k):
-            lines.append(f"m = cm{kw} & {prefix}rok")
-            lines += [f"{prefix}m{i}_{kw} = tl.load({prefix}mr + {i} * slot + mo{kw}, mask=m, other=0.0)"
-                      for i in range(nmaps)]
-        return lines
-
-    def filt(prefix: str) -> list[str]:
-        lines = [f"h_m{i} = tl.zeros([BW], ACC)" for i in range(nmaps)]
-        return lines + [f"h_m{i} += w{kw} * {prefix}m{i}_{kw}" for kw in range(k) for i in range(nmaps)]
-
-    def registers() -> list[str]:
-        return ["srow", "rok", "mr"] + [f"m{i}_{kw}" for kw in range(k) for i in range(nmaps)]
-
+    loads, filt, registers = slot_map_rows(k, names, "H", "{row} * W", "slot")
     per_row = [line for q in names for line in chain(q, k)]
     per_row += [f"if (t >= {k - 1}) & (t < steps):", f"    po = ob + (o0 + t - {k - 1}) * W"]
     per_row += [f"    tl.store(po + {i} * slot, v_m{i}, mask=col_ok)" for i in range(nmaps)]

@@ -150,6 +150,35 @@ def pipelined_rows(first_row: str, loads, filt, registers, per_row: list[str],
     return prologue, ["for tt in range(0, steps, 2):"] + indent(body)
 
 
+def slot_map_rows(k: int, names: tuple[str, ...], limit: str, row_offset: str, slot: str):
+    """(loads, filt, registers) for :func:`pipelined_rows` over maps stored one slot (``slot`` elements) after
+    another from the column pointers ``mb``, in the window's dtype: the K shifted, masked taps of map q go to
+    registers ``{prefix}{q}_{kw}`` and are filtered horizontally into ``h_{q}``. ``row_offset`` (a format string
+    of ``row``) turns a row index into an element offset; rows outside [0, ``limit``) read zeros. Needs ``zr``
+    (int32 zeros of [BW]) and the ``cm``/``mo`` column taps. The adjoint passes of SSIM and LNCC use it."""
+
+    def loads(prefix: str, row: str) -> list[str]:
+        lines = [
+            f"{prefix}srow = {row}",
+            f"{prefix}rok = ((zr + {prefix}srow) >= 0) & ((zr + {prefix}srow) < {limit})",
+            f"{prefix}mr = mb + {row_offset.format(row=prefix + 'srow')}",
+        ]
+        for kw in range(k):
+            lines.append(f"m = cm{kw} & {prefix}rok")
+            lines += [f"{prefix}{q}_{kw} = tl.load({prefix}mr + {i} * {slot} + mo{kw}, mask=m, other=0.0)"
+                      for i, q in enumerate(names)]
+        return lines
+
+    def filt(prefix: str) -> list[str]:
+        lines = [f"h_{q} = tl.zeros([BW], ACC)" for q in names]
+        return lines + [f"h_{q} += w{kw} * {prefix}{q}_{kw}" for kw in range(k) for q in names]
+
+    def registers() -> list[str]:
+        return ["srow", "rok", "mr"] + [f"{q}_{kw}" for kw in range(k) for q in names]
+
+    return loads, filt, registers
+
+
 def streamed_rows_2d(k: int, first_row: str, per_row: list[str], unroll: bool,
                      per_loaded_row=None) -> tuple[list[str], list[str]]:
     """The pipelined stream of the two inputs' rows (``row_loads_2d`` / ``row_filter_2d``). ``per_row`` (the

@@ -26,6 +26,7 @@ from fusedsim.ops.moments_source import (
     depth_taps,
     moments_stream,
     pipelined_rows,
+    slot_map_rows,
     stats_prologue,
     stats_row,
     streamed_rows_2d,
@@ -356,6 +357,11 @@ def _ms_upstream_scalars(levels: int) -> list[str]:
     ]
 
 
+# A 2-D backward program: a column strip (axis 0) and a row segment (axis 1) of plane nc = n*C + c (axis 2).
+_PLANE_PROGRAM = ["pid_w = tl.program_id(0)", "pid_h = tl.program_id(1)", "nc = tl.program_id(2)", "n = nc // C",
+                  "c = nc % C"]
+
+
 def render_grad_fused_2d(k: int, maps: tuple[str, ...], name: str, unroll: bool = False, ms_levels: int = 0) -> str:
     """Backward in one pass for 2-D inputs: nothing full-size is written but the gradients.
 
@@ -376,12 +382,7 @@ def render_grad_fused_2d(k: int, maps: tuple[str, ...], name: str, unroll: bool 
         "HAS_GS: tl.constexpr, HAS_GCS: tl.constexpr, HAS_GMAP: tl.constexpr, HAS_L1: tl.constexpr, "
         "HAS_UP: tl.constexpr, SYMMETRIC: tl.constexpr" + (_MS_UPSTREAM_SIG if ms_levels else "")
     )
-    body = [
-        "pid_w = tl.program_id(0)",
-        "pid_h = tl.program_id(1)",
-        "nc = tl.program_id(2)",
-        "n = nc // C",
-        "c = nc % C",
+    body = _PLANE_PROGRAM + [
         "j = tl.arange(0, BW)",
         f"cols = pid_w * (BW - {k - 1}) + j",
         f"out_ok = (j < BW - {k - 1}) & (cols < W)",
@@ -468,12 +469,7 @@ def render_grad_saved_2d(k: int, maps: tuple[str, ...], name: str, unroll: bool 
         "C, H, W, HO, WO, sxn, sxc, sxh, sxw, syn, syc, syh, syw, "
         "OFF: tl.constexpr, BW: tl.constexpr, RS: tl.constexpr, ACC: tl.constexpr, HAS_L1: tl.constexpr"
     )
-    body = [
-        "pid_w = tl.program_id(0)",
-        "pid_h = tl.program_id(1)",
-        "nc = tl.program_id(2)",
-        "n = nc // C",
-        "c = nc % C",
+    body = _PLANE_PROGRAM + [
         "cols = pid_w * BW + tl.arange(0, BW)",
         "col_ok = cols < W",
         "plane_sz = tl.cast(HO, tl.int64) * WO",
@@ -491,27 +487,9 @@ def render_grad_saved_2d(k: int, maps: tuple[str, ...], name: str, unroll: bool 
     ]
     body += weights(k, "WINF")
     body += column_taps(k, "-OFF", "WO", {"m": "1"})
-    body += chain_init(maps, k)
+    body += ["zr = tl.zeros([BW], tl.int32)"] + chain_init(maps, k)
 
-    def loads(prefix: str, row: str) -> list[str]:
-        lines = [
-            f"{prefix}srow = {row}",
-            f"{prefix}ry = tl.zeros([BW], tl.int32) + {prefix}srow",
-            f"{prefix}rok = ({prefix}ry >= 0) & ({prefix}ry < HO)",
-            f"{prefix}mr = mb + {prefix}srow.to(tl.int64) * WO",
-        ]
-        for kw in range(k):
-            lines.append(f"m = cm{kw} & {prefix}rok")
-            lines += [f"{prefix}{q}{kw} = tl.load({prefix}mr + {slot} * slot_sz + mo{kw}, mask=m, other=0.0)"
-                      for slot, q in enumerate(maps)]
-        return lines
-
-    def filt(prefix: str) -> list[str]:
-        lines = [f"h_{q} = tl.zeros([BW], ACC)" for q in maps]
-        for kw in range(k):
-            lines += [f"h_{q} += w{kw} * {prefix}{q}{kw}.to(ACC)" for q in maps]
-        return lines
-
+    loads, filt, registers = slot_map_rows(k, maps, "HO", "{row}.to(tl.int64) * WO", "slot_sz")
     per_row = [line for q in maps for line in chain(q, k)]
     emit = [
         f"p = p0 + t - {k - 1}",
@@ -529,7 +507,6 @@ def render_grad_saved_2d(k: int, maps: tuple[str, ...], name: str, unroll: bool 
                 f"tl.store({out} + pix, g_val.to({out}.dtype.element_ty), mask=col_ok)",
             ]
     per_row += [f"if (t >= {k - 1}) & (t < steps):"] + indent(emit)
-    registers = lambda: [f"{q}{kw}" for kw in range(k) for q in maps]  # noqa: E731
     prologue, loop = pipelined_rows(f"p0 - OFF - {r}", loads, filt, registers, per_row, unroll)
     body += prologue + loop
     return f"def {name}({sig}):\n" + "\n".join(indent(body)) + "\n"

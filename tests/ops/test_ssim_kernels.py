@@ -260,6 +260,27 @@ def test_compile_reduce_overhead_fullgraph(kernel_device):
     torch.testing.assert_close(g_compiled, g_eager)
 
 
+@pytest.mark.parametrize("reduce", [1, 3])
+def test_saved_gradient_maps_backward_3d(kernel_device, reduce):
+    """3-D training calls save the unit maps too; the backward skips the statistics pass and scales the adjoint
+    filter by the per-plane upstream gradient (the fused L1 term added in PyTorch)."""
+    from fusedsim.ops.ssim import SSIMPlan
+    from fusedsim.reference.ssim_ref import gaussian_window, ssim_reduce_ref
+
+    x, y = _pair((2, 1, 6, 7, 9), kernel_device, seed=23)
+    win = gaussian_window(3, 1.5, device=kernel_device)[None]
+    plan = SSIMPlan(x.shape, x.stride(), y.stride(), x.dtype, x.device, 3, 1e-4, 9e-4, True, True, reduce, 0.4)
+    out, saved = plan.forward_for_grad((True, True), x, y, win)
+    assert saved[0].shape == (4, 2 * 4, 5, 7)  # bm, cm, ax, ay on the valid output grid of every depth slice
+    xr, yr = x.detach().clone().requires_grad_(), y.detach().clone().requires_grad_()
+    ref = ssim_reduce_ref(xr, yr, win, 1e-4, 9e-4, True, True, reduce, 0.4)
+    torch.testing.assert_close(out, ref.detach(), atol=1e-9, rtol=1e-9)
+    g = torch.randn(ref.shape, dtype=torch.float64, device=kernel_device)
+    got = plan.backward((x, y, win), saved, g, (True, True))[:2]
+    for grad, expected in zip(got, torch.autograd.grad(ref, (xr, yr), g)):
+        torch.testing.assert_close(grad, expected, atol=1e-9, rtol=1e-8)
+
+
 def test_saved_maps_backward_compiles_for_one_row_planes_and_carries_its_chains():
     """Compiled for sm_90 (not the interpreter): Triton turns integer arguments equal to 1 into constants, so a
     1-pixel plane must compile; the row loop carries the three maps' vertical chains (3 x 10 pending rows) and

@@ -69,7 +69,8 @@ def _kernel(kind: str, taps: int, three_d: bool, unroll: bool = True, ms_levels:
     renderers = {"fwd": lambda: render_forward(taps, three_d, name, unroll=unroll, ms_levels=ms_levels),
                  "grad_maps": lambda: render_grad_maps(taps, three_d, name),
                  "grad_conv": lambda: render_grad_conv(taps, three_d, name)}
-    return jit_from_source(name, renderers[kind](), do_not_specialize=_VARYING if kind == "grad_maps" else ())
+    varying = {"grad_maps": _VARYING, "grad_conv": ["g_off_s", "gsn", "gsc"]}.get(kind, ())
+    return jit_from_source(name, renderers[kind](), do_not_specialize=varying)
 
 
 @functools.lru_cache(maxsize=None)
@@ -209,12 +210,11 @@ class SSIMPlan:
                           self.off, block_w, rows, self.acc_tl, reduce == REDUCE_NONE, kernel_l1, reduce, _RBLOCK)
         # forward + saved gradient maps (training): scalar reductions of single-scale 2-D SSIM; the backward then
         # filters the maps instead of recomputing the statistics (benchmarks/NOTES.md, "Saved gradient maps")
-        self.saves_maps = not self.three_d and not self.ms_levels and reduce in (REDUCE_MEAN, REDUCE_IMAGE,
-                                                                                  REDUCE_CHANNEL)
+        self.saves_maps = not self.ms_levels and reduce in (REDUCE_MEAN, REDUCE_IMAGE, REDUCE_CHANNEL)
         self._saved_bwd_cap = _register_cap(device, saved_bwd_maxnreg)
+        save_cap = {} if self.three_d else _register_cap(device, save_maxnreg)  # caps measured on the 2-D kernels
         self._fwd_saving = {
-            (ax, ay): Launcher(fwd_kernel, grid, num_warps=warps, enable_fp_fusion=True,
-                               **_register_cap(device, save_maxnreg))
+            (ax, ay): Launcher(fwd_kernel, grid, num_warps=warps, enable_fp_fusion=True, **save_cap)
             for ax, ay in ((True, False), (False, True), (True, True))
         } if self.saves_maps else {}
         self._bwd: dict = {}
@@ -251,11 +251,13 @@ class SSIMPlan:
             return self.forward(x, y, win)
         part = stream_scratch(x.device, self.device_index, self.part_len, self.acc)
         out = torch.empty(self.out_shape, dtype=self.acc, device=x.device)
-        _, ho, wo = self.out_dhw
-        maps = torch.empty((2 + need_dx + need_dy, self.n * self.c, ho, wo), dtype=self.acc, device=x.device)
+        do, ho, wo = self.out_dhw
+        maps = torch.empty((2 + need_dx + need_dy, self.n * self.c * do, ho, wo), dtype=self.acc, device=x.device)
         counter = _counter(self.device, self.device_index)
         self._fwd_saving[(need_dx, need_dy)](x, y, win, part, counter, out, part, maps, *self._fwd_tail, need_dx,
                                               need_dy)
+        if self.with_l1 and self.three_d:
+            out = self._add_l1_3d(x, y, out)
         return out, (maps,)
 
     def _add_l1_3d(self, x, y, ssim_value):
@@ -296,7 +298,7 @@ class SSIMPlan:
         if not (need_dx or need_dy):
             return None, None, None
         if self.three_d:
-            dx, dy = self._backward_3d(x, y, win, g, need_dx, need_dy)
+            dx, dy = self._backward_3d(x, y, win, g, need_dx, need_dy, saved[0] if saved else None)
             if self.with_l1:  # the 3-D L1 term runs in PyTorch: its gradient too
                 dx, dy = self._add_l1_grad_3d(x, y, g, dx, dy)
             return dx, dy, None
@@ -394,7 +396,9 @@ class SSIMPlan:
                  has_up, self.symmetric, *ms_args)
         return dx, dy
 
-    def _backward_3d(self, x, y, win, g, need_dx, need_dy):
+    def _backward_3d(self, x, y, win, g, need_dx, need_dy, saved_maps=None):
+        """Two passes: the gradient maps (recomputed, scaled by the upstream gradient), then their adjoint filter;
+        with ``saved_maps`` (unit maps of :meth:`forward_for_grad`) only the second, scaling as it combines."""
         taps, (n, c), (d, h, w), (do, ho, wo) = self.taps, (self.n, self.c), self.dhw, self.out_dhw
         slots, ax_slot, ay_slot = 2, -1, -1
         if need_dx:
@@ -402,14 +406,34 @@ class SSIMPlan:
         if need_dy:
             ay_slot, slots = slots, slots + 1
         ncd = n * c * do
+        G, off_s, off_cs, gsn, gsc, ws, div_s = self._grad_layout(g) if self.reduce != REDUCE_NONE else (
+            g, 0, 0, 0, 0, 1.0, 1)
+        ws_hi, ws_lo = _split(ws)
+        if saved_maps is not None:
+            if saved_maps.shape[0] != slots:
+                raise RuntimeError(f"the saved SSIM gradient maps hold {saved_maps.shape[0]} slots, {slots} are needed")
+            maps = saved_maps
+        else:
+            maps = self._grad_maps_3d(x, y, win, g, G, off_s, off_cs, gsn, gsc, ws_hi, ws_lo, div_s, slots, ax_slot,
+                                      ay_slot)
+        dx = torch.empty(x.shape, dtype=x.dtype, device=x.device) if need_dx else None
+        dy = torch.empty(y.shape, dtype=y.dtype, device=y.device) if need_dy else None
+        block_w, rows, warps = _tile(w)
+        grid = (triton.cdiv(w, block_w), triton.cdiv(h, rows), n * c * d)
+        _kernel("grad_conv", taps, True)[grid](
+            x, y, maps, self._adjoint_window(win), dx if dx is not None else maps, dy if dy is not None else maps,
+            G, off_s, gsn, gsc, ws_hi, ws_lo, div_s,
+            ncd, c, d, h, w, do, ho, wo, *self.sx, *self.sy, OFF=self.off, BW=block_w, RS=rows, ACC=self.acc_tl,
+            AX_SLOT=ax_slot, AY_SLOT=ay_slot, SCALED=saved_maps is not None, num_warps=warps, enable_fp_fusion=True)
+        return dx, dy
+
+    def _grad_maps_3d(self, x, y, win, g, G, off_s, off_cs, gsn, gsc, ws_hi, ws_lo, div_s, slots, ax_slot, ay_slot):
+        """The 3-D gradient maps for this upstream gradient (per plane, or per pixel for the map output)."""
+        taps, c, (d, h, w), (do, ho, wo) = self.taps, self.c, self.dhw, self.out_dhw
+        ncd = self.n * c * do
         maps = torch.empty((slots, ncd, ho, wo), dtype=self.acc, device=x.device)
         is_map = self.reduce == REDUCE_NONE
-        if is_map:
-            gmap, G, off_s, off_cs, gsn, gsc, ws, div_s = g.contiguous(), g, 0, 0, 0, 0, 1.0, 1
-        else:
-            gmap = maps
-            G, off_s, off_cs, gsn, gsc, ws, div_s = self._grad_layout(g)
-        ws_hi, ws_lo = _split(ws)
+        gmap = g.contiguous() if is_map else maps
         block_w, rows, warps = _tile(wo)
         grid = (triton.cdiv(wo, block_w), triton.cdiv(ho, rows), ncd)
         _kernel("grad_maps", taps, True)[grid](
@@ -417,15 +441,7 @@ class SSIMPlan:
             *self.sx, *self.sy, self.c1, self.c2, OFF=self.off, BW=block_w, RS=rows, ACC=self.acc_tl,
             HAS_GS=True, HAS_GCS=self.reduce == REDUCE_STATS, HAS_GMAP=is_map, AX_SLOT=ax_slot,
             AY_SLOT=ay_slot, num_warps=warps, enable_fp_fusion=True)
-        dx = torch.empty(x.shape, dtype=x.dtype, device=x.device) if need_dx else None
-        dy = torch.empty(y.shape, dtype=y.dtype, device=y.device) if need_dy else None
-        block_w, rows, warps = _tile(w)
-        grid = (triton.cdiv(w, block_w), triton.cdiv(h, rows), n * c * d)
-        _kernel("grad_conv", taps, True)[grid](
-            x, y, maps, self._adjoint_window(win), dx if dx is not None else maps, dy if dy is not None else maps,
-            ncd, c, d, h, w, do, ho, wo, *self.sx, *self.sy, OFF=self.off, BW=block_w, RS=rows, ACC=self.acc_tl,
-            AX_SLOT=ax_slot, AY_SLOT=ay_slot, num_warps=warps, enable_fp_fusion=True)
-        return dx, dy
+        return maps
 
     def _add_l1_grad_3d(self, x, y, g, dx, dy):
         wl, div = self._l1_scale()

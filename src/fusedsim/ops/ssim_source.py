@@ -256,12 +256,13 @@ def render_grad_maps(k: int, three_d: bool, name: str) -> str:
 
 def render_grad_conv(k: int, three_d: bool, name: str) -> str:
     """Backward, step 2 (3-D): correlate the gradient maps with the flipped window (the adjoint of the forward
-    filter) and combine: dx = W*ax + 2 x (W*bm) + y (W*cm), dy = W*ay + 2 y (W*bm) + x (W*cm)."""
+    filter) and combine: dx = W*ax + 2 x (W*bm) + y (W*cm), dy = W*ay + 2 y (W*bm) + x (W*cm). SCALED: the maps
+    are the forward's unit maps, multiplied here by the per-plane upstream gradient (module docstring)."""
     sig = (
-        "X, Y, MAPS, WIN, DX, DY, NCD, C, D, H, W, DO, HO, WO, "
+        "X, Y, MAPS, WIN, DX, DY, G, g_off_s, gsn, gsc, ws_hi, ws_lo, div_s, NCD, C, D, H, W, DO, HO, WO, "
         "sxn, sxc, sxd, sxh, sxw, syn, syc, syd, syh, syw, "
         "OFF: tl.constexpr, BW: tl.constexpr, RS: tl.constexpr, ACC: tl.constexpr, "
-        "AX_SLOT: tl.constexpr, AY_SLOT: tl.constexpr"
+        "AX_SLOT: tl.constexpr, AY_SLOT: tl.constexpr, SCALED: tl.constexpr"
     )
     maps = ["bm", "cm", "ax", "ay"]
     body = [
@@ -277,6 +278,9 @@ def render_grad_conv(k: int, three_d: bool, name: str) -> str:
         "plane_sz = tl.cast(HO, tl.int64) * WO",
         "mb = MAPS + nc.to(tl.int64) * DO * plane_sz",
         "slot_sz = NCD * plane_sz",
+        "gs = 1.0",
+        "if SCALED:",
+        "    gs = tl.load(G + g_off_s + n * gsn + c * gsc).to(ACC) * (tl.cast(ws_hi, ACC) + tl.cast(ws_lo, ACC)) / div_s",
     ]
     body += weights(k, "WIN")
     body += column_taps(k, "-OFF", "WO", {"m": "1"})
@@ -321,9 +325,15 @@ def render_grad_conv(k: int, three_d: bool, name: str) -> str:
         " + p.to(tl.int64) * syh + cols * syw, mask=col_ok, other=0.0).to(ACC)",
         "pix = (pid_p.to(tl.int64) * H + p) * W + cols",
         "if AX_SLOT >= 0:",
-        "    tl.store(DX + pix, (v_ax + 2.0 * xv * v_bm + yv * v_cm).to(DX.dtype.element_ty), mask=col_ok)",
+        "    g_val = v_ax + 2.0 * xv * v_bm + yv * v_cm",
+        "    if SCALED:",
+        "        g_val = g_val * gs",
+        "    tl.store(DX + pix, g_val.to(DX.dtype.element_ty), mask=col_ok)",
         "if AY_SLOT >= 0:",
-        "    tl.store(DY + pix, (v_ay + 2.0 * yv * v_bm + xv * v_cm).to(DY.dtype.element_ty), mask=col_ok)",
+        "    g_val = v_ay + 2.0 * yv * v_bm + xv * v_cm",
+        "    if SCALED:",
+        "        g_val = g_val * gs",
+        "    tl.store(DY + pix, g_val.to(DY.dtype.element_ty), mask=col_ok)",
     ]
     loop = row + [f"if t >= {k - 1}:"] + indent(emit)
     body += ["for t in range(0, steps):"] + indent(loop)

@@ -11,10 +11,10 @@ full-size map. ``reduce``: 1 mean (0-d), 2 per image (N,), 3 per plane (N, C), 0
 
 One launch forward (the last program reduces the partial sums in a fixed order: deterministic), one launch
 backward for 2-D (two for 3-D); no host synchronisation anywhere (the backward reads the upstream gradient from the
-device). Training calls of 2-D SSIM with a scalar reduction (mean, per image, per plane; the fused L1 term
-included) go through :meth:`SSIMPlan.forward_for_grad`: the forward also writes the gradient maps for a unit
+device). Training calls of SSIM with a scalar reduction (mean, per image, per plane; the L1 term included; 2-D
+and 3-D) go through :meth:`SSIMPlan.forward_for_grad`: the forward also writes the gradient maps for a unit
 upstream gradient (12 bytes a pixel for one input's gradient, 16 for both) and the backward only filters them
-with the flipped window. Everything else (the map output, MS-SSIM levels, 3-D, ``torch.compile``'s custom op)
+with the flipped window. Everything else (the map output, MS-SSIM levels, ``torch.compile``'s custom op)
 recomputes the statistics in the backward and keeps nothing but the inputs.
 """
 

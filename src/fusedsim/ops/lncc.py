@@ -43,7 +43,7 @@ from fusedsim.ops.lncc_terms import (
     CONSTS,
     GRAD_TERMS,
     NCC_TERMS,
-    final_reduction,
+    last_program_reduces,
 )
 from fusedsim.ops.moments_source import (
     STATS_SIG,
@@ -185,10 +185,7 @@ def render_forward(k: int, three_d: bool, name: str) -> str:
         "    lin = (pid_p * tl.num_programs(1) + pid_h) * tl.num_programs(0) + pid_w",
         "    nprog = tl.num_programs(0) * tl.num_programs(1) * tl.num_programs(2)",
         "    tl.store(PART + lin, tl.sum(acc, axis=0))",
-        "    tl.debug_barrier()",
-        "    done = tl.atomic_add(CNT, 1, sem='acq_rel', scope='gpu')",
-        "    if done == nprog - 1:",
-    ] + indent(final_reduction("nprog"), 2)
+    ] + indent(last_program_reduces("nprog"))
     return f"def {name}({sig}):\n" + "\n".join(indent(body)) + "\n"
 
 

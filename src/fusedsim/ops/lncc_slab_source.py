@@ -22,7 +22,7 @@ from fusedsim.ops.lncc_terms import (
     CONSTS,
     GRAD_TERMS,
     NCC_TERMS,
-    final_reduction,
+    last_program_reduces,
     grad_map_stores,
 )
 from fusedsim.ops.moments_source import (
@@ -173,11 +173,7 @@ def render_depth_forward(k: int, ds: int, name: str) -> str:
         "    tl.store(PART + lin, tl.sum(acc, axis=0))",
         "    if LAST != 0:",
         "        nprog = tl.num_programs(0) * tl.num_programs(1) * tl.num_programs(2)",
-        "        tl.debug_barrier()",
-        "        done = tl.atomic_add(CNT, 1, sem='acq_rel', scope='gpu')",
-        "        if done == nprog - 1:",
-        "            npart = PBASE + nprog",
-    ] + indent(final_reduction("npart"), 3)
+    ] + indent(last_program_reduces("npart", ("npart = PBASE + nprog",)), 2)
     return f"def {name}({sig}):\n" + "\n".join(indent(body)) + "\n"
 
 

@@ -3,6 +3,8 @@ five moments and the per-voxel gradients of ncc with respect to the moments."""
 
 from __future__ import annotations
 
+from fusedsim.ops._codegen import indent
+
 CONSTS = "s_hi, s_lo, q_hi, q_lo, nr_hi, nr_lo, fl_hi, fl_lo, dr_hi, dr_lo, "
 # the constants in the accumulation dtype (float64 runs get them to float64 accuracy from an fp32 hi/lo pair)
 CONST_LINES = [f"{name} = tl.cast({name}_hi, ACC) + tl.cast({name}_lo, ACC)" for name in ("s", "q", "nr", "fl", "dr")]
@@ -41,6 +43,13 @@ def grad_map_stores(dst: str, slot: str, mask: str) -> list[str]:
         f"    tl.store({dst} + nxt * {slot}, -q * v_x * ga - 2.0 * q * v_y * gc, mask={mask})",
         f"    tl.store({dst} + (nxt + 1) * {slot}, gc, mask={mask})",
     ]
+
+
+def last_program_reduces(npart: str, setup: tuple[str, ...] = ()) -> list[str]:
+    """Count this program done (after its partial sum's store, ``tl.debug_barrier``); the last of ``nprog``
+    programs runs ``setup`` and :func:`final_reduction` of ``npart`` partial sums."""
+    return ["tl.debug_barrier()", "done = tl.atomic_add(CNT, 1, sem='acq_rel', scope='gpu')",
+            "if done == nprog - 1:", *indent([*setup, *final_reduction(npart)])]
 
 
 def final_reduction(npart: str) -> list[str]:

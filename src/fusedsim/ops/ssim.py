@@ -208,8 +208,8 @@ class SSIMPlan:
         w_hi, w_lo = _split(ssim_weight if self.with_l1 else 0.0)
         self._fwd_tail = (c, d, h, w, do, ho, wo, *self.sx, *self.sy, c1, c2, self.count, self.l1_count, w_hi, w_lo,
                           self.off, block_w, rows, self.acc_tl, reduce == REDUCE_NONE, kernel_l1, reduce, _RBLOCK)
-        # forward + saved gradient maps (training): scalar reductions of single-scale 2-D SSIM; the backward then
-        # filters the maps instead of recomputing the statistics (benchmarks/NOTES.md, "Saved gradient maps")
+        # forward + saved gradient maps (training): scalar reductions of single-scale SSIM, 2-D and 3-D; the backward
+        # then filters the maps instead of recomputing the statistics (benchmarks/NOTES.md, "Saved gradient maps")
         self.saves_maps = not self.ms_levels and reduce in (REDUCE_MEAN, REDUCE_IMAGE, REDUCE_CHANNEL)
         self._saved_bwd_cap = _register_cap(device, saved_bwd_maxnreg)
         save_cap = {} if self.three_d else _register_cap(device, save_maxnreg)  # caps measured on the 2-D kernels
@@ -224,10 +224,12 @@ class SSIMPlan:
 
     # ----------------------------------------------------------------------------------------------- forward
     def forward(self, x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, out: torch.Tensor | None = None,
-                part: torch.Tensor | None = None, counter: torch.Tensor | None = None, ms_args: tuple = ()):
+                part: torch.Tensor | None = None, counter: torch.Tensor | None = None, ms_args: tuple = (),
+                grad_maps: tuple | None = None):
         """``out``, ``part`` (``part_len`` values of the accumulation dtype) and ``counter`` (:func:`_counter`)
         may be given by a caller that runs several plans (MS-SSIM: one allocation for all levels). ``ms_args``:
-        the last fused MS-SSIM level's (all statistics, weights, MS-SSIM output, planes per group, reduce)."""
+        the last fused MS-SSIM level's (all statistics, weights, MS-SSIM output, planes per group, reduce).
+        ``grad_maps``: (maps, save_ax, save_ay) to write the unit gradient maps into (:meth:`forward_for_grad`)."""
         if part is None:
             part = stream_scratch(x.device, self.device_index, self.part_len, self.acc)
         if out is None:
@@ -237,28 +239,33 @@ class SSIMPlan:
         else:
             if counter is None:
                 counter = _counter(self.device, self.device_index)
-            self._fwd(x, y, win, part, counter, out, part, part, *self._fwd_tail, False, False, *ms_args)
+            if grad_maps is None:
+                self._fwd(x, y, win, part, counter, out, part, part, *self._fwd_tail, False, False, *ms_args)
+            else:
+                maps, save_ax, save_ay = grad_maps
+                self._fwd_saving[(save_ax, save_ay)](x, y, win, part, counter, out, part, maps, *self._fwd_tail,
+                                                      save_ax, save_ay)
         if self.with_l1 and self.three_d:  # 3-D: the L1 term in PyTorch (same formula, not fused)
             out = self._add_l1_3d(x, y, out)
         return out, ()
 
     def forward_for_grad(self, needs, x: torch.Tensor, y: torch.Tensor, win: torch.Tensor):
         """The forward of a call that will be differentiated (``needs``: which of x, y need a gradient): where the
-        plan can, it also writes the unit gradient maps (bm, cm, ax and/or ay; (slots, N*C, HO, WO), accumulation
-        dtype, 12-16 bytes a pixel) and returns them as the saved state, so the backward only filters them."""
+        plan can, it also writes the unit gradient maps (bm, cm, ax and/or ay; (slots, N*C*DO, HO, WO),
+        accumulation dtype, 12-16 bytes a pixel) and returns them as the saved state, so the backward only
+        filters them."""
         need_dx, need_dy = bool(needs[0]), bool(needs[1])
         if not self.saves_maps or not (need_dx or need_dy):
             return self.forward(x, y, win)
-        part = stream_scratch(x.device, self.device_index, self.part_len, self.acc)
-        out = torch.empty(self.out_shape, dtype=self.acc, device=x.device)
         do, ho, wo = self.out_dhw
         maps = torch.empty((2 + need_dx + need_dy, self.n * self.c * do, ho, wo), dtype=self.acc, device=x.device)
-        counter = _counter(self.device, self.device_index)
-        self._fwd_saving[(need_dx, need_dy)](x, y, win, part, counter, out, part, maps, *self._fwd_tail, need_dx,
-                                              need_dy)
-        if self.with_l1 and self.three_d:
-            out = self._add_l1_3d(x, y, out)
-        return out, (maps,)
+        return self.forward(x, y, win, grad_maps=(maps, need_dx, need_dy))[0], (maps,)
+
+    @staticmethod
+    def _check_saved(maps: torch.Tensor, slots: int) -> None:
+        """Autograd asks the backward for the gradients the forward was told of, so the slots must match."""
+        if maps.shape[0] != slots:
+            raise RuntimeError(f"the saved SSIM gradient maps hold {maps.shape[0]} slots, {slots} are needed")
 
     def _add_l1_3d(self, x, y, ssim_value):
         """(1 - w)·L1 + w·(1 - SSIM) with the L1 mean reduced like the kernel's SSIM value."""
@@ -307,11 +314,9 @@ class SSIMPlan:
         return (*self._backward_2d(x, y, win, g, need_dx, need_dy, g_offset, up, buffers, ms_args), None)
 
     def _backward_saved(self, x, y, win, maps, g, need_dx, need_dy):
-        """dx, dy from the unit gradient maps of :meth:`forward_for_grad`, saved for the same gradients (autograd
-        asks the backward for the gradients the forward was told of)."""
+        """dx, dy (2-D) from the unit gradient maps of :meth:`forward_for_grad`."""
         names = ("bm", "cm") + (("ax",) if need_dx else ()) + (("ay",) if need_dy else ())
-        if maps.shape[0] != len(names):
-            raise RuntimeError(f"the saved SSIM gradient maps hold {maps.shape[0]} slots, {len(names)} are needed")
+        self._check_saved(maps, len(names))
         launcher = self._bwd.get(names)
         if launcher is None:
             (_, h, w), (n, c) = self.dhw, (self.n, self.c)
@@ -410,8 +415,7 @@ class SSIMPlan:
             g, 0, 0, 0, 0, 1.0, 1)
         ws_hi, ws_lo = _split(ws)
         if saved_maps is not None:
-            if saved_maps.shape[0] != slots:
-                raise RuntimeError(f"the saved SSIM gradient maps hold {saved_maps.shape[0]} slots, {slots} are needed")
+            self._check_saved(saved_maps, slots)
             maps = saved_maps
         else:
             maps = self._grad_maps_3d(x, y, win, g, G, off_s, off_cs, gsn, gsc, ws_hi, ws_lo, div_s, slots, ax_slot,

@@ -136,7 +136,7 @@ def row_filter_2d(k: int, prefix: str) -> list[str]:
 def pipelined_rows(first_row: str, loads, filt, registers, per_row: list[str],
                    unroll: bool) -> tuple[list[str], list[str]]:
     """Software-pipelined row stream, generic over what a row holds: the loads of row t+1 (``loads(prefix, row)``,
-    into registers named by ``registers(prefix)``) are issued before row t is filtered (``filt(prefix)``), then
+    into the registers ``registers()`` names, after the prefix) are issued before row t is filtered (``filt(prefix)``), then
     ``per_row`` runs with ``t`` set. ``unroll`` doubles the body so the prefetched registers alternate between
     the ``p`` and ``n`` sets without moves (fewer instructions, more registers). The loop may run one row past
     ``steps`` when unrolled: ``per_row`` guards its stores with ``t < steps``. Returns (prologue, loop)."""

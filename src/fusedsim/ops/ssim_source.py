@@ -126,7 +126,7 @@ def _ms_combine(levels: int) -> list[str]:
 
 
 # Gradient maps of the SSIM value for a unit upstream gradient (GRAD_MAPS with gp = 1, gcs = 0), written by the
-# forward on the output grid into GRADS, (slots, planes, HO, WO): bm, cm, then ax (SAVE_AX) and ay (SAVE_AY). Any
+# forward on the output grid into GRADS, (slots, planes x DO, HO, WO): bm, cm, then ax (SAVE_AX) and ay (SAVE_AY). Any
 # scalar-per-plane upstream gradient scales them linearly, so the backward needs only their adjoint filter.
 SAVED_GRAD_MAPS = [
     "gpix = (pid_p.to(tl.int64) * HO + o) * WO + cols",

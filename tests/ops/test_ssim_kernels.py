@@ -98,19 +98,21 @@ def test_loop_variants_agree(kernel_device, unroll):
     torch.testing.assert_close(dy, ry, atol=1e-9, rtol=1e-8)
 
 
+@pytest.mark.parametrize("tile", [(16, 8, 1), (32, 8, 1)], ids=["shifted-loads", "lane-shifts"])
 @pytest.mark.parametrize(("needs", "valid"), [((True, False), False), ((False, True), True), ((True, True), False)])
-def test_saved_gradient_maps_backward(kernel_device, needs, valid):
+def test_saved_gradient_maps_backward(kernel_device, needs, valid, tile):
     """Training calls save the unit gradient maps in the forward and filter them in the backward; the gradients
     equal the twin's (and the recomputing backward's) for every set of inputs asked for, both paddings, the fused
-    L1 term, a per-plane upstream gradient and an asymmetric window (the adjoint flips it)."""
+    L1 term, a per-plane upstream gradient and an asymmetric window (the adjoint flips it). A 16-column tile takes
+    the W taps by shifted loads, a 32-column one by warp shuffles across two column strips."""
     from fusedsim.ops.ssim import SSIMPlan
     from fusedsim.reference.ssim_ref import ssim_reduce_ref
 
-    x, y = _pair((2, 1, 13, 21), kernel_device, seed=21)
+    x, y = _pair((2, 1, 13, 45), kernel_device, seed=21)
     win = torch.rand(1, 5, generator=torch.Generator().manual_seed(3), dtype=torch.float64).to(kernel_device)
     win = win / win.sum(-1, keepdim=True)
     plan = SSIMPlan(x.shape, x.stride(), y.stride(), x.dtype, x.device, 5, 1e-4, 9e-4, valid, False, 3, 0.3,
-                    bwd_tile=(16, 8, 1))
+                    bwd_tile=tile)
     out, saved = plan.forward_for_grad(needs, x, y, win)
     assert len(saved) == 1 and saved[0].shape[0] == 2 + sum(needs)  # bm, cm and one map per gradient
     xr, yr = x.detach().clone().requires_grad_(needs[0]), y.detach().clone().requires_grad_(needs[1])
@@ -284,8 +286,8 @@ def test_saved_gradient_maps_backward_3d(kernel_device, reduce):
 def test_saved_maps_backward_compiles_for_one_row_planes_and_carries_its_chains():
     """Compiled for sm_90 (not the interpreter): Triton turns integer arguments equal to 1 into constants, so a
     1-pixel plane must compile; the row loop carries the three maps' vertical chains (3 x 10 pending rows) and
-    the next row's 3 x 11 prefetched taps."""
-    from _offline_compile import carried_per_loop
+    the next row's 3 x 11 prefetched taps (shifted loads) or 3 x 3 segments (lane shifts)."""
+    from _offline_compile import carried_per_loop, compiled_asm
 
     sig = {name: "*fp32" for name in ("X", "Y", "MAPS", "WINF", "G", "DX", "DY")}
     sig.update({name: "i32" for name in ("g_off_s", "g_off_cs", "gsn", "gsc", "div_s", "div_l1", "C", "H", "W",
@@ -296,3 +298,9 @@ def test_saved_maps_backward_compiles_for_one_row_planes_and_carries_its_chains(
     carried = carried_per_loop("fusedsim.ops.ssim:_saved_backward_kernel(11, ('bm', 'cm', 'ax'), False)", sig,
                                consts, num_warps=1)
     assert carried == [3 * 10 + 3 * 11], carried
+    # with lane-shifted taps the next row is three aligned segments per map, and the taps are warp shuffles
+    # (the whole gain: 33 fewer registers, no shared memory; benchmarks/NOTES.md, "Lane-shifted taps")
+    lanes = "fusedsim.ops.ssim:_saved_backward_kernel(11, ('bm', 'cm', 'ax'), False, True)"
+    assert carried_per_loop(lanes, sig, consts, num_warps=1) == [3 * 10 + 3 * 3]
+    ptx = compiled_asm(lanes, sig, consts, "ptx", num_warps=1)
+    assert ptx.count("shfl.sync") == 3 * 10 and "st.shared" not in ptx

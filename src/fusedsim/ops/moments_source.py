@@ -11,7 +11,8 @@ v_yy, v_xy`` and the output row index ``o``). Kernels built on it: ``ops/ssim.py
 fused L1), ``ops/windowed_moments.py`` (the moments themselves, as maps).
 
 Design (per program: one column strip of BW pixels, one segment of RS output rows, one plane or 3-D slice):
-- the W axis (and, in 3-D, the D axis) is filtered with shifted masked loads, which hit L1/L2;
+- the W axis (and, in 3-D, the D axis) is filtered with shifted masked loads, which hit L1/L2 (the adjoint
+  passes over saved maps may take the W taps by warp shuffles instead: ``lanes`` of ``slot_map_rows``);
 - the H axis is filtered while streaming down the rows: K-1 register accumulators per quantity form a shift
   chain, so each input row is read and filtered once and every output row pops out K-1 rows later;
 - zero padding is the load mask, so ``same`` (zero-padded) and ``valid`` differ only by a centre offset OFF.
@@ -122,6 +123,40 @@ def row_loads_2d(k: int, prefix: str, row: str) -> list[str]:
     return lines
 
 
+# Generated kernels that take their W taps by lane shifts (``ops/lane_shift.py``) import the helper.
+LANE_IMPORT = "from fusedsim.ops.lane_shift import lane_shift\n"
+
+
+def lane_masks(limit: str) -> list[str]:
+    """Loop-invariant in-bounds masks of the three aligned segments a lane-shifted row is loaded as: columns - 32
+    (``l``), the columns themselves (``m``) and columns + 32 (``h``), against [0, ``limit``)."""
+    return [f"lane_ok_l = (cols >= 32) & (cols - 32 < {limit})", f"lane_ok_m = cols < {limit}",
+            f"lane_ok_h = cols + 32 < {limit}"]
+
+
+def lane_segments(name: str, ptr: str, step: str, row_ok: str, shift: str, k: int) -> list[str]:
+    """Load one row as the segments ``{name}_m`` (at ``ptr``), ``{name}_l`` / ``{name}_h`` (32 columns of
+    ``step`` elements before / after) for taps at column offsets ``shift - K//2 .. shift + K//2`` (``shift`` a
+    constexpr expression); a neighbour no tap reaches is not loaded (it aliases ``{name}_m``)."""
+    r = k // 2
+    return [
+        f"{name}_m = tl.load({ptr}, mask=lane_ok_m & {row_ok}, other=0.0)",
+        f"if {shift} - {r} < 0:",
+        f"    {name}_l = tl.load({ptr} - 32 * {step}, mask=lane_ok_l & {row_ok}, other=0.0)",
+        "else:",
+        f"    {name}_l = {name}_m",
+        f"if {shift} + {r} > 0:",
+        f"    {name}_h = tl.load({ptr} + 32 * {step}, mask=lane_ok_h & {row_ok}, other=0.0)",
+        "else:",
+        f"    {name}_h = {name}_m",
+    ]
+
+
+def lane_tap(name: str, shift: str, k: int, kw: int) -> str:
+    """Tap ``kw`` of the row held as ``{name}_l/m/h`` (see :func:`lane_segments`): one select and one shuffle."""
+    return f"lane_shift({name}_l, {name}_m, {name}_h, {shift} - {k // 2} + {kw}, BW)"
+
+
 def row_filter_2d(k: int, prefix: str) -> list[str]:
     """Horizontal filtering of x, y, x², y², xy from registers loaded by ``row_loads_2d``."""
     lines = [f"h_{q} = tl.zeros([BW], ACC)" for q in STAT_NAMES]
@@ -150,12 +185,15 @@ def pipelined_rows(first_row: str, loads, filt, registers, per_row: list[str],
     return prologue, ["for tt in range(0, steps, 2):"] + indent(body)
 
 
-def slot_map_rows(k: int, names: tuple[str, ...], limit: str, row_offset: str, slot: str):
+def slot_map_rows(k: int, names: tuple[str, ...], limit: str, row_offset: str, slot: str, lanes: str | None = None):
     """(loads, filt, registers) for :func:`pipelined_rows` over maps stored one slot (``slot`` elements) after
     another from the column pointers ``mb``, in the window's dtype: the K shifted, masked taps of map q go to
     registers ``{prefix}{q}_{kw}`` and are filtered horizontally into ``h_{q}``. ``row_offset`` (a format string
     of ``row``) turns a row index into an element offset; rows outside [0, ``limit``) read zeros. Needs ``zr``
-    (int32 zeros of [BW]) and the ``cm``/``mo`` column taps. The adjoint passes of SSIM and LNCC use it."""
+    (int32 zeros of [BW]) and the ``cm``/``mo`` column taps. The adjoint passes of SSIM and LNCC use it.
+    ``lanes``: the taps' column shift (the constexpr expression ``column_taps`` got) to take them by lane shifts
+    of three aligned segments per map instead of K loads (needs :func:`lane_masks` of the maps' width and
+    :data:`LANE_IMPORT`): the next row then keeps 3 prefetched registers per map instead of K."""
 
     def loads(prefix: str, row: str) -> list[str]:
         lines = [
@@ -163,6 +201,10 @@ def slot_map_rows(k: int, names: tuple[str, ...], limit: str, row_offset: str, s
             f"{prefix}rok = ((zr + {prefix}srow) >= 0) & ((zr + {prefix}srow) < {limit})",
             f"{prefix}mr = mb + {row_offset.format(row=prefix + 'srow')}",
         ]
+        if lanes is not None:
+            for i, q in enumerate(names):
+                lines += lane_segments(f"{prefix}{q}", f"{prefix}mr + {i} * {slot}", "1", f"{prefix}rok", lanes, k)
+            return lines
         for kw in range(k):
             lines.append(f"m = cm{kw} & {prefix}rok")
             lines += [f"{prefix}{q}_{kw} = tl.load({prefix}mr + {i} * {slot} + mo{kw}, mask=m, other=0.0)"
@@ -171,9 +213,13 @@ def slot_map_rows(k: int, names: tuple[str, ...], limit: str, row_offset: str, s
 
     def filt(prefix: str) -> list[str]:
         lines = [f"h_{q} = tl.zeros([BW], ACC)" for q in names]
+        if lanes is not None:
+            return lines + [f"h_{q} += w{kw} * {lane_tap(prefix + q, lanes, k, kw)}" for kw in range(k) for q in names]
         return lines + [f"h_{q} += w{kw} * {prefix}{q}_{kw}" for kw in range(k) for q in names]
 
     def registers() -> list[str]:
+        if lanes is not None:
+            return ["srow", "rok", "mr"] + [f"{q}_{seg}" for q in names for seg in "lmh"]
         return ["srow", "rok", "mr"] + [f"{q}_{kw}" for kw in range(k) for q in names]
 
     return loads, filt, registers

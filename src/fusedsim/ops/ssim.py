@@ -29,6 +29,7 @@ import triton.language as tl
 
 from fusedsim.ops._codegen import jit_from_source
 from fusedsim.ops._launch import Launcher
+from fusedsim.ops.lane_shift import MAX_SHIFT as LANE_REACH
 from fusedsim.ops.ms_combine import ms_combine_group, ms_factor, ms_pow
 from fusedsim.ops.ssim_source import (
     REDUCE_CHANNEL,
@@ -51,10 +52,10 @@ _VARYING = ["g_off_s", "g_off_cs", "gsn", "gsc"]
 _RBLOCK = 256  # partial sums read per step by the reducing program
 # Shortest forward row segment per program when the grid is small (benchmarks/tune_ssim.py; NOTES.md)
 FWD_MIN_ROWS = 32
-# Register caps of the training pair (forward saving the gradient maps, backward filtering them): at their natural
-# 144 / 112 registers both run at 3-4 programs per multiprocessor; capped, with a few spills, they fit one more
-# (H200, Triton 3.6: 5x5x1080x1920 forward 0.83 -> 0.69 ms, backward 0.79 -> 0.74 ms; benchmarks/NOTES.md).
-SAVE_MAXNREG, SAVED_BWD_MAXNREG = 120, 80
+# Register caps of the training pair (forward saving the gradient maps, backward filtering them): uncapped, both
+# run at 3-4 programs per multiprocessor; capped they fit more (H200, Triton 3.6, 5x5x1080x1920: forward
+# 0.83 -> 0.69 ms at 120; backward with lane-shifted taps 0.71 -> 0.55 ms at 72; benchmarks/NOTES.md).
+SAVE_MAXNREG, SAVED_BWD_MAXNREG = 120, 72
 
 
 def _register_cap(device: torch.device, maxnreg: int | None) -> dict:
@@ -83,9 +84,17 @@ def _fused_backward_kernel(taps: int, maps: tuple[str, ...], unroll: bool, ms_le
 
 
 @functools.lru_cache(maxsize=None)
-def _saved_backward_kernel(taps: int, maps: tuple[str, ...], unroll: bool):
-    name = f"_ssim_grad_saved_2d_k{taps}_{'_'.join(maps)}{'_u' if unroll else ''}_kernel"
-    return jit_from_source(name, render_grad_saved_2d(taps, maps, name, unroll=unroll), do_not_specialize=_VARYING)
+def _saved_backward_kernel(taps: int, maps: tuple[str, ...], unroll: bool, lanes: bool = False):
+    name = f"_ssim_grad_saved_2d_k{taps}_{'_'.join(maps)}{'_u' if unroll else ''}{'_ln' if lanes else ''}_kernel"
+    return jit_from_source(name, render_grad_saved_2d(taps, maps, name, unroll=unroll, lanes=lanes),
+                           do_not_specialize=_VARYING)
+
+
+def _lanes_fit(taps: int, block_w: int, warps: int) -> bool:
+    """Whether the W taps can be lane shifts (``ops/lane_shift.py``) at full speed: one column per thread in
+    whole warps, and a window whose reach (K - 1 columns in ``valid`` mode) stays within the neighbouring
+    32-column segment."""
+    return taps - 1 <= LANE_REACH and block_w >= 32 and block_w == 32 * warps
 
 
 def _tl_dtype(dtype: torch.dtype):
@@ -157,7 +166,9 @@ class SSIMPlan:
     """Launch geometry, kernels and constants of one SSIM computation, fixed by shapes, strides, dtypes and
     options. ``forward(x, y, win) -> (out, ())``; ``backward((x, y, win), saved, g, needs) -> (dx, dy, None)``.
     Tuning knobs: ``fwd_tile`` / ``bwd_tile`` = (columns, rows, warps), ``fwd_unroll`` / ``bwd_unroll``,
-    ``save_maxnreg`` / ``saved_bwd_maxnreg`` (register caps of the training pair; None: uncapped).
+    ``save_maxnreg`` / ``saved_bwd_maxnreg`` (register caps of the training pair; None: uncapped),
+    ``saved_bwd_lanes`` (the 2-D backward from saved maps takes its W taps by warp shuffles where the tile allows;
+    False: by shifted loads).
     ``ms`` = (levels, level): a level of the fused MS-SSIM path (:class:`MSSSIMPlan`), whose
     kernels fold in the combine (forward of the last level) and its gradient (backward of every level)."""
 
@@ -165,7 +176,7 @@ class SSIMPlan:
                  valid: bool, symmetric: bool, reduce: int, ssim_weight: float = -1.0, up_shape=None, *,
                  fwd_tile=None, bwd_tile=None, fwd_unroll: bool = True, bwd_unroll: bool = False,
                  ms: tuple[int, int] | None = None, save_maxnreg: int | None = SAVE_MAXNREG,
-                 saved_bwd_maxnreg: int | None = SAVED_BWD_MAXNREG) -> None:
+                 saved_bwd_maxnreg: int | None = SAVED_BWD_MAXNREG, saved_bwd_lanes: bool = True) -> None:
         self.shape, self.dtype, self.device = tuple(shape), dtype, device
         self.device_index = (device.index if device.index is not None else torch.cuda.current_device()
                              ) if device.type == "cuda" else None
@@ -189,6 +200,7 @@ class SSIMPlan:
         self.l1_count = d * h * w
         self.up_shape = up_shape  # next MS-SSIM level (H, W), its gradient is added through the pooling adjoint
         self.bwd_tile, self.bwd_unroll = bwd_tile, bwd_unroll
+        self.saved_bwd_lanes = saved_bwd_lanes
         if self.with_l1 and self.three_d and reduce == REDUCE_STATS:
             raise ValueError("the fused L1 term has no per-plane statistics output")
         if ms is not None and (reduce != REDUCE_STATS or self.three_d or self.with_l1):
@@ -322,7 +334,8 @@ class SSIMPlan:
             (_, h, w), (n, c) = self.dhw, (self.n, self.c)
             block_w, rows, warps = self.bwd_tile or _tile(w, h, n * c, self.device, FWD_MIN_ROWS)
             grid = (triton.cdiv(w, block_w), triton.cdiv(h, rows), n * c)
-            kernel = _saved_backward_kernel(self.taps, names, self.bwd_unroll)
+            lanes = self.saved_bwd_lanes and _lanes_fit(self.taps, block_w, warps)
+            kernel = _saved_backward_kernel(self.taps, names, self.bwd_unroll, lanes)
             launcher = self._bwd[names] = (Launcher(kernel, grid, num_warps=warps, enable_fp_fusion=True,
                                                     **self._saved_bwd_cap), block_w, rows)
         launcher, block_w, rows = launcher

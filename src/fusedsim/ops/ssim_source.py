@@ -19,11 +19,13 @@ from __future__ import annotations
 from fusedsim.ops._codegen import indent
 from fusedsim.ops.moments_source import (
     STAT_NAMES,
+    LANE_IMPORT,
     STATS_SIG,
     chain,
     chain_init,
     column_taps,
     depth_taps,
+    lane_masks,
     moments_stream,
     pipelined_rows,
     slot_map_rows,
@@ -468,11 +470,12 @@ def render_grad_fused_2d(k: int, maps: tuple[str, ...], name: str, unroll: bool 
     return (_MS_IMPORT if ms_levels else "") + f"def {name}({sig}):\n" + "\n".join(indent(body)) + "\n"
 
 
-def render_grad_saved_2d(k: int, maps: tuple[str, ...], name: str, unroll: bool = False) -> str:
+def render_grad_saved_2d(k: int, maps: tuple[str, ...], name: str, unroll: bool = False, lanes: bool = False) -> str:
     """Backward for 2-D inputs from the unit gradient maps the forward saved (``SAVED_GRAD_MAPS``): the adjoint
     filter (flipped window WINF) of ``maps`` = bm, cm and ax and/or ay, streamed down the rows with the next row's
     loads in flight, then dx = gs·(W*ax + 2x·W*bm + y·W*cm) (dy alike) with the per-plane upstream gradient gs,
-    plus the fused L1 term's gradient. Nothing is recomputed and nothing but the gradients is written."""
+    plus the fused L1 term's gradient. Nothing is recomputed and nothing but the gradients is written.
+    ``lanes``: the W taps by warp shuffles of aligned segments (``ops/lane_shift.py``; K <= 33)."""
     r = k // 2
     sig = (
         f"X, Y, MAPS, WINF, {_UPSTREAM_SIG}, wl_hi, wl_lo, div_l1, DX, DY, "
@@ -497,9 +500,10 @@ def render_grad_saved_2d(k: int, maps: tuple[str, ...], name: str, unroll: bool 
     ]
     body += weights(k, "WINF")
     body += column_taps(k, "-OFF", "WO", {"m": "1"})
-    body += ["zr = tl.zeros([BW], tl.int32)"] + chain_init(maps, k)
+    body += ["zr = tl.zeros([BW], tl.int32)"] + chain_init(maps, k) + (lane_masks("WO") if lanes else [])
 
-    loads, filt, registers = slot_map_rows(k, maps, "HO", "{row}.to(tl.int64) * WO", "slot_sz")
+    loads, filt, registers = slot_map_rows(k, maps, "HO", "{row}.to(tl.int64) * WO", "slot_sz",
+                                           lanes="-OFF" if lanes else None)
     per_row = [line for q in maps for line in chain(q, k)]
     emit = [
         f"p = p0 + t - {k - 1}",
@@ -519,4 +523,4 @@ def render_grad_saved_2d(k: int, maps: tuple[str, ...], name: str, unroll: bool 
     per_row += [f"if (t >= {k - 1}) & (t < steps):"] + indent(emit)
     prologue, loop = pipelined_rows(f"p0 - OFF - {r}", loads, filt, registers, per_row, unroll)
     body += prologue + loop
-    return f"def {name}({sig}):\n" + "\n".join(indent(body)) + "\n"
+    return (LANE_IMPORT if lanes else "") + f"def {name}({sig}):\n" + "\n".join(indent(body)) + "\n"

@@ -444,7 +444,8 @@ def main() -> None:
     parser.add_argument("--shapes", default=None,
                         help="per-call table shapes instead of the default list, e.g. 1x3x546x980,1x3x800x800")
     parser.add_argument("--rounds", type=int, default=None,
-                        help="per-call tables: rounds over the providers, median reported (default 3, 1 with --quick)")
+                        help="rounds over the providers (per-call tables) and the training variants, median "
+                        "reported (default 3, 1 with --quick)")
     args = parser.parse_args()
     device, skip, parts = args.device, parse_skip(args.skip), parse_skip(args.parts)
     if device == "cuda" and not torch.cuda.is_available():
@@ -458,7 +459,8 @@ def main() -> None:
     ms_shapes = (MS_SHAPES[:1] if args.quick else MS_SHAPES) if gpu else CPU_MS_SHAPES
     train_sizes = TRAIN_SIZES if gpu else CPU_TRAIN_SIZES
     steps = args.steps or (300 if gpu and not args.quick else 100 if gpu else 5)
-    warmup, repeats = (50, 3) if gpu and not args.quick else (20, 1) if gpu else (2, 1)
+    warmup = 50 if gpu and not args.quick else 20 if gpu else 2
+    repeats = rounds if gpu else 1
 
     meta = {**metadata(device), **peer_info(), "dtype": "float32", "rep_ms": rep_ms, "rounds": rounds}
     print(meta, flush=True)

@@ -1,8 +1,8 @@
 """Sweep launch configurations of the 2-D SSIM kernels through ``SSIMPlan``'s tuning knobs, at the training shapes:
 the forward with in-kernel reduction, the recomputing fused backward, and the training pair (forward saving the
-unit gradient maps + the backward filtering them). Prints kernel time per variant (no host path: plans are built
+unit gradient maps + the backward filtering them), for SSIM and the fused L1 + SSIM loss. Prints kernel time per variant (no host path: plans are built
 once) and the largest gradient difference between the two backward paths.
-Run: ``PYTHONPATH=src python benchmarks/tune_ssim.py [--shape N,C,H,W ...] [--parts fwd,bwd,saved]``."""
+Run: ``PYTHONPATH=src python benchmarks/tune_ssim.py [--shape N,C,H,W ...] [--parts fwd,bwd,saved,l1]``."""
 
 from __future__ import annotations
 
@@ -28,12 +28,14 @@ BWD_TILES = [None, (128, 128, 4), (128, 64, 4), (128, 32, 4)]
 SAVED_VARIANTS = [{}, dict(saved_bwd_lanes=False, saved_bwd_maxnreg=80), dict(saved_bwd_maxnreg=None),
                   dict(saved_bwd_maxnreg=64), dict(saved_bwd_maxnreg=80), dict(bwd_unroll=True),
                   dict(bwd_tile=(128, 64, 4)), dict(bwd_tile=(128, 32, 4))]
+# the fused L1 + SSIM training pair (ssim_weight 0.2): the saving forward's register cap ({}: the shipped 128)
+L1_VARIANTS = [{}, dict(save_maxnreg=120), dict(save_maxnreg=136), dict(save_maxnreg=112), dict(save_maxnreg=None)]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--shape", action="append", help="N,C,H,W (repeatable); default: the training shapes")
-    parser.add_argument("--parts", default="fwd,bwd,saved", help="comma list of fwd, bwd, saved")
+    parser.add_argument("--parts", default="fwd,bwd,saved,l1", help="comma list of fwd, bwd, saved, l1")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
     shapes = [tuple(int(v) for v in s.split(",")) for s in args.shape] if args.shape else SHAPES
@@ -58,21 +60,26 @@ def main() -> None:
                 rows.append({"shape": shape, "kernel": "bwd(dx)", "tile": tile, "unroll": unroll, "ms": ms})
                 print(rows[-1], flush=True)
         if "saved" in parts:
-            rows += _saved_maps(shape, x, y, win, g)
+            rows += _saved_maps(shape, x, y, win, g, SAVED_VARIANTS)
+        if "l1" in parts:
+            rows += _saved_maps(shape, x, y, win, g, L1_VARIANTS, ssim_weight=0.2)
     write_json("tune-ssim", {"meta": metadata(), "rows": rows}, os.environ.get("OUT"))
 
 
-def _saved_maps(shape, x, y, win, g) -> list[dict]:
-    """The training pair: forward + saved unit gradient maps, then the backward filtering them
-    (``SAVED_VARIANTS``), against forward + recomputing backward at the shipped tiles."""
+def _saved_maps(shape, x, y, win, g, variants: list[dict], ssim_weight: float = -1.0) -> list[dict]:
+    """The training pair: forward + saved unit gradient maps, then the backward filtering them (``variants`` of
+    the plan's knobs; ``ssim_weight`` >= 0: the fused L1 + SSIM loss), against forward + recomputing backward at
+    the shipped tiles."""
     rows = []
-    base = SSIMPlan(shape, x.stride(), y.stride(), x.dtype, x.device, 11, 1e-4, 9e-4, False, True, 1)
+    base = SSIMPlan(shape, x.stride(), y.stride(), x.dtype, x.device, 11, 1e-4, 9e-4, False, True, 1, ssim_weight)
     ref = base.backward((x, y, win), (), g, (True, False))[0]
     ms = median_ms(lambda: (base.forward(x, y, win), base.backward((x, y, win), (), g, (True, False))))
-    rows.append({"shape": shape, "kernel": "fwd+bwd(recompute)", "variant": None, "ms": ms})
+    l1 = "+l1" if ssim_weight >= 0 else ""
+    rows.append({"shape": shape, "kernel": f"fwd+bwd(recompute){l1}", "variant": None, "ms": ms})
     print(rows[-1], flush=True)
-    for variant in SAVED_VARIANTS:
-        plan = SSIMPlan(shape, x.stride(), y.stride(), x.dtype, x.device, 11, 1e-4, 9e-4, False, True, 1, **variant)
+    for variant in variants:
+        plan = SSIMPlan(shape, x.stride(), y.stride(), x.dtype, x.device, 11, 1e-4, 9e-4, False, True, 1, ssim_weight,
+                        **variant)
         _, saved = plan.forward_for_grad((True, False), x, y, win)
         dx = plan.backward((x, y, win), saved, g, (True, False))[0]
         diff = ((dx - ref).abs().max() / ref.abs().max()).item()
@@ -80,7 +87,7 @@ def _saved_maps(shape, x, y, win, g) -> list[dict]:
         bwd = median_ms(lambda: plan.backward((x, y, win), saved, g, (True, False)))
         both = median_ms(lambda: plan.backward((x, y, win), plan.forward_for_grad((True, False), x, y, win)[1],
                                                g, (True, False)))
-        rows.append({"shape": shape, "kernel": "fwd(save)+bwd(saved)", "variant": variant, "ms": both,
+        rows.append({"shape": shape, "kernel": f"fwd(save)+bwd(saved){l1}", "variant": variant, "ms": both,
                      "fwd_ms": fwd, "bwd_ms": bwd, "max_rel_diff": diff})
         print(rows[-1], flush=True)
     return rows

@@ -77,8 +77,9 @@ def accumulate_tap(target: str, kw: int) -> list[str]:
     ]
 
 
-def stat_taps(k: int, three_d: bool) -> list[str]:
-    """Horizontal (and depth) filtering of x, y, x², y², xy for the current input row into h_*."""
+def stat_taps(k: int, three_d: bool, per_tap=None) -> list[str]:
+    """Horizontal (and depth) filtering of x, y, x², y², xy for the current input row into h_*. ``per_tap``
+    ((kd, kw) -> lines; kd is None in 2-D) runs after each tap's loads, with ``xv``, ``yv`` and its mask ``m``."""
     lines = [f"h_{q} = tl.zeros([BW], ACC)" for q in STAT_NAMES]
     depth_taps = range(k) if three_d else [None]
     for kd in depth_taps:
@@ -97,7 +98,7 @@ def stat_taps(k: int, three_d: bool) -> list[str]:
                 f"m = cm{kw} & {row_mask}",
                 f"xv = tl.load(xd + xo{kw}, mask=m, other=0.0).to(ACC)",
                 f"yv = tl.load(yd + yo{kw}, mask=m, other=0.0).to(ACC)",
-            ] + accumulate_tap(target, kw)
+            ] + (per_tap(kd, kw) if per_tap else []) + accumulate_tap(target, kw)
         if three_d:
             lines += [f"h_{q} += w{kd} * i_{q}" for q in STAT_NAMES]
     return lines
@@ -283,8 +284,9 @@ def stats_prologue(k: int, three_d: bool) -> list[str]:
     return lines
 
 
-def stats_row(k: int, three_d: bool) -> list[str]:
-    """One streamed input row (generic path, used for 3-D): filter it and advance the five chains."""
+def stats_row(k: int, three_d: bool, per_tap=None) -> list[str]:
+    """One streamed input row (generic path, used for 3-D): filter it and advance the five chains (``per_tap``:
+    see :func:`stat_taps`)."""
     lines = [
         f"yin = o0 + OFF - {k // 2} + t",
         "ry = tl.zeros([BW], tl.int32) + yin",
@@ -292,16 +294,18 @@ def stats_row(k: int, three_d: bool) -> list[str]:
         "xr = xb + yin.to(tl.int64) * sxh + xcol",
         "yr = yb + yin.to(tl.int64) * syh + ycol",
     ]
-    lines += stat_taps(k, three_d)
+    lines += stat_taps(k, three_d, per_tap)
     for q in STAT_NAMES:
         lines += chain(q, k)
     return lines
 
 
-def moments_stream(k: int, three_d: bool, emit: list[str], unroll: bool = True, per_loaded_row=None) -> list[str]:
+def moments_stream(k: int, three_d: bool, emit: list[str], unroll: bool = True, per_loaded_row=None,
+                   per_tap=None) -> list[str]:
     """The streaming loop: after each completed output row (``o = o0 + t - (K-1)``), run ``emit`` with the five
     moments in ``v_x, v_y, v_xx, v_yy, v_xy``. Must follow ``stats_prologue``. ``per_loaded_row`` (2-D only) adds
-    lines that see each input row's raw registers (used by the fused L1 term)."""
+    lines that see each input row's raw registers, ``per_tap`` (3-D only, see :func:`stat_taps`) lines that see
+    each tap's loads (both used by the fused L1 term)."""
     if not three_d:
         chains = [line for q in STAT_NAMES for line in chain(q, k)]
         per_row = chains + [f"if (t >= {k - 1}) & (t < steps):"] + indent(emit)
@@ -309,7 +313,7 @@ def moments_stream(k: int, three_d: bool, emit: list[str], unroll: bool = True, 
         return prologue + loop
     if per_loaded_row is not None:
         raise ValueError("per-row hooks on raw inputs exist for 2-D kernels only")
-    loop = stats_row(k, three_d) + [f"if t >= {k - 1}:"] + indent(emit)
+    loop = stats_row(k, three_d, per_tap) + [f"if t >= {k - 1}:"] + indent(emit)
     return ["for t in range(0, steps):"] + indent(loop)
 
 

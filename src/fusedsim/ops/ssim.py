@@ -7,7 +7,7 @@ x, y: (N, C, H, W) or (N, C, D, H, W), any strides, float16/bfloat16/float32/flo
 channel in the accumulation dtype (float32, float64 for float64 inputs). ``valid=False`` is zero padding with the
 full-size map. ``reduce``: 1 mean (0-d), 2 per image (N,), 3 per plane (N, C), 0 per-plane SSIM and cs means
 (2, N, C), -1 the SSIM map. ``ssim_weight`` >= 0 turns each plane's value into the loss
-(1 - w)·mean|x - y| + w·(1 - mean SSIM) (2-D: L1 fused into the same pass; 3-D: PyTorch adds it).
+(1 - w)·mean|x - y| + w·(1 - mean SSIM), the L1 term fused into the same passes (2-D and 3-D).
 
 One launch forward (the last program reduces the partial sums in a fixed order: deterministic), one launch
 backward for 2-D (two for 3-D); no host synchronisation anywhere (the backward reads the upstream gradient from the
@@ -54,8 +54,9 @@ _RBLOCK = 256  # partial sums read per step by the reducing program
 FWD_MIN_ROWS = 32
 # Register caps of the training pair (forward saving the gradient maps, backward filtering them): uncapped, both
 # run at 3-4 programs per multiprocessor; capped they fit more (H200, Triton 3.6, 5x5x1080x1920: forward
-# 0.83 -> 0.69 ms at 120; backward with lane-shifted taps 0.71 -> 0.55 ms at 72; benchmarks/NOTES.md).
-SAVE_MAXNREG, SAVED_BWD_MAXNREG = 120, 72
+# 0.83 -> 0.69 ms at 120, with the fused L1 term 0.87 -> 0.77 ms at 128; backward with lane-shifted taps
+# 0.71 -> 0.55 ms at 72; benchmarks/NOTES.md).
+SAVE_MAXNREG, SAVE_L1_MAXNREG, SAVED_BWD_MAXNREG = 120, 128, 72
 
 
 def _register_cap(device: torch.device, maxnreg: int | None) -> dict:
@@ -166,7 +167,8 @@ class SSIMPlan:
     """Launch geometry, kernels and constants of one SSIM computation, fixed by shapes, strides, dtypes and
     options. ``forward(x, y, win) -> (out, ())``; ``backward((x, y, win), saved, g, needs) -> (dx, dy, None)``.
     Tuning knobs: ``fwd_tile`` / ``bwd_tile`` = (columns, rows, warps), ``fwd_unroll`` / ``bwd_unroll``,
-    ``save_maxnreg`` / ``saved_bwd_maxnreg`` (register caps of the training pair; None: uncapped),
+    ``save_maxnreg`` / ``saved_bwd_maxnreg`` (register caps of the training pair; None: uncapped; "auto": the
+    measured cap, with or without the L1 term),
     ``saved_bwd_lanes`` (the 2-D backward from saved maps takes its W taps by warp shuffles where the tile allows;
     False: by shifted loads).
     ``ms`` = (levels, level): a level of the fused MS-SSIM path (:class:`MSSSIMPlan`), whose
@@ -175,7 +177,7 @@ class SSIMPlan:
     def __init__(self, shape, sx, sy, dtype: torch.dtype, device: torch.device, taps: int, c1: float, c2: float,
                  valid: bool, symmetric: bool, reduce: int, ssim_weight: float = -1.0, up_shape=None, *,
                  fwd_tile=None, bwd_tile=None, fwd_unroll: bool = True, bwd_unroll: bool = False,
-                 ms: tuple[int, int] | None = None, save_maxnreg: int | None = SAVE_MAXNREG,
+                 ms: tuple[int, int] | None = None, save_maxnreg: int | str | None = "auto",
                  saved_bwd_maxnreg: int | None = SAVED_BWD_MAXNREG, saved_bwd_lanes: bool = True) -> None:
         self.shape, self.dtype, self.device = tuple(shape), dtype, device
         self.device_index = (device.index if device.index is not None else torch.cuda.current_device()
@@ -211,19 +213,20 @@ class SSIMPlan:
         block_w, rows, warps = fwd_tile or _tile(wo, ho, n * c * do, device, FWD_MIN_ROWS)
         grid = (triton.cdiv(wo, block_w), triton.cdiv(ho, rows), n * c * do)
         self.nprog = grid[0] * grid[1] * grid[2]
-        kernel_l1 = self.with_l1 and not self.three_d
-        self.part_len = (3 if kernel_l1 else 2) * self.nprog
+        self.part_len = (3 if self.with_l1 else 2) * self.nprog
         self.out_shape = {REDUCE_MEAN: (), REDUCE_IMAGE: (n,), REDUCE_CHANNEL: (n, c), REDUCE_STATS: (2, n, c),
                           REDUCE_NONE: tuple(shape[:2]) + ((do,) if self.three_d else ()) + (ho, wo)}[reduce]
         fwd_kernel = _kernel("fwd", taps, self.three_d, fwd_unroll, fwd_ms)
         self._fwd = Launcher(fwd_kernel, grid, num_warps=warps, enable_fp_fusion=True)
         w_hi, w_lo = _split(ssim_weight if self.with_l1 else 0.0)
         self._fwd_tail = (c, d, h, w, do, ho, wo, *self.sx, *self.sy, c1, c2, self.count, self.l1_count, w_hi, w_lo,
-                          self.off, block_w, rows, self.acc_tl, reduce == REDUCE_NONE, kernel_l1, reduce, _RBLOCK)
+                          self.off, block_w, rows, self.acc_tl, reduce == REDUCE_NONE, self.with_l1, reduce, _RBLOCK)
         # forward + saved gradient maps (training): scalar reductions of single-scale SSIM, 2-D and 3-D; the backward
         # then filters the maps instead of recomputing the statistics (benchmarks/NOTES.md, "Saved gradient maps")
         self.saves_maps = not self.ms_levels and reduce in (REDUCE_MEAN, REDUCE_IMAGE, REDUCE_CHANNEL)
         self._saved_bwd_cap = _register_cap(device, saved_bwd_maxnreg)
+        if save_maxnreg == "auto":
+            save_maxnreg = SAVE_L1_MAXNREG if self.with_l1 else SAVE_MAXNREG
         save_cap = {} if self.three_d else _register_cap(device, save_maxnreg)  # caps measured on the 2-D kernels
         self._fwd_saving = {
             (ax, ay): Launcher(fwd_kernel, grid, num_warps=warps, enable_fp_fusion=True, **save_cap)
@@ -257,8 +260,6 @@ class SSIMPlan:
                 maps, save_ax, save_ay = grad_maps
                 self._fwd_saving[(save_ax, save_ay)](x, y, win, part, counter, out, part, maps, *self._fwd_tail,
                                                       save_ax, save_ay)
-        if self.with_l1 and self.three_d:  # 3-D: the L1 term in PyTorch (same formula, not fused)
-            out = self._add_l1_3d(x, y, out)
         return out, ()
 
     def forward_for_grad(self, needs, x: torch.Tensor, y: torch.Tensor, win: torch.Tensor):
@@ -278,13 +279,6 @@ class SSIMPlan:
         """Autograd asks the backward for the gradients the forward was told of, so the slots must match."""
         if maps.shape[0] != slots:
             raise RuntimeError(f"the saved SSIM gradient maps hold {maps.shape[0]} slots, {slots} are needed")
-
-    def _add_l1_3d(self, x, y, ssim_value):
-        """(1 - w)·L1 + w·(1 - SSIM) with the L1 mean reduced like the kernel's SSIM value."""
-        w = self.ssim_weight
-        l1 = (x.to(self.acc) - y.to(self.acc)).abs().flatten(2).mean(-1)  # (N, C)
-        l1 = {REDUCE_MEAN: lambda: l1.mean(), REDUCE_IMAGE: lambda: l1.mean(1)}.get(self.reduce, lambda: l1)()
-        return (1 - w) * l1 + w * (1 - ssim_value)
 
     # ---------------------------------------------------------------------------------------------- backward
     def _grad_layout(self, g: torch.Tensor, g_offset: int = 0):
@@ -317,10 +311,7 @@ class SSIMPlan:
         if not (need_dx or need_dy):
             return None, None, None
         if self.three_d:
-            dx, dy = self._backward_3d(x, y, win, g, need_dx, need_dy, saved[0] if saved else None)
-            if self.with_l1:  # the 3-D L1 term runs in PyTorch: its gradient too
-                dx, dy = self._add_l1_grad_3d(x, y, g, dx, dy)
-            return dx, dy, None
+            return (*self._backward_3d(x, y, win, g, need_dx, need_dy, saved[0] if saved else None), None)
         if saved:
             return (*self._backward_saved(x, y, win, saved[0], g, need_dx, need_dy), None)
         return (*self._backward_2d(x, y, win, g, need_dx, need_dy, g_offset, up, buffers, ms_args), None)
@@ -439,9 +430,10 @@ class SSIMPlan:
         grid = (triton.cdiv(w, block_w), triton.cdiv(h, rows), n * c * d)
         _kernel("grad_conv", taps, True)[grid](
             x, y, maps, self._adjoint_window(win), dx if dx is not None else maps, dy if dy is not None else maps,
-            G, off_s, gsn, gsc, ws_hi, ws_lo, div_s,
+            G, off_s, gsn, gsc, ws_hi, ws_lo, div_s, *self._l1_split,
             ncd, c, d, h, w, do, ho, wo, *self.sx, *self.sy, OFF=self.off, BW=block_w, RS=rows, ACC=self.acc_tl,
-            AX_SLOT=ax_slot, AY_SLOT=ay_slot, SCALED=saved_maps is not None, num_warps=warps, enable_fp_fusion=True)
+            AX_SLOT=ax_slot, AY_SLOT=ay_slot, SCALED=saved_maps is not None, HAS_L1=self.with_l1, num_warps=warps,
+            enable_fp_fusion=True)
         return dx, dy
 
     def _grad_maps_3d(self, x, y, win, g, G, off_s, off_cs, gsn, gsc, ws_hi, ws_lo, div_s, slots, ax_slot, ay_slot):
@@ -459,15 +451,6 @@ class SSIMPlan:
             HAS_GS=True, HAS_GCS=self.reduce == REDUCE_STATS, HAS_GMAP=is_map, AX_SLOT=ax_slot,
             AY_SLOT=ay_slot, num_warps=warps, enable_fp_fusion=True)
         return maps
-
-    def _add_l1_grad_3d(self, x, y, g, dx, dy):
-        wl, div = self._l1_scale()
-        shape = {REDUCE_MEAN: (1, 1), REDUCE_IMAGE: (-1, 1), REDUCE_CHANNEL: (self.n, self.c)}[self.reduce]
-        coef = (g.to(self.acc).reshape(shape) * (wl / div)).reshape(*shape, 1, 1, 1)
-        sign = torch.sign(x.to(self.acc) - y.to(self.acc)) * coef
-        dx = (dx + sign).to(x.dtype) if dx is not None else None
-        dy = (dy - sign).to(y.dtype) if dy is not None else None
-        return dx, dy
 
 
 @functools.lru_cache(maxsize=256)

@@ -54,7 +54,8 @@ def _l1_row(k: int, prefix: str) -> list[str]:
 
     Rows: [o0, o0 + RS), the last row segment up to H. Columns: the centre tap's column (``cols``); in ``valid``
     mode the grid spans only the output width, so the last column strip also owns the columns beyond it, read
-    from tap K-1 (column ``cols + K - 1``)."""
+    from tap K-1 (column ``cols + K - 1``). (Summing it per output row from two aligned reloads instead measured
+    1-2% slower in the saving forward: benchmarks/NOTES.md.)"""
     r = k // 2
     return [
         "if WITH_L1:",
@@ -66,6 +67,28 @@ def _l1_row(k: int, prefix: str) -> list[str]:
         f"        tail = cm{k - 1} & own & (cols + {k - 1} >= wlim)",
         f"        acc_l1 += tl.where(tail, tl.abs({prefix}x{k - 1}.to(ACC) - {prefix}y{k - 1}.to(ACC)), 0.0)",
     ]
+
+
+def _l1_tap_3d(k: int):
+    """Fused L1 in 3-D (a ``per_tap`` hook of the statistics loop): add |x - y| of a tap's loads for the voxels
+    this program owns, each voxel counted once. ``same``: the centre tap of the rows [o0, row_hi). ``valid``: the
+    output grid is smaller, so as in 2-D (:func:`_l1_row`) the first column tap and, for the last column strip, the
+    last one; the first depth tap and, for the last depth slice (``last_d``), every other depth tap."""
+    r = k // 2
+
+    def lines(kd: int, kw: int) -> list[str]:
+        centre, edge = kd == r and kw == r, kw in (0, k - 1) and k > 1
+        if not (centre or edge):
+            return []
+        out = ["if WITH_L1:", "    own = m & (ry >= o0) & (ry < row_hi)", "    l1v = tl.abs(xv - yv)"]
+        if centre:
+            out += ["    if OFF == 0:", "        acc_l1 += tl.where(own, l1v, 0.0)"]
+        if edge:
+            cond = "own" + (" & last_d" if kd > 0 else "") + (f" & (cols + {k - 1} >= wlim)" if kw else "")
+            out += ["    if OFF != 0:", f"        acc_l1 += tl.where({cond}, l1v, 0.0)"]
+        return out
+
+    return lines
 
 
 def _plane_sum(buf: str, base: str) -> list[str]:
@@ -164,10 +187,13 @@ def render_forward(k: int, three_d: bool, name: str, unroll: bool = True, ms_lev
         "SAVE_AX: tl.constexpr, SAVE_AY: tl.constexpr" + (_MS_COMBINE_SIG if ms_levels else ""),
     )
     body = stats_prologue(k, three_d)
-    body += ["acc_s = tl.zeros([BW], ACC)", "acc_cs = tl.zeros([BW], ACC)", "acc_l1 = tl.zeros([BW], ACC)"]
-    if not three_d:
-        body += ["row_hi = tl.where(pid_h == tl.num_programs(1) - 1, H, tl.minimum(o0 + RS, H))",
-                 "wlim = tl.num_programs(0) * BW"]
+    body += ["acc_s = tl.zeros([BW], ACC)", "acc_cs = tl.zeros([BW], ACC)", "acc_l1 = tl.zeros([BW], ACC)",
+             # the L1 term's ownership: the last row segment owns the rows past the output grid (``valid``), the
+             # last column strip the columns past wlim, in 3-D the last depth slice the slices past it
+             "row_hi = tl.where(pid_h == tl.num_programs(1) - 1, H, tl.minimum(o0 + RS, H))",
+             "wlim = tl.num_programs(0) * BW"]
+    if three_d:
+        body += ["last_d = (tl.zeros([BW], tl.int32) + d_out) == DO - 1"]
     emit = [
         f"o = o0 + t - {k - 1}",
         *SSIM_TERMS,
@@ -179,8 +205,8 @@ def render_forward(k: int, three_d: bool, name: str, unroll: bool = True, ms_lev
         "if SAVE_AX or SAVE_AY:",
         *indent(SAVED_GRAD_MAPS),
     ]
-    l1_hook = None if three_d else (lambda prefix: _l1_row(k, prefix))
-    body += moments_stream(k, three_d, emit, unroll, l1_hook)
+    l1_row = None if three_d else (lambda prefix: _l1_row(k, prefix))
+    body += moments_stream(k, three_d, emit, unroll, l1_row, _l1_tap_3d(k) if three_d else None)
     body += [
         "lin = (pid_p * tl.num_programs(1) + pid_h) * tl.num_programs(0) + pid_w",
         "nprog = tl.num_programs(0) * tl.num_programs(1) * tl.num_programs(2)",
@@ -259,12 +285,13 @@ def render_grad_maps(k: int, three_d: bool, name: str) -> str:
 def render_grad_conv(k: int, three_d: bool, name: str) -> str:
     """Backward, step 2 (3-D): correlate the gradient maps with the flipped window (the adjoint of the forward
     filter) and combine: dx = W*ax + 2 x (W*bm) + y (W*cm), dy = W*ay + 2 y (W*bm) + x (W*cm). SCALED: the maps
-    are the forward's unit maps, multiplied here by the per-plane upstream gradient (module docstring)."""
+    are the forward's unit maps, multiplied here by the per-plane upstream gradient (module docstring). HAS_L1
+    adds the fused L1 term's gradient, ± gl1·sign(x - y)."""
     sig = (
-        "X, Y, MAPS, WIN, DX, DY, G, g_off_s, gsn, gsc, ws_hi, ws_lo, div_s, NCD, C, D, H, W, DO, HO, WO, "
-        "sxn, sxc, sxd, sxh, sxw, syn, syc, syd, syh, syw, "
+        "X, Y, MAPS, WIN, DX, DY, G, g_off_s, gsn, gsc, ws_hi, ws_lo, div_s, wl_hi, wl_lo, div_l1, NCD, C, D, H, W, "
+        "DO, HO, WO, sxn, sxc, sxd, sxh, sxw, syn, syc, syd, syh, syw, "
         "OFF: tl.constexpr, BW: tl.constexpr, RS: tl.constexpr, ACC: tl.constexpr, "
-        "AX_SLOT: tl.constexpr, AY_SLOT: tl.constexpr, SCALED: tl.constexpr"
+        "AX_SLOT: tl.constexpr, AY_SLOT: tl.constexpr, SCALED: tl.constexpr, HAS_L1: tl.constexpr"
     )
     maps = ["bm", "cm", "ax", "ay"]
     body = [
@@ -283,6 +310,9 @@ def render_grad_conv(k: int, three_d: bool, name: str) -> str:
         "gs = 1.0",
         "if SCALED:",
         "    gs = tl.load(G + g_off_s + n * gsn + c * gsc).to(ACC) * (tl.cast(ws_hi, ACC) + tl.cast(ws_lo, ACC)) / div_s",
+        "gl1 = 0.0",
+        "if HAS_L1:",
+        "    gl1 = tl.load(G + g_off_s + n * gsn + c * gsc).to(ACC) * (tl.cast(wl_hi, ACC) + tl.cast(wl_lo, ACC)) / div_l1",
     ]
     body += weights(k, "WIN")
     body += column_taps(k, "-OFF", "WO", {"m": "1"})
@@ -326,15 +356,20 @@ def render_grad_conv(k: int, three_d: bool, name: str) -> str:
         "yv = tl.load(Y + n.to(tl.int64) * syn + c.to(tl.int64) * syc + d_out.to(tl.int64) * syd"
         " + p.to(tl.int64) * syh + cols * syw, mask=col_ok, other=0.0).to(ACC)",
         "pix = (pid_p.to(tl.int64) * H + p) * W + cols",
+        "sgn = tl.where(xv > yv, 1.0, 0.0) - tl.where(xv < yv, 1.0, 0.0)",
         "if AX_SLOT >= 0:",
         "    g_val = v_ax + 2.0 * xv * v_bm + yv * v_cm",
         "    if SCALED:",
         "        g_val = g_val * gs",
+        "    if HAS_L1:",
+        "        g_val = g_val + gl1 * sgn",
         "    tl.store(DX + pix, g_val.to(DX.dtype.element_ty), mask=col_ok)",
         "if AY_SLOT >= 0:",
         "    g_val = v_ay + 2.0 * yv * v_bm + xv * v_cm",
         "    if SCALED:",
         "        g_val = g_val * gs",
+        "    if HAS_L1:",
+        "        g_val = g_val - gl1 * sgn",
         "    tl.store(DY + pix, g_val.to(DY.dtype.element_ty), mask=col_ok)",
     ]
     loop = row + [f"if t >= {k - 1}:"] + indent(emit)

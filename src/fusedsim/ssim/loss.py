@@ -1,7 +1,7 @@
 """The fused L1 + SSIM loss every 3DGS trainer computes: (1 - w)·mean|pred - target| + w·(1 - SSIM).
 
-On the GPU the L1 term rides along the SSIM kernels' pass over the images: one forward and one backward launch in
-2-D, the SSIM kernels' one forward and two backward launches in 3-D; the CPU runs the PyTorch twin.
+On the GPU the L1 term rides along the SSIM kernels' passes over the images (2-D and 3-D: no launch of its own);
+the CPU runs the PyTorch twin.
 """
 
 from __future__ import annotations

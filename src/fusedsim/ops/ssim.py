@@ -64,7 +64,7 @@ def _register_cap(device: torch.device, maxnreg: int | None) -> dict:
     return {"maxnreg": maxnreg} if maxnreg and device.type == "cuda" and torch.version.hip is None else {}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _kernel(kind: str, taps: int, three_d: bool, unroll: bool = True, ms_levels: int = 0):
     ms = f"_ms{ms_levels}" if ms_levels else ""
     name = f"_ssim_{kind}_{'3d' if three_d else '2d'}_k{taps}{'' if unroll else '_nu'}{ms}_kernel"
@@ -75,7 +75,7 @@ def _kernel(kind: str, taps: int, three_d: bool, unroll: bool = True, ms_levels:
     return jit_from_source(name, renderers[kind](), do_not_specialize=varying)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _fused_backward_kernel(taps: int, maps: tuple[str, ...], unroll: bool, ms_levels: int = 0):
     ms = f"_ms{ms_levels}" if ms_levels else ""
     name = f"_ssim_grad_fused_2d_k{taps}_{'_'.join(maps)}{'_u' if unroll else ''}{ms}_kernel"
@@ -84,7 +84,7 @@ def _fused_backward_kernel(taps: int, maps: tuple[str, ...], unroll: bool, ms_le
                            do_not_specialize=_VARYING + (["ms_level"] if ms_levels else []))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _saved_backward_kernel(taps: int, maps: tuple[str, ...], unroll: bool, lanes: bool = False):
     name = f"_ssim_grad_saved_2d_k{taps}_{'_'.join(maps)}{'_u' if unroll else ''}{'_ln' if lanes else ''}_kernel"
     return jit_from_source(name, render_grad_saved_2d(taps, maps, name, unroll=unroll, lanes=lanes),

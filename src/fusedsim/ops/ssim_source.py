@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from fusedsim.ops._codegen import indent
 from fusedsim.ops.moments_source import (
-    STAT_NAMES,
     LANE_IMPORT,
+    STAT_NAMES,
     STATS_SIG,
     chain,
     chain_init,
@@ -67,6 +67,10 @@ def _l1_row(k: int, prefix: str) -> list[str]:
         f"        tail = cm{k - 1} & own & (cols + {k - 1} >= wlim)",
         f"        acc_l1 += tl.where(tail, tl.abs({prefix}x{k - 1}.to(ACC) - {prefix}y{k - 1}.to(ACC)), 0.0)",
     ]
+
+
+# sign(x - y) at the gradient's pixel (xv, yv): the fused L1 term's gradient is ± its upstream times it
+_L1_SIGN = "sgn = tl.where(xv > yv, 1.0, 0.0) - tl.where(xv < yv, 1.0, 0.0)"
 
 
 def _l1_tap_3d(k: int):
@@ -356,7 +360,7 @@ def render_grad_conv(k: int, three_d: bool, name: str) -> str:
         "yv = tl.load(Y + n.to(tl.int64) * syn + c.to(tl.int64) * syc + d_out.to(tl.int64) * syd"
         " + p.to(tl.int64) * syh + cols * syw, mask=col_ok, other=0.0).to(ACC)",
         "pix = (pid_p.to(tl.int64) * H + p) * W + cols",
-        "sgn = tl.where(xv > yv, 1.0, 0.0) - tl.where(xv < yv, 1.0, 0.0)",
+        _L1_SIGN,
         "if AX_SLOT >= 0:",
         "    g_val = v_ax + 2.0 * xv * v_bm + yv * v_cm",
         "    if SCALED:",
@@ -485,7 +489,7 @@ def render_grad_fused_2d(k: int, maps: tuple[str, ...], name: str, unroll: bool 
         "xv = tl.load(xb + p.to(tl.int64) * sxh + xcol, mask=out_ok, other=0.0).to(ACC)",
         "yv = tl.load(yb + p.to(tl.int64) * syh + ycol, mask=out_ok, other=0.0).to(ACC)",
         "pix = (nc.to(tl.int64) * H + p) * W + cols",
-        "sgn = tl.where(xv > yv, 1.0, 0.0) - tl.where(xv < yv, 1.0, 0.0)",
+        _L1_SIGN,
     ]
     for grad, out, up, own, other, l1_sign in (("ax", "DX", "UPX", "xv", "yv", "+"),
                                                 ("ay", "DY", "UPY", "yv", "xv", "-")):
@@ -545,7 +549,7 @@ def render_grad_saved_2d(k: int, maps: tuple[str, ...], name: str, unroll: bool 
         "xv = tl.load(xb + p.to(tl.int64) * sxh, mask=col_ok, other=0.0).to(ACC)",
         "yv = tl.load(yb + p.to(tl.int64) * syh, mask=col_ok, other=0.0).to(ACC)",
         "pix = (nc.to(tl.int64) * H + p) * W + cols",
-        "sgn = tl.where(xv > yv, 1.0, 0.0) - tl.where(xv < yv, 1.0, 0.0)",
+        _L1_SIGN,
     ]
     for grad, out, own, other, l1_sign in (("ax", "DX", "xv", "yv", "+"), ("ay", "DY", "yv", "xv", "-")):
         if grad in maps:

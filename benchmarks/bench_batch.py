@@ -107,12 +107,12 @@ def table_tasks(table: Path) -> list:
 
 def decode_seconds(table: Path, workers: int, decoder: str) -> tuple[float, float]:
     """Seconds to decode the table, and to its first pair (worker start-up included)."""
-    from fusedsim.engine.batch_pairs import decode_ahead
+    from fusedsim.engine.batch_pairs import decode_ahead, default_prefetch
 
     tasks = table_tasks(table)
     t0 = time.perf_counter()
     first = 0.0
-    for pair in decode_ahead(tasks, workers=workers, prefetch=32, mode=decoder):
+    for pair in decode_ahead(tasks, workers=workers, prefetch=default_prefetch(workers), mode=decoder):
         assert not pair.error, pair.error
         first = first or time.perf_counter() - t0
     return time.perf_counter() - t0, first

@@ -62,7 +62,7 @@ class KernelCall:
 
     def __call__(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         idx = self.device_index
-        if idx is not None and idx != torch.cuda.current_device():  # Triton launches on the current device
+        if idx is not None and idx != torch._C._cuda_getDevice():  # Triton launches on the current device
             with torch.cuda.device(idx):
                 return self._run(x, y)
         return self._run(x, y)

@@ -374,3 +374,25 @@ def test_ray_engine_two_workers_matches_local_and_resumes(tmp_path, local_ray, m
             assert r["ssim"] is None and "not found" in r["error"]
         else:
             assert r["ssim"] == float(e["ssim"]) and r["psnr"] == float(e["psnr"]) and r["backend"] == "cpu full"
+
+
+@pytest.mark.parametrize("workers, expected", [(2, 32), (15, 32), (63, 126)])
+def test_default_prefetch_keeps_two_images_per_decoding_worker(tmp_path, monkeypatch, workers, expected):
+    """Without --prefetch every worker keeps two images in flight (with one, finished workers wait for the
+    in-order consumer and half of 63 sat idle); never fewer than 32 pairs ahead."""
+    pairs = _pairs(tmp_path)
+    _write_table(tmp_path / "pairs.csv", ("ref", "dist"), pairs[:2])
+    seen = {}
+    real = batch_pairs.decode_ahead
+
+    def recording(tasks, workers, prefetch, mode):
+        seen.update(workers=workers, prefetch=prefetch)
+        return real(tasks, workers=workers, prefetch=prefetch, mode="threads")
+
+    monkeypatch.setattr(batch_pairs, "decode_ahead", recording)
+    assert _batch(tmp_path / "pairs.csv", "-o", tmp_path / "out.csv", "--metric", "psnr",
+                  "--workers", str(workers)) == 0
+    assert seen == {"workers": workers, "prefetch": expected}
+    assert _batch(tmp_path / "pairs.csv", "-o", tmp_path / "out2.csv", "--metric", "psnr",
+                  "--workers", str(workers), "--prefetch", "5") == 0
+    assert seen["prefetch"] == 5

@@ -78,18 +78,20 @@ def test_ms_ssim_kernels_match_twin(kernel_device):
                                            size_average=False), x, y)
 
 
+@pytest.mark.parametrize("valid", [False, True])
 @pytest.mark.parametrize("unroll", [True, False])
-def test_loop_variants_agree(kernel_device, unroll):
+def test_loop_variants_agree(kernel_device, unroll, valid):
     from fusedsim.ops.ssim import SSIMPlan
     from fusedsim.reference.ssim_ref import gaussian_window, ssim_reduce_ref
 
     x, y = _pair((1, 2, 15, 40), kernel_device, seed=11)
     win = gaussian_window(7, 1.5, device=kernel_device).expand(2, -1).contiguous()
-    plan = SSIMPlan(x.shape, x.stride(), y.stride(), x.dtype, x.device, 7, 1e-4, 9e-4, False, True, 3, 0.2,
+    # two row segments and, in valid mode, two column strips: the fused L1 term's ownership of rows and columns
+    plan = SSIMPlan(x.shape, x.stride(), y.stride(), x.dtype, x.device, 7, 1e-4, 9e-4, valid, True, 3, 0.2,
                     fwd_unroll=unroll, bwd_unroll=unroll, fwd_tile=(16, 8, 1), bwd_tile=(32, 8, 1))
     got, _ = plan.forward(x, y, win)
     xr, yr = x.detach().clone().requires_grad_(), y.detach().clone().requires_grad_()
-    ref = ssim_reduce_ref(xr, yr, win, 1e-4, 9e-4, False, True, 3, 0.2)
+    ref = ssim_reduce_ref(xr, yr, win, 1e-4, 9e-4, valid, True, 3, 0.2)
     torch.testing.assert_close(got, ref.detach(), atol=1e-9, rtol=1e-9)
     g = torch.randn(ref.shape, dtype=torch.float64, device=kernel_device)
     dx, dy, _ = plan.backward((x, y, win), (), g, (True, True))

@@ -109,7 +109,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         help="local engine: threads (no start-up; the GIL caps them at a few cores), processes "
                              "(scale with the cores; pixels come back through shared memory; about a second to "
                              "start) or auto (processes from 4 workers on, else threads)")
-    parser.add_argument("--prefetch", type=_positive, default=32, help="pairs decoded ahead of scoring (32)")
+    parser.add_argument("--prefetch", type=_positive, default=None,
+                        help="pairs decoded ahead of scoring (default: 32, or twice the decoding workers when more)")
     parser.add_argument("--engine", choices=("local", "ray"), default="local",
                         help="local: this process; ray: one actor per GPU (or CPU actors) of a Ray cluster")
     parser.add_argument("--address", default=None,
@@ -124,11 +125,12 @@ def _metrics(args: argparse.Namespace) -> list[str]:
 
 
 def _local_outcomes(scorer, tasks, columns, args, stats) -> Iterator[Any]:
-    from fusedsim.engine.batch_pairs import PairRunner, decode_ahead, default_workers, plan
+    from fusedsim.engine.batch_pairs import PairRunner, decode_ahead, default_prefetch, default_workers, plan
 
     runner = PairRunner(scorer, columns)
     workers = args.workers or default_workers(args.decoder)
-    pairs = decode_ahead(plan(tasks), workers=workers, prefetch=args.prefetch, mode=args.decoder)
+    prefetch = args.prefetch or default_prefetch(workers)
+    pairs = decode_ahead(plan(tasks), workers=workers, prefetch=prefetch, mode=args.decoder)
     try:
         with closing(pairs):  # an early stop (--fail-fast, Ctrl-C) stops the decoding workers now
             for pair in pairs:
@@ -175,10 +177,11 @@ def run(args: argparse.Namespace) -> int:
     # the engine first: a device, metric or cluster error stops the run before the output is touched
     stats: dict[str, Any] = {"prepared": 0}
     if args.engine == "ray":
+        from fusedsim.engine.batch_pairs import PREFETCH_MIN
         from fusedsim.engine.ray_batch import RayBatch
 
         engine: Any = RayBatch(metric_names, score_columns, device=args.device, memory=args.memory,
-                               address=args.address, workers=args.workers, prefetch=args.prefetch)
+                               address=args.address, workers=args.workers, prefetch=args.prefetch or PREFETCH_MIN)
     else:
         from fusedsim.engine import Scorer
 

@@ -49,12 +49,17 @@ def _is_compiled_kernel(kernel) -> bool:
 
 class Launcher:
     """One kernel, one grid, fixed options: ``launcher(*args)`` with every kernel argument in signature order
-    (constexprs included, as Triton's own launcher expects them)."""
+    (constexprs included, as Triton's own launcher expects them). ``raw_pointers=True`` hands the tensors to
+    Triton's launcher as addresses, which skips its per-tensor checks (a ``data_ptr`` call and a driver query of
+    the pointer, a few microseconds a launch): only for plans whose callers guarantee every tensor lives on the
+    plan's device."""
 
-    __slots__ = ("kernel", "grid", "options", "_fast", "_compiled", "_tensor_pos", "_stream_of", "_knobs", "_device")
+    __slots__ = ("kernel", "grid", "options", "_fast", "_compiled", "_tensor_pos", "_stream_of", "_knobs", "_device",
+                 "_raw")
 
-    def __init__(self, kernel, grid: Sequence[int], **options) -> None:
+    def __init__(self, kernel, grid: Sequence[int], raw_pointers: bool = False, **options) -> None:
         self.kernel = kernel
+        self._raw = raw_pointers
         self.grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
         self.options = options
         self._fast = _fast_launch_supported() and _is_compiled_kernel(kernel)
@@ -74,8 +79,16 @@ class Launcher:
             self._knobs = triton.knobs.runtime
             self._device = args[self._tensor_pos[0]].device.index
         aligned = 0
-        for i in self._tensor_pos:
-            aligned = (aligned << 1) | (args[i].data_ptr() & 15 == 0)
+        if self._raw:  # the addresses replace the tensors (see the class docstring)
+            call_args = list(args)
+            for i in self._tensor_pos:
+                ptr = args[i].data_ptr()
+                call_args[i] = ptr
+                aligned = (aligned << 1) | (ptr & 15 == 0)
+        else:
+            call_args = args
+            for i in self._tensor_pos:
+                aligned = (aligned << 1) | (args[i].data_ptr() & 15 == 0)
         compiled = self._compiled.get(aligned)
         if compiled is None:
             self._compiled[aligned] = self.kernel[self.grid](*args, **self.options)
@@ -85,7 +98,10 @@ class Launcher:
         knobs = self._knobs
         grid = self.grid
         enter, exit_ = _active_hook(knobs.launch_enter_hook), _active_hook(knobs.launch_exit_hook)
-        # the metadata is read only by launch hooks (profilers): built only when one is installed
-        metadata = compiled.launch_metadata(grid, stream, *args) if enter is not None or exit_ is not None else None
-        compiled.run(grid[0], grid[1], grid[2], stream, compiled.function, compiled.packed_metadata, metadata, enter,
-                     exit_, *args)
+        if enter is not None or exit_ is not None:  # profilers read the launch metadata and see the tensors
+            metadata = compiled.launch_metadata(grid, stream, *args)
+            compiled.run(grid[0], grid[1], grid[2], stream, compiled.function, compiled.packed_metadata, metadata,
+                         enter, exit_, *args)
+            return
+        compiled.run(grid[0], grid[1], grid[2], stream, compiled.function, compiled.packed_metadata, None, None, None,
+                     *call_args)

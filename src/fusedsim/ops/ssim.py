@@ -44,7 +44,7 @@ from fusedsim.ops.ssim_source import (
     render_grad_saved_2d,
 )
 from fusedsim.ops.stream_buffers import stream_counter as _counter
-from fusedsim.ops.stream_buffers import stream_scratch
+from fusedsim.ops.stream_buffers import stream_scratch, stream_scratch_and_counter
 from fusedsim.reference.ssim_ref import compute_dtype
 
 # Ints that vary between calls of one plan (upstream-gradient offsets and strides) are not specialised on.
@@ -217,19 +217,21 @@ class SSIMPlan:
         self.out_shape = {REDUCE_MEAN: (), REDUCE_IMAGE: (n,), REDUCE_CHANNEL: (n, c), REDUCE_STATS: (2, n, c),
                           REDUCE_NONE: tuple(shape[:2]) + ((do,) if self.three_d else ()) + (ho, wo)}[reduce]
         fwd_kernel = _kernel("fwd", taps, self.three_d, fwd_unroll, fwd_ms)
-        self._fwd = Launcher(fwd_kernel, grid, num_warps=warps, enable_fp_fusion=True)
+        self._fwd = Launcher(fwd_kernel, grid, raw_pointers=True, num_warps=warps, enable_fp_fusion=True)
         w_hi, w_lo = _split(ssim_weight if self.with_l1 else 0.0)
         self._fwd_tail = (c, d, h, w, do, ho, wo, *self.sx, *self.sy, c1, c2, self.count, self.l1_count, w_hi, w_lo,
                           self.off, block_w, rows, self.acc_tl, reduce == REDUCE_NONE, self.with_l1, reduce, _RBLOCK)
         # forward + saved gradient maps (training): scalar reductions of single-scale SSIM, 2-D and 3-D; the backward
         # then filters the maps instead of recomputing the statistics (benchmarks/NOTES.md, "Saved gradient maps")
         self.saves_maps = not self.ms_levels and reduce in (REDUCE_MEAN, REDUCE_IMAGE, REDUCE_CHANNEL)
+        self._maps_plane = (n * c * do, ho, wo)  # a saved map's slot
         self._saved_bwd_cap = _register_cap(device, saved_bwd_maxnreg)
         if save_maxnreg == "auto":
             save_maxnreg = SAVE_L1_MAXNREG if self.with_l1 else SAVE_MAXNREG
         save_cap = {} if self.three_d else _register_cap(device, save_maxnreg)  # caps measured on the 2-D kernels
         self._fwd_saving = {
-            (ax, ay): Launcher(fwd_kernel, grid, num_warps=warps, enable_fp_fusion=True, **save_cap)
+            (ax, ay): Launcher(fwd_kernel, grid, raw_pointers=True, num_warps=warps, enable_fp_fusion=True,
+                               **save_cap)
             for ax, ay in ((True, False), (False, True), (True, True))
         } if self.saves_maps else {}
         self._bwd: dict = {}
@@ -239,13 +241,13 @@ class SSIMPlan:
 
     # ----------------------------------------------------------------------------------------------- forward
     def forward(self, x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, out: torch.Tensor | None = None,
-                part: torch.Tensor | None = None, counter: torch.Tensor | None = None, ms_args: tuple = (),
-                grad_maps: tuple | None = None):
+                part: torch.Tensor | None = None, counter: torch.Tensor | None = None, ms_args: tuple = ()):
         """``out``, ``part`` (``part_len`` values of the accumulation dtype) and ``counter`` (:func:`_counter`)
         may be given by a caller that runs several plans (MS-SSIM: one allocation for all levels). ``ms_args``:
-        the last fused MS-SSIM level's (all statistics, weights, MS-SSIM output, planes per group, reduce).
-        ``grad_maps``: (maps, save_ax, save_ay) to write the unit gradient maps into (:meth:`forward_for_grad`)."""
-        if part is None:
+        the last fused MS-SSIM level's (all statistics, weights, MS-SSIM output, planes per group, reduce)."""
+        if part is None and counter is None and self.reduce != REDUCE_NONE:
+            part, counter = stream_scratch_and_counter(x.device, self.device_index, self.part_len, self.acc)
+        elif part is None:
             part = stream_scratch(x.device, self.device_index, self.part_len, self.acc)
         if out is None:
             out = torch.empty(self.out_shape, dtype=self.acc, device=x.device)
@@ -254,12 +256,7 @@ class SSIMPlan:
         else:
             if counter is None:
                 counter = _counter(self.device, self.device_index)
-            if grad_maps is None:
-                self._fwd(x, y, win, part, counter, out, part, part, *self._fwd_tail, False, False, *ms_args)
-            else:
-                maps, save_ax, save_ay = grad_maps
-                self._fwd_saving[(save_ax, save_ay)](x, y, win, part, counter, out, part, maps, *self._fwd_tail,
-                                                      save_ax, save_ay)
+            self._fwd(x, y, win, part, counter, out, part, part, *self._fwd_tail, False, False, *ms_args)
         return out, ()
 
     def forward_for_grad(self, needs, x: torch.Tensor, y: torch.Tensor, win: torch.Tensor):
@@ -270,9 +267,13 @@ class SSIMPlan:
         need_dx, need_dy = bool(needs[0]), bool(needs[1])
         if not self.saves_maps or not (need_dx or need_dy):
             return self.forward(x, y, win)
-        do, ho, wo = self.out_dhw
-        maps = torch.empty((2 + need_dx + need_dy, self.n * self.c * do, ho, wo), dtype=self.acc, device=x.device)
-        return self.forward(x, y, win, grad_maps=(maps, need_dx, need_dy))[0], (maps,)
+        # the forward's work inlined: this runs once per training step
+        part, counter = stream_scratch_and_counter(x.device, self.device_index, self.part_len, self.acc)
+        out = torch.empty(self.out_shape, dtype=self.acc, device=x.device)
+        maps = torch.empty((2 + need_dx + need_dy, *self._maps_plane), dtype=self.acc, device=x.device)
+        self._fwd_saving[(need_dx, need_dy)](x, y, win, part, counter, out, part, maps, *self._fwd_tail, need_dx,
+                                              need_dy)
+        return out, (maps,)
 
     @staticmethod
     def _check_saved(maps: torch.Tensor, slots: int) -> None:
@@ -318,29 +319,37 @@ class SSIMPlan:
 
     def _backward_saved(self, x, y, win, maps, g, need_dx, need_dy):
         """dx, dy (2-D) from the unit gradient maps of :meth:`forward_for_grad`."""
+        entry = self._bwd.get((need_dx, need_dy))
+        if entry is None:
+            entry = self._bwd[(need_dx, need_dy)] = self._saved_backward_entry(need_dx, need_dy)
+        launcher, slots, constants, tail = entry
+        if maps.shape[0] != slots:
+            self._check_saved(maps, slots)
+        dx = torch.empty(self.shape, dtype=self.dtype, device=self.device) if need_dx else maps
+        dy = torch.empty(self.shape, dtype=y.dtype, device=self.device) if need_dy else maps
+        if self.reduce == REDUCE_MEAN:  # a 0-d upstream gradient: the layout is fixed
+            launcher(x, y, maps, self._adjoint_window(win), g, 0, 0, 0, 0, *constants, dx, dy, *tail)
+        else:
+            G, off_s, off_cs, gsn, gsc = self._grad_layout(g)[:5]
+            launcher(x, y, maps, self._adjoint_window(win), G, off_s, off_cs, gsn, gsc, *constants, dx, dy, *tail)
+        return (dx if need_dx else None), (dy if need_dy else None)
+
+    def _saved_backward_entry(self, need_dx: bool, need_dy: bool):
+        """(launcher, map slots, the constant scalars after the upstream layout, the arguments after dx/dy) of the
+        backward from saved maps: fixed per plan, so a training step's backward binds only its tensors."""
         names = ("bm", "cm") + (("ax",) if need_dx else ()) + (("ay",) if need_dy else ())
-        self._check_saved(maps, len(names))
-        launcher = self._bwd.get(names)
-        if launcher is None:
-            (_, h, w), (n, c) = self.dhw, (self.n, self.c)
-            block_w, rows, warps = self.bwd_tile or _tile(w, h, n * c, self.device, FWD_MIN_ROWS)
-            grid = (triton.cdiv(w, block_w), triton.cdiv(h, rows), n * c)
-            lanes = self.saved_bwd_lanes and _lanes_fit(self.taps, block_w, warps)
-            kernel = _saved_backward_kernel(self.taps, names, self.bwd_unroll, lanes)
-            launcher = self._bwd[names] = (Launcher(kernel, grid, num_warps=warps, enable_fp_fusion=True,
-                                                    **self._saved_bwd_cap), block_w, rows)
-        launcher, block_w, rows = launcher
-        dx = torch.empty(x.shape, dtype=x.dtype, device=x.device) if need_dx else None
-        dy = torch.empty(y.shape, dtype=y.dtype, device=y.device) if need_dy else None
-        G, off_s, off_cs, gsn, gsc, _, div_s = self._grad_layout(g)
-        ws_hi, ws_lo = self._ws_split
-        wl_hi, wl_lo, div_l1 = self._l1_split
-        (_, h, w), (_, ho, wo), sx, sy = self.dhw, self.out_dhw, self.sx, self.sy
-        launcher(x, y, maps, self._adjoint_window(win), G, off_s, off_cs, gsn, gsc, ws_hi, ws_lo, div_s,
-                 wl_hi, wl_lo, div_l1, dx if dx is not None else maps, dy if dy is not None else maps,
-                 self.c, h, w, ho, wo, sx[0], sx[1], sx[3], sx[4], sy[0], sy[1], sy[3], sy[4],
-                 self.off, block_w, rows, self.acc_tl, self.with_l1)
-        return dx, dy
+        (_, h, w), (_, ho, wo), (n, c), sx, sy = self.dhw, self.out_dhw, (self.n, self.c), self.sx, self.sy
+        block_w, rows, warps = self.bwd_tile or _tile(w, h, n * c, self.device, FWD_MIN_ROWS)
+        grid = (triton.cdiv(w, block_w), triton.cdiv(h, rows), n * c)
+        lanes = self.saved_bwd_lanes and _lanes_fit(self.taps, block_w, warps)
+        kernel = _saved_backward_kernel(self.taps, names, self.bwd_unroll, lanes)
+        launcher = Launcher(kernel, grid, raw_pointers=True, num_warps=warps, enable_fp_fusion=True,
+                            **self._saved_bwd_cap)
+        div_s = self._grad_layout(torch.empty(self.out_shape, device="meta"))[6]
+        constants = (*self._ws_split, div_s, *self._l1_split)
+        tail = (self.c, h, w, ho, wo, sx[0], sx[1], sx[3], sx[4], sy[0], sy[1], sy[3], sy[4], self.off, block_w, rows,
+                self.acc_tl, self.with_l1)
+        return launcher, len(names), constants, tail
 
     def _adjoint_window(self, win):
         return win if self.symmetric else win.flip(-1).contiguous()
@@ -359,7 +368,7 @@ class SSIMPlan:
                 block_w, rows, warps = self.bwd_tile
             grid = (triton.cdiv(w, block_w - (taps - 1)), triton.cdiv(h, rows), n * c)
             launcher = Launcher(_fused_backward_kernel(taps, maps, self.bwd_unroll, self.ms_levels), grid,
-                                num_warps=warps, enable_fp_fusion=True)
+                                raw_pointers=True, num_warps=warps, enable_fp_fusion=True)
             scratch = grid[0] * grid[1] * grid[2] * 2 * len(maps) * block_w
             entry = self._bwd[key] = (launcher, scratch, block_w, rows)
         return entry
@@ -458,9 +467,17 @@ def _plan_cached(shape, sx, sy, dtype, device, taps, c1, c2, valid, symmetric, r
     return SSIMPlan(shape, sx, sy, dtype, device, taps, c1, c2, valid, symmetric, reduce, ssim_weight)
 
 
+def _same_device(tensors, names: str) -> None:
+    """The plans launch with raw pointers (``Launcher(raw_pointers=True)``): every tensor on the first's device."""
+    for t, name in zip(tensors[1:], names.split()[1:]):
+        if t.device != tensors[0].device:
+            raise ValueError(f"{name} is on {t.device}, {names.split()[0]} on {tensors[0].device}: one device expected")
+
+
 def ssim_plan(tensors, scalars) -> SSIMPlan:
     """The cached plan of ``ssim_reduce`` for these tensors (shapes, strides, dtype, device) and scalars."""
     x, y, win = tensors
+    _same_device(tensors, "x y win")
     c1, c2, valid, symmetric, reduce, ssim_weight = scalars
     return _plan_cached(tuple(x.shape), x.stride(), y.stride(), x.dtype, x.device, win.shape[-1], float(c1),
                         float(c2), bool(valid), bool(symmetric), int(reduce), float(ssim_weight))
@@ -664,6 +681,7 @@ def _ms_plan_cached(shape, sx, sy, dtype, device, taps, c1, c2, symmetric, level
 
 def ms_ssim_plan(tensors, scalars) -> MSSSIMPlan:
     x, y, win, weights = tensors
+    _same_device(tensors, "x y win weights")
     c1, c2, symmetric, reduce = scalars
     if x.dim() != 4:
         raise ValueError("the fused MS-SSIM runs on (N, C, H, W) images; 3-D MS-SSIM composes ssim_reduce per level")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from fusedsim.ops.registry import in_compiled_graph
+from fusedsim.ops.registry import _IN_CUSTOM_OP
 
 #: Scratch requests larger than this are not kept (they are allocated per call, as before).
 MAX_KEPT_BYTES = 16 * 2**20
@@ -22,8 +22,13 @@ _scratch: dict[tuple, torch.Tensor] = {}
 _scratch_bytes = 0
 
 
+# torch.cuda.is_current_stream_capturing without its Python frame (this runs on every call of the hot path)
+_capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None) or torch.cuda.is_current_stream_capturing
+
+
 def _graph_owned() -> bool:
-    return in_compiled_graph() or torch.cuda.is_current_stream_capturing()
+    """Inside a compiled graph (:func:`fusedsim.ops.registry.in_compiled_graph`) or a CUDA-graph capture."""
+    return _IN_CUSTOM_OP.get() or _capturing()
 
 
 def _allocate_off_stream(device: torch.device, make) -> torch.Tensor:
@@ -66,3 +71,14 @@ def stream_scratch(device: torch.device, index: int | None, numel: int, dtype: t
         buf = _scratch[key] = _allocate_off_stream(device, lambda: torch.empty(numel, dtype=dtype, device=device))
         _scratch_bytes += nbytes
     return buf
+
+
+def stream_scratch_and_counter(device: torch.device, index: int | None, numel: int,
+                               dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """(:func:`stream_scratch`, :func:`stream_counter`) for one launch, looking at the stream once."""
+    if index is not None and not _graph_owned():
+        stream = torch._C._cuda_getCurrentRawStream(index)
+        buf, counter = _scratch.get((index, stream, numel, dtype)), _counters.get((index, stream))
+        if buf is not None and counter is not None:
+            return buf, counter
+    return stream_scratch(device, index, numel, dtype), stream_counter(device, index)

@@ -376,10 +376,10 @@ def test_ray_engine_two_workers_matches_local_and_resumes(tmp_path, local_ray, m
             assert r["ssim"] == float(e["ssim"]) and r["psnr"] == float(e["psnr"]) and r["backend"] == "cpu full"
 
 
-@pytest.mark.parametrize("workers, expected", [(2, 32), (15, 32), (63, 126)])
-def test_default_prefetch_keeps_two_images_per_decoding_worker(tmp_path, monkeypatch, workers, expected):
-    """Without --prefetch every worker keeps two images in flight (with one, finished workers wait for the
-    in-order consumer and half of 63 sat idle); never fewer than 32 pairs ahead."""
+@pytest.mark.parametrize("workers, expected", [(2, 32), (15, 120), (63, 504)])
+def test_default_prefetch_keeps_eight_images_per_decoding_worker(tmp_path, monkeypatch, workers, expected):
+    """Without --prefetch every worker keeps two chunks of four images in flight (with one image, finished
+    workers waited for the in-order consumer); never fewer than 32 pairs ahead."""
     pairs = _pairs(tmp_path)
     _write_table(tmp_path / "pairs.csv", ("ref", "dist"), pairs[:2])
     seen = {}
@@ -396,3 +396,15 @@ def test_default_prefetch_keeps_two_images_per_decoding_worker(tmp_path, monkeyp
     assert _batch(tmp_path / "pairs.csv", "-o", tmp_path / "out2.csv", "--metric", "psnr",
                   "--workers", str(workers), "--prefetch", "5") == 0
     assert seen["prefetch"] == 5
+
+
+def test_default_prefetch_keeps_large_images_within_an_eighth_of_the_memory(tmp_path, monkeypatch):
+    monkeypatch.setattr(batch_pairs, "_memory_bytes", lambda: 16 << 30)
+    Image.new("RGB", (4000, 3000)).save(tmp_path / "big.png")
+    Image.new("I;16", (30, 20)).save(tmp_path / "g16.png")
+    assert batch_pairs.image_bytes_estimate(str(tmp_path / "big.png")) == 4000 * 3000 * 3
+    assert batch_pairs.image_bytes_estimate(str(tmp_path / "g16.png")) == 30 * 20 * 4  # float32 samples
+    assert batch_pairs.image_bytes_estimate(str(tmp_path / "missing.png")) is None
+    # an eighth of 16 GiB in flight at 2 x 36 MB a pair: 29 pairs, not 8 x 63
+    assert batch_pairs.default_prefetch(63, 4000 * 3000 * 3) == (2 << 30) // (2 * 36_000_000) == 29
+    assert batch_pairs.default_prefetch(63, 1024 * 1024 * 3) == (2 << 30) // (2 * 3 << 20) == 341

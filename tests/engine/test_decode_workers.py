@@ -46,11 +46,12 @@ def _no_children() -> bool:
     return not multiprocessing.active_children()
 
 
-def test_processes_give_the_pairs_of_threads(tmp_path):
+@pytest.mark.parametrize("prefetch", [4, 16])  # one job per loader item; chunks of four packed into one tensor
+def test_processes_give_the_pairs_of_threads(tmp_path, prefetch):
     _images(tmp_path)
     tasks = _table(tmp_path)
     threads = list(decode_ahead(tasks, workers=2, prefetch=4, mode="threads"))
-    processes = list(decode_ahead(tasks, workers=2, prefetch=4, mode="processes"))
+    processes = list(decode_ahead(tasks, workers=2, prefetch=prefetch, mode="processes"))
     assert [p.task for p in processes] == [p.task for p in threads] == tasks
     for t, p in zip(threads, processes):
         assert p.error == t.error and p.ref_key == t.ref_key
@@ -87,9 +88,9 @@ def test_decoding_runs_ahead_but_bounded(tmp_path, monkeypatch):
     real = decode_workers._Jobs.__iter__
 
     def counted(self):
-        for job in real(self):
-            handed.append(job)
-            yield job
+        for chunk in real(self):
+            handed.extend(chunk)
+            yield chunk
 
     monkeypatch.setattr(decode_workers._Jobs, "__iter__", counted)
     stream = decode_ahead(tasks, workers=2, prefetch=4, mode="processes")
@@ -133,3 +134,24 @@ def test_auto_mode_and_bad_arguments():
     with pytest.raises(ValueError, match="workers and prefetch"):
         decode_ahead([], workers=0, mode="processes")
     assert list(decode_ahead([], workers=2, mode="processes")) == []
+
+
+def test_packed_chunk_round_trips_pixels_dtypes_and_errors(tmp_path):
+    """A chunk travels as one byte tensor: 8-bit RGB, 16-bit grey (float32 samples) and failed jobs come back as
+    they were decoded, each image a view at an aligned offset."""
+    _images(tmp_path)
+    jobs = [(True, str(tmp_path / "r0.png")), (False, str(tmp_path / "broken.png")),
+            (False, str(tmp_path / "g16.png")), (False, str(tmp_path / "d01.png"))]
+    decoded = [decode_workers._decode(job) for job in jobs]
+    flat, meta = decode_workers._pack(decoded)
+    assert flat.dtype == torch.uint8 and len(meta) == 4
+    back = list(decode_workers._unpack((flat, meta)))
+    for (image, key, error), (got, got_key, got_error) in zip(decoded, back):
+        assert (got_key, got_error) == (key, error)
+        if image is None:
+            assert got is None and "cannot read" in error
+            continue
+        assert got.pixels.dtype == image.pixels.dtype and torch.equal(got.pixels, image.pixels)
+        assert (got.path, got.bit_depth, got.channels) == (image.path, image.bit_depth, image.channels)
+        assert got.pixels.untyped_storage().data_ptr() == flat.untyped_storage().data_ptr()
+    assert back[2][0].pixels.dtype == torch.float32 and back[0][0].pixels.dtype == torch.uint8

@@ -110,7 +110,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                              "(scale with the cores; pixels come back through shared memory; about a second to "
                              "start) or auto (processes from 4 workers on, else threads)")
     parser.add_argument("--prefetch", type=_positive, default=None,
-                        help="pairs decoded ahead of scoring (default: 32, or twice the decoding workers when more)")
+                        help="pairs decoded ahead of scoring (default: 32, or eight per decoding worker when more, "
+                             "within an eighth of the memory)")
     parser.add_argument("--engine", choices=("local", "ray"), default="local",
                         help="local: this process; ray: one actor per GPU (or CPU actors) of a Ray cluster")
     parser.add_argument("--address", default=None,
@@ -125,11 +126,12 @@ def _metrics(args: argparse.Namespace) -> list[str]:
 
 
 def _local_outcomes(scorer, tasks, columns, args, stats) -> Iterator[Any]:
-    from fusedsim.engine.batch_pairs import PairRunner, decode_ahead, default_prefetch, default_workers, plan
+    from fusedsim.engine.batch_pairs import (PairRunner, decode_ahead, default_prefetch, default_workers,
+                                             image_bytes_estimate, plan)
 
     runner = PairRunner(scorer, columns)
     workers = args.workers or default_workers(args.decoder)
-    prefetch = args.prefetch or default_prefetch(workers)
+    prefetch = args.prefetch or default_prefetch(workers, image_bytes_estimate(tasks[0].ref) if tasks else None)
     pairs = decode_ahead(plan(tasks), workers=workers, prefetch=prefetch, mode=args.decoder)
     try:
         with closing(pairs):  # an early stop (--fail-fast, Ctrl-C) stops the decoding workers now

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from fusedsim.metrics.registry import MetricSpec
 
 __all__ = ["DECODER_MODES", "DecodedPair", "PairOutcome", "PairRunner", "PairTask", "decode_ahead", "decoder_mode",
-           "default_prefetch", "default_workers", "metric_columns", "pixel_hash", "plan"]
+           "default_prefetch", "default_workers", "image_bytes_estimate", "metric_columns", "pixel_hash", "plan"]
 
 DECODER_MODES = ("auto", "threads", "processes")
 
@@ -137,16 +137,42 @@ def default_workers(mode: str) -> int:
     return max(1, cores - 1) if mode in ("processes", "auto") else min(8, cores)
 
 
-#: pairs decoded ahead of scoring when none is asked for: at least this many, and two images per worker in flight
+#: pairs decoded ahead of scoring when none is asked for: at least this many, and eight images per worker (two
+#: chunks of four in flight: ``decode_workers``), within a share of the memory
 PREFETCH_MIN = 32
 
 
-def default_prefetch(workers: int) -> int:
-    """Pairs decoded ahead when none are asked for: :data:`PREFETCH_MIN`, or twice the workers when that is more.
-    Each process worker then holds at least two images in flight: with one, a worker that has finished waits
-    idle until the consumer takes its image in order (on 64 cores, 32 pairs ahead kept half the workers idle and
-    decoded at 232 pairs/s)."""
-    return max(PREFETCH_MIN, 2 * workers)
+def default_prefetch(workers: int, image_bytes: int | None = None) -> int:
+    """Pairs decoded ahead when none are asked for: ``max(PREFETCH_MIN, 8 * workers)``, at most as many as keep
+    the decoded pixels in flight (``image_bytes`` per image, two per pair) within an eighth of the machine's
+    memory. With fewer, a process worker that has finished waits idle until the in-order consumer takes its
+    images, and each image travels alone (on 64 cores: 232 pairs/s with 32 pairs ahead, one image per item)."""
+    want = max(PREFETCH_MIN, 8 * workers)
+    if image_bytes:
+        want = min(want, max(1, _memory_bytes() // 8 // (2 * image_bytes)))
+    return want
+
+
+def _memory_bytes() -> int:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - platforms without sysconf
+        return 16 << 30
+
+
+def image_bytes_estimate(path: str) -> int | None:
+    """Decoded size of the image at ``path`` from its header (8-bit samples stay bytes, 16-bit ones become
+    float32, as :func:`fusedsim.io.images.read_image` keeps them); None when it cannot be read."""
+    from PIL import Image
+
+    try:
+        with Image.open(path) as img:
+            width, height, mode = img.width, img.height, img.mode
+    except Exception:
+        return None
+    if mode.startswith(("I;16", "I")):
+        return width * height * 4
+    return width * height * (1 if mode in ("1", "L", "LA") else 3)
 
 
 def decode_ahead(tasks: Sequence[PairTask], workers: int = 4, prefetch: int = 16,

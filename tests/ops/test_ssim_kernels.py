@@ -329,3 +329,18 @@ def test_saved_maps_backward_compiles_for_one_row_planes_and_carries_its_chains(
     assert carried_per_loop(lanes, sig, consts, num_warps=1) == [3 * 10 + 3 * 3]
     ptx = compiled_asm(lanes, sig, consts, "ptx", num_warps=1)
     assert ptx.count("shfl.sync") == 3 * 10 and "st.shared" not in ptx
+
+
+def test_plans_refuse_tensors_on_another_device():
+    """The SSIM plans hand raw addresses to Triton's launcher, which then cannot tell a host pointer from a device
+    one: every tensor must be on the first one's device, checked when the plan is made (no GPU needed)."""
+    from fusedsim.ops.ssim import ms_ssim_plan, ssim_plan
+
+    x = torch.rand(1, 1, 16, 16)
+    win_elsewhere = torch.empty(1, 7, device="meta")
+    with pytest.raises(ValueError, match=r"win is on meta, x on cpu"):
+        ssim_plan((x, x, win_elsewhere), (1e-4, 9e-4, False, True, 1, -1.0))
+    with pytest.raises(ValueError, match=r"y is on meta, x on cpu"):
+        ssim_plan((x, x.to("meta"), win_elsewhere), (1e-4, 9e-4, False, True, 1, -1.0))
+    with pytest.raises(ValueError, match=r"weights is on meta, x on cpu"):
+        ms_ssim_plan((x, x, torch.ones(1, 7), torch.ones(3, device="meta")), (1e-4, 9e-4, True, 1))

@@ -25,9 +25,11 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import optional_import  # noqa: E402
+from bench_ssim import l1  # noqa: E402  (the same L1 term as the benchmark's training step)
 
-PROFILES: dict[str, cProfile.Profile] = {}
-INSIDE: dict[str, list[float]] = {}
+PROFILES: dict[str, cProfile.Profile] = {}  # per "<provider>.<forward|backward>", filled while PROFILE_ON[0]
+INSIDE: dict[str, list[float]] = {}  # seconds spent inside each wrapped autograd method, per call
+PROFILE_ON = [False]
 
 
 def wrap(cls, label: str) -> None:
@@ -51,12 +53,6 @@ def wrap(cls, label: str) -> None:
 
         setattr(cls, phase, staticmethod(timed))
 
-
-PROFILE_ON = [False]
-
-
-def l1(x, y):
-    return (x - y).abs().mean()
 
 
 def make_step(loss_fn, h, w):

@@ -170,7 +170,7 @@ def image_bytes_estimate(path: str) -> int | None:
             width, height, mode = img.width, img.height, img.mode
     except Exception:
         return None
-    if mode.startswith(("I;16", "I")):
+    if mode.startswith("I"):  # 16- and 32-bit integer modes
         return width * height * 4
     return width * height * (1 if mode in ("1", "L", "LA") else 3)
 

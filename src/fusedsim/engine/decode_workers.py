@@ -28,6 +28,7 @@ about 1.2 s every time. Each worker also tells glibc to keep freed buffers (:fun
 
 from __future__ import annotations
 
+import math
 import multiprocessing
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -133,10 +134,7 @@ def _unpack(item: Packed) -> Iterator[Decoded]:
             yield None, key, error
             continue
         path, shape, dtype, bit_depth, channels, offset = fields
-        count = 1
-        for extent in shape:
-            count *= extent
-        nbytes = count * dtype.itemsize
+        nbytes = math.prod(shape) * dtype.itemsize
         pixels = flat[offset:offset + nbytes].view(dtype).view(shape)
         yield ImageData(path=path, pixels=pixels, bit_depth=bit_depth, channels=channels), key, error
 

@@ -241,10 +241,12 @@ class SSIMPlan:
 
     # ----------------------------------------------------------------------------------------------- forward
     def forward(self, x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, out: torch.Tensor | None = None,
-                part: torch.Tensor | None = None, counter: torch.Tensor | None = None, ms_args: tuple = ()):
+                part: torch.Tensor | None = None, counter: torch.Tensor | None = None, ms_args: tuple = (),
+                grad_maps: tuple | None = None):
         """``out``, ``part`` (``part_len`` values of the accumulation dtype) and ``counter`` (:func:`_counter`)
         may be given by a caller that runs several plans (MS-SSIM: one allocation for all levels). ``ms_args``:
-        the last fused MS-SSIM level's (all statistics, weights, MS-SSIM output, planes per group, reduce)."""
+        the last fused MS-SSIM level's (all statistics, weights, MS-SSIM output, planes per group, reduce).
+        ``grad_maps``: (maps, save_ax, save_ay) to write the unit gradient maps into (:meth:`forward_for_grad`)."""
         if part is None and counter is None and self.reduce != REDUCE_NONE:
             part, counter = stream_scratch_and_counter(x.device, self.device_index, self.part_len, self.acc)
         elif part is None:
@@ -256,7 +258,12 @@ class SSIMPlan:
         else:
             if counter is None:
                 counter = _counter(self.device, self.device_index)
-            self._fwd(x, y, win, part, counter, out, part, part, *self._fwd_tail, False, False, *ms_args)
+            if grad_maps is None:
+                self._fwd(x, y, win, part, counter, out, part, part, *self._fwd_tail, False, False, *ms_args)
+            else:
+                maps, save_ax, save_ay = grad_maps
+                self._fwd_saving[(save_ax, save_ay)](x, y, win, part, counter, out, part, maps, *self._fwd_tail,
+                                                      save_ax, save_ay)
         return out, ()
 
     def forward_for_grad(self, needs, x: torch.Tensor, y: torch.Tensor, win: torch.Tensor):
@@ -267,13 +274,8 @@ class SSIMPlan:
         need_dx, need_dy = bool(needs[0]), bool(needs[1])
         if not self.saves_maps or not (need_dx or need_dy):
             return self.forward(x, y, win)
-        # the forward's work inlined: this runs once per training step
-        part, counter = stream_scratch_and_counter(x.device, self.device_index, self.part_len, self.acc)
-        out = torch.empty(self.out_shape, dtype=self.acc, device=x.device)
         maps = torch.empty((2 + need_dx + need_dy, *self._maps_plane), dtype=self.acc, device=x.device)
-        self._fwd_saving[(need_dx, need_dy)](x, y, win, part, counter, out, part, maps, *self._fwd_tail, need_dx,
-                                              need_dy)
-        return out, (maps,)
+        return self.forward(x, y, win, grad_maps=(maps, need_dx, need_dy))[0], (maps,)
 
     @staticmethod
     def _check_saved(maps: torch.Tensor, slots: int) -> None:
@@ -285,16 +287,20 @@ class SSIMPlan:
     def _grad_layout(self, g: torch.Tensor, g_offset: int = 0):
         """(G, offset of the SSIM slot, offset of the cs slot, stride over images, stride over channels, weight,
         divisor) per the upstream-gradient convention of ``ssim_source``."""
-        planes = self.n * self.c
-        w = -self.ssim_weight if self.with_l1 else 1.0
+        w, div = (-self.ssim_weight if self.with_l1 else 1.0), self._scalar_divisor()
         if self.reduce == REDUCE_MEAN:
-            return g, g_offset, g_offset, 0, 0, w, planes * self.count
+            return g, g_offset, g_offset, 0, 0, w, div
         if self.reduce == REDUCE_IMAGE:
-            return g, g_offset, g_offset, g.stride(0), 0, w, self.c * self.count
+            return g, g_offset, g_offset, g.stride(0), 0, w, div
         if self.reduce == REDUCE_CHANNEL:
-            return g, g_offset, g_offset, g.stride(0), g.stride(1), w, self.count
+            return g, g_offset, g_offset, g.stride(0), g.stride(1), w, div
         s_slot, sn, sc = g.stride()[-3:]
         return g, g_offset, g_offset + s_slot, sn, sc, 1.0, self.count
+
+    def _scalar_divisor(self) -> int:
+        """Pixels averaged into one value of the output: all planes (mean), one image's planes, or one plane."""
+        return {REDUCE_MEAN: self.n * self.c * self.count, REDUCE_IMAGE: self.c * self.count}.get(self.reduce,
+                                                                                                  self.count)
 
     def _l1_scale(self) -> tuple[float, int]:
         if not self.with_l1:
@@ -345,8 +351,7 @@ class SSIMPlan:
         kernel = _saved_backward_kernel(self.taps, names, self.bwd_unroll, lanes)
         launcher = Launcher(kernel, grid, raw_pointers=True, num_warps=warps, enable_fp_fusion=True,
                             **self._saved_bwd_cap)
-        div_s = self._grad_layout(torch.empty(self.out_shape, device="meta"))[6]
-        constants = (*self._ws_split, div_s, *self._l1_split)
+        constants = (*self._ws_split, self._scalar_divisor(), *self._l1_split)
         tail = (self.c, h, w, ho, wo, sx[0], sx[1], sx[3], sx[4], sy[0], sy[1], sy[3], sy[4], self.off, block_w, rows,
                 self.acc_tl, self.with_l1)
         return launcher, len(names), constants, tail

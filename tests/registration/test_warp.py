@@ -221,14 +221,37 @@ def test_equals_grid_sample_of_affine_grid_plus_displacement(backend, kernel_dev
 @pytest.mark.parametrize("nd", [2, 3])
 @pytest.mark.parametrize("mode", ["bilinear", "nearest"])
 def test_many_channels(kernel_device, nd, mode):
-    """The forward reads the next channel's corners while storing the current one: every one of six channels must
-    equal grid_sample's (float64 rounding), the last included."""
+    """Six channels (the forward's tiled programs, see FWD_TILED_MIN_CHANNELS): every channel must equal
+    grid_sample's (float64 rounding), the last included."""
     shape, lattice = ((2, 6, 9, 11), (7, 10)) if nd == 2 else ((2, 6, 5, 6, 7), (4, 5, 6))
     x, a, u = _random_case(shape, lattice, seed=30 + nd)
     with use_backend("triton"):
         out = warp(*(t.to(kernel_device) for t in (x, a, u)), mode=mode, padding_mode="reflection")
     ref = _torch_warp(x, a, u, lattice, mode, "reflection", True)
     torch.testing.assert_close(out.cpu(), ref, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("nd", [2, 3])
+@pytest.mark.parametrize("pad", PADS)
+def test_tiled_forward_equals_memory_order(kernel_device, monkeypatch, nd, pad):
+    """The forward's two voxel layouts (BLOCK voxels in memory order, or tiles of rows and slices) move only which
+    program computes a voxel: bit-identical outputs, on a lattice that leaves partial tiles along every axis."""
+    import fusedsim.ops.warp as kernels
+    from fusedsim.registration import _warp
+
+    shape, lattice = ((2, 5, 9, 11), (7, 37)) if nd == 2 else ((2, 5, 5, 6, 7), (3, 5, 35))
+    x, a, u = (t.float().to(kernel_device) for t in _random_case(shape, lattice, seed=50 + nd))
+    outs = []
+    for min_channels in (1000, 1):
+        monkeypatch.setattr(kernels, "FWD_TILED_MIN_CHANNELS", min_channels)
+        kernels._warp_plan_cached.cache_clear()
+        _warp._CALLS.clear()
+        with use_backend("triton"):
+            outs.append(warp(x, a, u, padding_mode=pad))
+    kernels._warp_plan_cached.cache_clear()
+    _warp._CALLS.clear()
+    assert torch.equal(outs[0], outs[1])
+    assert outs[0].abs().sum() > 0  # a real sample, not two empty outputs
 
 
 @pytest.mark.parametrize("batches", [(1, 2), (2, 1), (1, 1)], ids=["affine1", "disp1", "both1"])
@@ -370,15 +393,16 @@ def test_bad_inputs_raise_clear_errors():
             call()
 
 
-def test_64_bit_indexing_path(kernel_device, monkeypatch):
+@pytest.mark.parametrize("channels", [2, 6], ids=["memory-order", "tiled"])
+def test_64_bit_indexing_path(kernel_device, monkeypatch, channels):
     """The kernels' int64 offsets (taken when a tensor spans 2**31 elements) on a small case, by lowering the
-    threshold: same values and gradients as the twin."""
+    threshold, in both forward layouts: same values and gradients as the twin."""
     import fusedsim.ops.warp as kernels
     from fusedsim.ops import op
 
     monkeypatch.setattr(kernels, "_INT31", 16)
     kernels._warp_plan_cached.cache_clear()
-    x, a, u = _random_case((2, 2, 5, 6, 7), (4, 5, 6), seed=17, batches=(1, 2))
+    x, a, u = _random_case((2, channels, 5, 6, 7), (4, 5, 6), seed=17, batches=(1, 2))
     tensors = [t.to(kernel_device).requires_grad_() for t in (x, a, u)]
     scalars = ([4, 5, 6], True, 0, 2, False)
     plan = op("warp").make_plan(tuple(tensors), scalars)

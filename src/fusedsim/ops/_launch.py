@@ -40,6 +40,11 @@ def _active_hook(hook):
     return hook
 
 
+def register_cap(device: torch.device, maxnreg: int | None) -> dict:
+    """Triton's ``maxnreg`` compile option where it exists (CUDA), nothing elsewhere: launch options."""
+    return {"maxnreg": maxnreg} if maxnreg and device.type == "cuda" and torch.version.hip is None else {}
+
+
 def _is_compiled_kernel(kernel) -> bool:
     """A kernel jitted for a device (not Triton's interpreter, which is chosen when the kernel is decorated)."""
     from triton.runtime.jit import JITFunction

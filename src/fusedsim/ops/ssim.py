@@ -28,7 +28,7 @@ import triton
 import triton.language as tl
 
 from fusedsim.ops._codegen import jit_from_source
-from fusedsim.ops._launch import Launcher
+from fusedsim.ops._launch import Launcher, register_cap
 from fusedsim.ops.lane_shift import MAX_SHIFT as LANE_REACH
 from fusedsim.ops.ms_combine import ms_combine_group, ms_factor, ms_pow
 from fusedsim.ops.ssim_source import (
@@ -57,11 +57,6 @@ FWD_MIN_ROWS = 32
 # 0.83 -> 0.69 ms at 120, with the fused L1 term 0.87 -> 0.77 ms at 128; backward with lane-shifted taps
 # 0.71 -> 0.55 ms at 72; benchmarks/NOTES.md).
 SAVE_MAXNREG, SAVE_L1_MAXNREG, SAVED_BWD_MAXNREG = 120, 128, 72
-
-
-def _register_cap(device: torch.device, maxnreg: int | None) -> dict:
-    """Triton's ``maxnreg`` compile option where it exists (CUDA), nothing elsewhere."""
-    return {"maxnreg": maxnreg} if maxnreg and device.type == "cuda" and torch.version.hip is None else {}
 
 
 @functools.cache
@@ -225,10 +220,10 @@ class SSIMPlan:
         # then filters the maps instead of recomputing the statistics (benchmarks/NOTES.md, "Saved gradient maps")
         self.saves_maps = not self.ms_levels and reduce in (REDUCE_MEAN, REDUCE_IMAGE, REDUCE_CHANNEL)
         self._maps_plane = (n * c * do, ho, wo)  # a saved map's slot
-        self._saved_bwd_cap = _register_cap(device, saved_bwd_maxnreg)
+        self._saved_bwd_cap = register_cap(device, saved_bwd_maxnreg)
         if save_maxnreg == "auto":
             save_maxnreg = SAVE_L1_MAXNREG if self.with_l1 else SAVE_MAXNREG
-        save_cap = {} if self.three_d else _register_cap(device, save_maxnreg)  # caps measured on the 2-D kernels
+        save_cap = {} if self.three_d else register_cap(device, save_maxnreg)  # caps measured on the 2-D kernels
         self._fwd_saving = {
             (ax, ay): Launcher(fwd_kernel, grid, raw_pointers=True, num_warps=warps, enable_fp_fusion=True,
                                **save_cap)

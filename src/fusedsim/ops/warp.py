@@ -29,7 +29,7 @@ import torch
 import triton
 import triton.language as tl
 
-from fusedsim.ops._launch import Launcher
+from fusedsim.ops._launch import Launcher, register_cap
 
 # sizes are used in float arithmetic; keeping them out of Triton's value specialisation keeps them tensors
 _SIZES = ["C", "ID", "IH", "IW", "OD", "OH", "OW", "NVOX"]
@@ -37,6 +37,14 @@ _SIZES = ["C", "ID", "IH", "IW", "OD", "OH", "OW", "NVOX"]
 # are in flight (H200, 192×160×224: forward 512/4 0.156 ms -> 64/2 0.104 ms; backward with the image gradient
 # 256/4 0.653 ms -> 32/1 0.468 ms; benchmarks/NOTES.md)
 FWD_BLOCK, FWD_WARPS = 64, 2
+# From FWD_TILED_MIN_CHANNELS channels on, the forward's gathers, not the coordinates, are the work, and they are
+# bound by L1/L2 traffic: a program takes a tile of rows (2-D: 4 rows; 3-D: 2 rows by 2 slices, 32 voxels per
+# warp row), so the rows its voxels gather from are shared inside its SM's L1, under a 40-register cap (H100,
+# 2x16x128³: 0.366 ms for 64 voxels in memory order -> 0.322 ms; 1-channel volumes are 2-4% slower tiled, so they
+# keep memory order; benchmarks/NOTES.md)
+FWD_TILED_MIN_CHANNELS = 4
+FWD_TILED_BLOCK, FWD_TILED_WARPS, FWD_TILED_MAXNREG = 128, 4, 40
+FWD_TILE_2D, FWD_TILE_3D = (4, 1), (2, 2)  # (rows, slices) per tile
 BWD_BLOCK, BWD_WARPS = 32, 1
 _INT31 = 2**31 - 1
 
@@ -155,6 +163,24 @@ def _voxel(pid, BLOCK: tl.constexpr, NVOX, OH, OW, INDEX64: tl.constexpr):
 
 
 @triton.jit
+def _voxel_tile(pid, BLOCK: tl.constexpr, TILE_Y: tl.constexpr, TILE_Z: tl.constexpr, OD, OH, OW,
+                INDEX64: tl.constexpr):
+    """The voxels of tile ``pid``: BLOCK // (TILE_Y·TILE_Z) along W by TILE_Y rows by TILE_Z slices."""
+    TILE_X: tl.constexpr = BLOCK // (TILE_Y * TILE_Z)
+    tiles_x = tl.cdiv(OW, TILE_X)
+    tiles_y = tl.cdiv(OH, TILE_Y)
+    i = tl.arange(0, BLOCK)
+    ow = (pid % tiles_x) * TILE_X + i % TILE_X
+    t = pid // tiles_x
+    oh = (t % tiles_y) * TILE_Y + (i // TILE_X) % TILE_Y
+    od = (t // tiles_y) * TILE_Z + i // (TILE_X * TILE_Y)
+    valid = (ow < OW) & (oh < OH) & (od < OD)
+    if INDEX64:
+        ow, oh, od = ow.to(tl.int64), oh.to(tl.int64), od.to(tl.int64)
+    return valid, od, oh, ow
+
+
+@triton.jit
 def _corner(i0, d: tl.constexpr, w0, w1, size, INDEX64: tl.constexpr):
     """Index, in-bounds mask and weight of corner d (0: floor, 1: floor + 1) along one axis."""
     i = i0 + d
@@ -180,17 +206,53 @@ def _trilinear_corner(z0, y0, x0, dz: tl.constexpr, dy: tl.constexpr, dx: tl.con
     return zi, yi, xi, m, w, wx, wy, wz
 
 
+@triton.jit
+def _corner_base(z0, y0, x0, ID, IH, IW, isd, ish, isw, INDEX64: tl.constexpr):
+    """Offset of the (z0, y0, x0) corner and each axis's in-bounds masks for the floor (0) and floor + 1 (1)
+    corners: every corner's offset is this base plus a scalar, so the eight gathers share one address."""
+    zi, yi, xi = z0, y0, x0
+    if INDEX64:
+        zi, yi, xi = z0.to(tl.int64), y0.to(tl.int64), x0.to(tl.int64)
+    base = zi * isd + yi * ish + xi * isw
+    return (base, (x0 >= 0) & (x0 < IW), (x0 >= -1) & (x0 < IW - 1), (y0 >= 0) & (y0 < IH),
+            (y0 >= -1) & (y0 < IH - 1), (z0 >= 0) & (z0 < ID), (z0 >= -1) & (z0 < ID - 1))
+
+
+@triton.jit
+def _trilinear_sample(plane, base, isd, ish, isw, valid, inx0, inx1, iny0, iny1, inz0, inz1, wx0, wx1, wy0, wy1,
+                      wz0, wz1, NDIM: tl.constexpr, DT: tl.constexpr):
+    """Σ over the corners of w·plane[corner] (bilinear: the dz = 0 corners), corners in (dz, dy, dx) order."""
+    acc = tl.zeros(base.shape, dtype=DT)
+    for dz in tl.static_range(NDIM - 1):
+        for dy in tl.static_range(2):
+            for dx in tl.static_range(2):
+                m = valid & (inx1 if dx == 1 else inx0) & (iny1 if dy == 1 else iny0)
+                w = (wx1 if dx == 1 else wx0) * (wy1 if dy == 1 else wy0)
+                if NDIM == 3:
+                    m = m & (inz1 if dz == 1 else inz0)
+                    w = w * (wz1 if dz == 1 else wz0)
+                v = tl.load(plane + base + (dz * isd + dy * ish + dx * isw), mask=m, other=0.0).to(DT)
+                acc += w * v
+    return acc
+
+
 # ----------------------------------------------------------------------------------------------------- kernels
 @triton.jit(do_not_specialize=_SIZES)
 def _warp_fwd_kernel(img, aff, grd, out, C, ID, IH, IW, OD, OH, OW, NVOX,
                      isb, isc, isd, ish, isw, asb, asr, asc, gsb, gsd, gsh, gsw, gsk, osb, osc, osd, osh, osw,
                      NDIM: tl.constexpr, HAS_AFFINE: tl.constexpr, HAS_GRID: tl.constexpr, IS_DISP: tl.constexpr,
                      ADD_GRID: tl.constexpr, MODE: tl.constexpr, PAD: tl.constexpr, ALIGN: tl.constexpr,
-                     INDEX64: tl.constexpr, DT: tl.constexpr, BLOCK: tl.constexpr):
+                     INDEX64: tl.constexpr, DT: tl.constexpr, BLOCK: tl.constexpr, TILE_Y: tl.constexpr,
+                     TILE_Z: tl.constexpr):
+    """Program (voxel block, batch entry): BLOCK voxels in memory order (TILE_Y = 0) or a tile of TILE_Y rows by
+    TILE_Z slices (see :data:`FWD_TILED_MIN_CHANNELS`)."""
     b = tl.program_id(1)
     if INDEX64:
         b = b.to(tl.int64)
-    _offs, valid, od, oh, ow = _voxel(tl.program_id(0), BLOCK, NVOX, OH, OW, INDEX64)
+    if TILE_Y == 0:
+        _offs, valid, od, oh, ow = _voxel(tl.program_id(0), BLOCK, NVOX, OH, OW, INDEX64)
+    else:
+        valid, od, oh, ow = _voxel_tile(tl.program_id(0), BLOCK, TILE_Y, TILE_Z, OD, OH, OW, INDEX64)
     px, py, pz, _xb, _yb, _zb = _points(aff, grd, b, od, oh, ow, valid, OD, OH, OW, asb, asr, asc, gsb, gsd, gsh,
                                      gsw, gsk, NDIM, HAS_AFFINE, HAS_GRID, IS_DISP, ALIGN, DT)
     ix, _mx = _source_index(px, IW, PAD, ALIGN)
@@ -213,16 +275,12 @@ def _warp_fwd_kernel(img, aff, grd, out, C, ID, IH, IW, OD, OH, OW, NVOX,
         y0 = _round_half_even(iy).to(tl.int32)
         z0 = _round_half_even(iz).to(tl.int32)
     plane = src  # channel pointers advance by their strides: 64-bit arithmetic, no c·stride product
+    if MODE == 0:  # every corner is the base offset plus a scalar: one address per voxel, not eight
+        base, inx0, inx1, iny0, iny1, inz0, inz1 = _corner_base(z0, y0, x0, ID, IH, IW, isd, ish, isw, INDEX64)
     for c in range(C):
-        acc = tl.zeros([BLOCK], dtype=DT)
         if MODE == 0:
-            for dz in tl.static_range(NDIM - 1):
-                for dy in tl.static_range(2):
-                    for dx in tl.static_range(2):
-                        zi, yi, xi, m, w, _wx, _wy, _wz = _trilinear_corner(
-                            z0, y0, x0, dz, dy, dx, wz0, wz1, wy0, wy1, wx0, wx1, valid, ID, IH, IW, NDIM, INDEX64)
-                        v = tl.load(plane + zi * isd + yi * ish + xi * isw, mask=m, other=0.0).to(DT)
-                        acc += w * v
+            acc = _trilinear_sample(plane, base, isd, ish, isw, valid, inx0, inx1, iny0, iny1, inz0, inz1,
+                                    wx0, wx1, wy0, wy1, wz0, wz1, NDIM, DT)
         else:
             zi, zin, _w = _corner(z0, 0, z0, z0, ID, INDEX64)
             yi, yin, _w = _corner(y0, 0, y0, y0, IH, INDEX64)
@@ -448,8 +506,20 @@ class WarpPlan:
         self.flags = (nd, self.has_affine, self.has_grid, bool(is_displacement), bool(add_grid), self.mode,
                       int(padding), bool(align_corners))
         self.dt = _tl_dtype(self.acc)
-        self._fwd = Launcher(_warp_fwd_kernel, (triton.cdiv(self.nvox, FWD_BLOCK), self.batch), num_warps=FWD_WARPS)
+        self._fwd, self._fwd_tile = self._forward_launcher(device)
         self._bwd: dict[tuple[bool, bool, bool], tuple[Launcher, int, int]] = {}
+
+    def _forward_launcher(self, device) -> tuple[Launcher, tuple[int, int, int]]:
+        """The forward's launcher and its (BLOCK, TILE_Y, TILE_Z) (TILE_Y = 0: voxels in memory order)."""
+        if self.c < FWD_TILED_MIN_CHANNELS:
+            grid = (triton.cdiv(self.nvox, FWD_BLOCK), self.batch)
+            return Launcher(_warp_fwd_kernel, grid, num_warps=FWD_WARPS), (FWD_BLOCK, 0, 1)
+        ty, tz = FWD_TILE_3D if self.nd == 3 else FWD_TILE_2D
+        _, _, _, _, od, oh, ow, _ = self.sizes
+        tiles = triton.cdiv(ow, FWD_TILED_BLOCK // (ty * tz)) * triton.cdiv(oh, ty) * triton.cdiv(od, tz)
+        launcher = Launcher(_warp_fwd_kernel, (tiles, self.batch), num_warps=FWD_TILED_WARPS,
+                            **register_cap(torch.device(device), FWD_TILED_MAXNREG))
+        return launcher, (FWD_TILED_BLOCK, ty, tz)
 
     def _present(self, image, affine, grid):
         """Stand-ins for absent tensors (never read: the kernel's flags skip them)."""
@@ -459,7 +529,7 @@ class WarpPlan:
     def forward(self, image: torch.Tensor, affine: torch.Tensor, grid: torch.Tensor):
         out = torch.empty(self.full_out, dtype=image.dtype, device=image.device)
         self._fwd(*self._present(image, affine, grid), out, *self.sizes, *self.strides, *self.flags, self.index64,
-                  self.dt, FWD_BLOCK)
+                  self.dt, *self._fwd_tile)
         return out, ()
 
     # ---------------------------------------------------------------------------------------------- backward

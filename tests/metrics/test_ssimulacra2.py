@@ -255,3 +255,24 @@ def test_gpu_default_path_never_synchronises(corpus, kernel_device):
             metric.score(dist)
     finally:
         torch.cuda.set_sync_debug_mode(0)
+
+
+@pytest.mark.parametrize("scale", [0, 1])
+def test_byte_table_equals_the_per_sample_conversion(kernel_device, monkeypatch, scale):
+    """uint8 samples are linearised through a 256-entry table made by the kernels' own float32 formula: the colour
+    step's output is bit-identical to converting every sample (the path taken while a CUDA graph is captured
+    before the table exists), and to the float input float32(v)·(1/255)."""
+    import fusedsim.ops.xyb as xyb
+    from fusedsim.ops.catalog import ssimulacra2_linear_xyb
+
+    gen = torch.Generator().manual_seed(scale)
+    x = torch.randint(0, 256, (2, 3, 9, 11), generator=gen, dtype=torch.uint8)
+    x[0, :, 0, :] = torch.arange(11, dtype=torch.uint8)[None] * 25  # 0 and 250 among them
+    x[1, :, 1, :] = 255
+    with use_backend("triton"):
+        table = ssimulacra2_linear_xyb(x.to(kernel_device), scale)
+        as_float = ssimulacra2_linear_xyb((x.float() * xyb.X.UINT8_SCALE).to(kernel_device), scale)
+        monkeypatch.setattr(xyb, "srgb_u8_table", lambda device: None)
+        per_sample = ssimulacra2_linear_xyb(x.to(kernel_device), scale)
+    assert torch.equal(table, per_sample) and torch.equal(table, as_float)
+    assert table.abs().sum() > 0

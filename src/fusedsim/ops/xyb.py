@@ -80,16 +80,46 @@ def linear_to_xyb(r, g, b):
 
 
 @triton.jit
-def _srgb_sample(X, offs, mask, IS_U8: tl.constexpr):
-    """The linearised sRGB sample at ``offs`` (uint8 read as float32(1/255)·v, like the reference)."""
-    v = tl.load(X + offs, mask=mask, other=0)
-    v = v.to(tl.float32) * _U8 if IS_U8 else v.to(tl.float32)
-    return srgb_to_linear(v)
+def _srgb_u8_table_kernel(OUT):
+    """Every byte's linear value, by the same float32 operations as :func:`_srgb_sample` on a uint8 sample."""
+    v = tl.arange(0, 256)
+    tl.store(OUT + v, srgb_to_linear(v.to(tl.float32) * _U8))
+
+
+_U8_TABLES: dict[torch.device, torch.Tensor] = {}
+
+
+def srgb_u8_table(device: torch.device) -> torch.Tensor | None:
+    """(256,) float32 on ``device``: the linear value of each sRGB byte, computed once per device by the kernels'
+    own float32 formula (so a lookup is bit-identical to the conversion). None while a CUDA graph is being
+    captured and the table does not exist yet (the kernels then convert each sample; same numbers)."""
+    table = _U8_TABLES.get(device)
+    if table is None:
+        if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+            return None
+        table = torch.empty(256, dtype=torch.float32, device=device)
+        Launcher(_srgb_u8_table_kernel, (1,), num_warps=4, enable_fp_fusion=False)(table)
+        _U8_TABLES[device] = table
+    return table
 
 
 @triton.jit
-def _load_linear(X, base, y, x, in_h, in_w, sxc, sxh, sxw, c: tl.constexpr, mask, DOWNSAMPLE: tl.constexpr,
-                 FROM_SRGB: tl.constexpr, IS_U8: tl.constexpr):
+def _srgb_sample(X, offs, mask, TABLE, IS_U8: tl.constexpr, USE_TABLE: tl.constexpr):
+    """The linearised sRGB sample at ``offs`` (uint8 read as float32(1/255)·v, like the reference; with
+    ``USE_TABLE`` looked up in :func:`srgb_u8_table`: the rational function's two Horner chains and IEEE division,
+    12 of them per pixel at scale 1, were most of this kernel's instructions)."""
+    v = tl.load(X + offs, mask=mask, other=0)
+    if USE_TABLE:
+        lin = tl.load(TABLE + v.to(tl.int32))
+    else:
+        v = v.to(tl.float32) * _U8 if IS_U8 else v.to(tl.float32)
+        lin = srgb_to_linear(v)
+    return lin
+
+
+@triton.jit
+def _load_linear(X, TABLE, base, y, x, in_h, in_w, sxc, sxh, sxw, c: tl.constexpr, mask, DOWNSAMPLE: tl.constexpr,
+                 FROM_SRGB: tl.constexpr, IS_U8: tl.constexpr, USE_TABLE: tl.constexpr):
     """Channel c of linear RGB at the output pixels: linearised sRGB, or a 2x2 average of the previous scale's
     linear image (``FROM_SRGB``: of the sRGB image linearised on the fly), summed in the reference's order."""
     cb = base + c * sxc
@@ -99,10 +129,10 @@ def _load_linear(X, base, y, x, in_h, in_w, sxc, sxh, sxw, c: tl.constexpr, mask
         y1 = tl.minimum(2 * y + 1, in_h - 1).to(tl.int64) * sxh
         x1 = tl.minimum(2 * x + 1, in_w - 1).to(tl.int64) * sxw
         if FROM_SRGB:
-            s = _srgb_sample(X, cb + y0 + x0, mask, IS_U8)
-            s = s + _srgb_sample(X, cb + y0 + x1, mask, IS_U8)
-            s = s + _srgb_sample(X, cb + y1 + x0, mask, IS_U8)
-            s = s + _srgb_sample(X, cb + y1 + x1, mask, IS_U8)
+            s = _srgb_sample(X, cb + y0 + x0, mask, TABLE, IS_U8, USE_TABLE)
+            s = s + _srgb_sample(X, cb + y0 + x1, mask, TABLE, IS_U8, USE_TABLE)
+            s = s + _srgb_sample(X, cb + y1 + x0, mask, TABLE, IS_U8, USE_TABLE)
+            s = s + _srgb_sample(X, cb + y1 + x1, mask, TABLE, IS_U8, USE_TABLE)
         else:
             s = tl.load(X + cb + y0 + x0, mask=mask, other=0.0)
             s = s + tl.load(X + cb + y0 + x1, mask=mask, other=0.0)
@@ -110,14 +140,14 @@ def _load_linear(X, base, y, x, in_h, in_w, sxc, sxh, sxw, c: tl.constexpr, mask
             s = s + tl.load(X + cb + y1 + x1, mask=mask, other=0.0)
         lin = s * 0.25
     else:
-        lin = _srgb_sample(X, cb + y.to(tl.int64) * sxh + x.to(tl.int64) * sxw, mask, IS_U8)
+        lin = _srgb_sample(X, cb + y.to(tl.int64) * sxh + x.to(tl.int64) * sxw, mask, TABLE, IS_U8, USE_TABLE)
     return lin
 
 
 @triton.jit
-def _linear_xyb_kernel(X, OUT, in_h, in_w, h, w, sxn, sxc, sxh, sxw, xyb_offset,
+def _linear_xyb_kernel(X, OUT, TABLE, in_h, in_w, h, w, sxn, sxc, sxh, sxw, xyb_offset,
                        DOWNSAMPLE: tl.constexpr, FROM_SRGB: tl.constexpr, KEEP_LINEAR: tl.constexpr,
-                       IS_U8: tl.constexpr, BLOCK: tl.constexpr):
+                       IS_U8: tl.constexpr, BLOCK: tl.constexpr, USE_TABLE: tl.constexpr):
     pid = tl.program_id(0)
     n = tl.program_id(1)
     idx = pid * BLOCK + tl.arange(0, BLOCK)
@@ -125,9 +155,12 @@ def _linear_xyb_kernel(X, OUT, in_h, in_w, h, w, sxn, sxc, sxh, sxw, xyb_offset,
     y = idx // w
     x = idx % w
     base = n.to(tl.int64) * sxn
-    r = _load_linear(X, base, y, x, in_h, in_w, sxc, sxh, sxw, 0, mask, DOWNSAMPLE, FROM_SRGB, IS_U8)
-    g = _load_linear(X, base, y, x, in_h, in_w, sxc, sxh, sxw, 1, mask, DOWNSAMPLE, FROM_SRGB, IS_U8)
-    b = _load_linear(X, base, y, x, in_h, in_w, sxc, sxh, sxw, 2, mask, DOWNSAMPLE, FROM_SRGB, IS_U8)
+    r = _load_linear(X, TABLE, base, y, x, in_h, in_w, sxc, sxh, sxw, 0, mask, DOWNSAMPLE, FROM_SRGB, IS_U8,
+                     USE_TABLE)
+    g = _load_linear(X, TABLE, base, y, x, in_h, in_w, sxc, sxh, sxw, 1, mask, DOWNSAMPLE, FROM_SRGB, IS_U8,
+                     USE_TABLE)
+    b = _load_linear(X, TABLE, base, y, x, in_h, in_w, sxc, sxh, sxw, 2, mask, DOWNSAMPLE, FROM_SRGB, IS_U8,
+                     USE_TABLE)
     cx, cy, cb = linear_to_xyb(r, g, b)
     plane = h * w
     out = OUT + n.to(tl.int64) * 3 * plane + idx
@@ -149,14 +182,19 @@ class LinearXybPlan:
         h, w = ((in_h + 1) // 2, (in_w + 1) // 2) if downsample else (in_h, in_w)
         outputs = 2 if downsample else 1  # scale 0 keeps no linear image (scale 1 reads the sRGB image again)
         self.out_shape = (outputs, n, 3, h, w)
-        self._launch = Launcher(_linear_xyb_kernel, (triton.cdiv(h * w, _BLOCK), n), num_warps=4,
-                                enable_fp_fusion=False)
+        grid = (triton.cdiv(h * w, _BLOCK), n)
+        # one launcher per variant: a launcher's compiled kernel is fixed by its first call's constexprs
+        self._launch = {use: Launcher(_linear_xyb_kernel, grid, num_warps=4, enable_fp_fusion=False)
+                        for use in (False, True)}
+        self._reads_bytes = dtype == torch.uint8 and scale <= 1
         self._tail = (in_h, in_w, h, w, *strides, (outputs - 1) * n * 3 * h * w, downsample, scale <= 1,
                       downsample, dtype == torch.uint8, _BLOCK)
 
     def forward(self, x: torch.Tensor):
         out = torch.empty(self.out_shape, dtype=torch.float32, device=x.device)
-        self._launch(x, out, *self._tail)
+        table = srgb_u8_table(x.device) if self._reads_bytes else None
+        use = table is not None
+        self._launch[use](x, out, table if use else out, *self._tail, use)
         return out, ()
 
 

@@ -155,27 +155,3 @@ def test_packed_chunk_round_trips_pixels_dtypes_and_errors(tmp_path):
         assert (got.path, got.bit_depth, got.channels) == (image.path, image.bit_depth, image.channels)
         assert got.pixels.untyped_storage().data_ptr() == flat.untyped_storage().data_ptr()
     assert back[2][0].pixels.dtype == torch.float32 and back[0][0].pixels.dtype == torch.uint8
-
-
-def test_decoders_lower_their_priority_and_the_setting_is_checked(tmp_path, monkeypatch):
-    """A decoding process runs niced (DECODE_NICE, or FUSEDSIM_DECODE_NICE) so that the scoring thread gets its
-    core when it needs it; a bad setting is the caller's error before any worker starts."""
-    import subprocess
-    import sys
-
-    code = ("import os; from fusedsim.engine.decode_workers import _worker_init; base = os.nice(0); "
-            "_worker_init(0, nice=7); print(os.nice(0) - base, min(19, base + 7) - base)")
-    got, want = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True
-                               ).stdout.split()
-    assert got == want and int(want) > 0 or os.nice(0) >= 19
-    monkeypatch.setenv("FUSEDSIM_DECODE_NICE", "0")
-    assert decode_workers._decode_nice() == 0
-    monkeypatch.setenv("FUSEDSIM_DECODE_NICE", "40")
-    assert decode_workers._decode_nice() == 19
-    monkeypatch.delenv("FUSEDSIM_DECODE_NICE")
-    assert decode_workers._decode_nice() == decode_workers.DECODE_NICE > 0
-    monkeypatch.setenv("FUSEDSIM_DECODE_NICE", "low")
-    _images(tmp_path)
-    with pytest.raises(ValueError, match="FUSEDSIM_DECODE_NICE must be an integer"):
-        list(decode_ahead(_table(tmp_path), workers=2, mode="processes"))
-    assert _no_children()

@@ -28,10 +28,8 @@ about 1.2 s every time. Each worker also tells glibc to keep freed buffers (:fun
 
 from __future__ import annotations
 
-import functools
 import math
 import multiprocessing
-import os
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -149,31 +147,13 @@ _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
 _KEEP_BYTES = 256 << 20
 
 
-#: niceness of decoding processes (``FUSEDSIM_DECODE_NICE``, 0: as the caller): with a worker on every core but
-#: one, the scoring thread, the loader's hand-overs and the output writer share that core with decoders, and on a
-#: 64-CPU machine end to end reached only 0.6x of the decode rate; niced decoders still take every idle cycle
-DECODE_NICE = 10
-
-
-def _decode_nice() -> int:
-    """The decoders' niceness: ``FUSEDSIM_DECODE_NICE`` (0..19) or :data:`DECODE_NICE`."""
-    text = os.environ.get("FUSEDSIM_DECODE_NICE", "").strip()
-    try:
-        return max(0, min(19, int(text))) if text else DECODE_NICE
-    except ValueError:
-        raise ValueError(f"FUSEDSIM_DECODE_NICE must be an integer 0..19; got {text!r}") from None
-
-
-def _worker_init(worker_id: int, nice: int = DECODE_NICE) -> None:
-    """Lower the worker's priority by ``nice`` (:func:`_decode_nice`), and let glibc keep freed decode buffers: by
-    default a process's main heap returns them to the system after every image, and the next image page-faults
-    them back (about 3000 faults, 8 ms of system time, per 1024x1024 RGB image: a third of its decoding time). Each
-    is a no-op where the system lacks it (``os.nice``, ``mallopt``)."""
+def _worker_init(worker_id: int) -> None:
+    """Let glibc keep freed decode buffers: by default a process's main heap returns them to the system after
+    every image, and the next image page-faults them back (about 3000 faults, 8 ms of system time, per 1024x1024
+    RGB image: a third of its decoding time). A no-op where the C library has no ``mallopt``."""
     import ctypes
     import ctypes.util
 
-    if nice and hasattr(os, "nice"):
-        os.nice(nice)
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
         mallopt = libc.mallopt
@@ -231,13 +211,11 @@ def decode_in_processes(tasks: Sequence[PairTask], workers: int = 4, prefetch: i
         return
     # images in flight = workers * prefetch_factor * chunk <= prefetch, so pairs ahead <= prefetch too; chunks
     # shrink before workers are dropped
-    nice = _decode_nice()  # a bad setting is the caller's error here, not a worker's crash
     workers = min(workers, prefetch, jobs)
     chunk = max(1, min(CHUNK_JOBS, prefetch // (2 * workers), -(-jobs // workers)))
     loader = DataLoader(_Decoder(), batch_size=None, sampler=_Jobs(tasks, chunk), collate_fn=_identity,
                         num_workers=workers, prefetch_factor=max(1, prefetch // (workers * chunk)),
-                        multiprocessing_context=_context(), worker_init_fn=functools.partial(_worker_init, nice=nice),
-                        persistent_workers=False)
+                        multiprocessing_context=_context(), worker_init_fn=_worker_init, persistent_workers=False)
     items = iter(loader)
     try:
         yield from _pairs(tasks, _decoded(items))

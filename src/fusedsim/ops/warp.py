@@ -40,8 +40,8 @@ FWD_BLOCK, FWD_WARPS = 64, 2
 # From FWD_TILED_MIN_CHANNELS channels on, the forward's gathers, not the coordinates, are the work, and they are
 # bound by L1/L2 traffic: a program takes a tile of rows (2-D: 4 rows; 3-D: 2 rows by 2 slices, 32 voxels per
 # warp row), so the rows its voxels gather from are shared inside its SM's L1, under a 40-register cap (H100,
-# 2x16x128³: 0.366 ms for 64 voxels in memory order -> 0.322 ms; 1-channel volumes are 2-4% slower tiled, so they
-# keep memory order; benchmarks/NOTES.md)
+# 2x16x128³: 0.366 ms for 64 voxels in memory order -> 0.322 ms; 1-channel volumes are 4-10% slower tiled, so
+# they keep memory order; benchmarks/NOTES.md, "Warp forward, many channels")
 FWD_TILED_MIN_CHANNELS = 4
 FWD_TILED_BLOCK, FWD_TILED_WARPS, FWD_TILED_MAXNREG = 128, 4, 40
 FWD_TILE_2D, FWD_TILE_3D = (4, 1), (2, 2)  # (rows, slices) per tile

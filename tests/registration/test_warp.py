@@ -221,7 +221,7 @@ def test_equals_grid_sample_of_affine_grid_plus_displacement(backend, kernel_dev
 @pytest.mark.parametrize("nd", [2, 3])
 @pytest.mark.parametrize("mode", ["bilinear", "nearest"])
 def test_many_channels(kernel_device, nd, mode):
-    """Six channels (the forward's tiled programs, see FWD_TILED_MIN_CHANNELS): every channel must equal
+    """Six channels (the forward's tiled programs, see ForwardLaunch): every channel must equal
     grid_sample's (float64 rounding), the last included."""
     shape, lattice = ((2, 6, 9, 11), (7, 10)) if nd == 2 else ((2, 6, 5, 6, 7), (4, 5, 6))
     x, a, u = _random_case(shape, lattice, seed=30 + nd)
@@ -233,25 +233,21 @@ def test_many_channels(kernel_device, nd, mode):
 
 @pytest.mark.parametrize("nd", [2, 3])
 @pytest.mark.parametrize("pad", PADS)
-def test_tiled_forward_equals_memory_order(kernel_device, monkeypatch, nd, pad):
+def test_tiled_forward_equals_memory_order(kernel_device, nd, pad):
     """The forward's two voxel layouts (BLOCK voxels in memory order, or tiles of rows and slices) move only which
     program computes a voxel: bit-identical outputs, on a lattice that leaves partial tiles along every axis."""
-    import fusedsim.ops.warp as kernels
-    from fusedsim.registration import _warp
+    from fusedsim.ops.warp import ForwardLaunch, warp_plan
+    from fusedsim.registration._warp import PADDINGS
 
     shape, lattice = ((2, 5, 9, 11), (7, 37)) if nd == 2 else ((2, 5, 5, 6, 7), (3, 5, 35))
     x, a, u = (t.float().to(kernel_device) for t in _random_case(shape, lattice, seed=50 + nd))
-    outs = []
-    for min_channels in (1000, 1):
-        monkeypatch.setattr(kernels, "FWD_TILED_MIN_CHANNELS", min_channels)
-        kernels._warp_plan_cached.cache_clear()
-        _warp._CALLS.clear()
-        with use_backend("triton"):
-            outs.append(warp(x, a, u, padding_mode=pad))
-    kernels._warp_plan_cached.cache_clear()
-    _warp._CALLS.clear()
+    scalars = (lattice, True, 0, PADDINGS[pad], True)
+    outs = [warp_plan((x, a, u), scalars, ForwardLaunch(tiled_min_channels=channels)).forward(x, a, u)[0]
+            for channels in (1000, 1)]
     assert torch.equal(outs[0], outs[1])
     assert outs[0].abs().sum() > 0  # a real sample, not two empty outputs
+    with use_backend("triton"):
+        assert torch.equal(warp(x, a, u, padding_mode=pad), outs[1])  # 5 channels: the public call tiles
 
 
 @pytest.mark.parametrize("batches", [(1, 2), (2, 1), (1, 1)], ids=["affine1", "disp1", "both1"])

@@ -24,6 +24,7 @@ writing a channel-last output, with ``v`` added in the same pass when ``add_v``.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 import torch
 import triton
@@ -33,18 +34,31 @@ from fusedsim.ops._launch import Launcher, register_cap
 
 # sizes are used in float arithmetic; keeping them out of Triton's value specialisation keeps them tensors
 _SIZES = ["C", "ID", "IH", "IW", "OD", "OH", "OW", "NVOX"]
-# small programs: each thread owns one or two voxels and many programs share an SM, so more gathers and scatters
-# are in flight (H200, 192×160×224: forward 512/4 0.156 ms -> 64/2 0.104 ms; backward with the image gradient
-# 256/4 0.653 ms -> 32/1 0.468 ms; benchmarks/NOTES.md)
-FWD_BLOCK, FWD_WARPS = 64, 2
-# From FWD_TILED_MIN_CHANNELS channels on, the forward's gathers, not the coordinates, are the work, and they are
-# bound by L1/L2 traffic: a program takes a tile of rows (2-D: 4 rows; 3-D: 2 rows by 2 slices, 32 voxels per
-# warp row), so the rows its voxels gather from are shared inside its SM's L1, under a 40-register cap (H100,
-# 2x16x128³: 0.366 ms for 64 voxels in memory order -> 0.322 ms; 1-channel volumes are 4-10% slower tiled, so
-# they keep memory order; benchmarks/NOTES.md, "Warp forward, many channels")
-FWD_TILED_MIN_CHANNELS = 4
-FWD_TILED_BLOCK, FWD_TILED_WARPS, FWD_TILED_MAXNREG = 128, 4, 40
-FWD_TILE_2D, FWD_TILE_3D = (4, 1), (2, 2)  # (rows, slices) per tile
+
+
+@dataclass(frozen=True)
+class ForwardLaunch:
+    """Launch geometry of the warp forward: a :class:`WarpPlan` argument (``benchmarks/tune_warp.py`` sweeps it).
+
+    Small programs: each thread owns one voxel and many programs share an SM, so more gathers are in flight (H200,
+    192×160×224: 512 voxels / 4 warps 0.156 ms -> 64 / 2 0.104 ms). From ``tiled_min_channels`` channels on, the
+    gathers, not the coordinates, are the work, and they are bound by L1/L2 traffic: a program takes a tile of rows
+    (2-D: 4 rows; 3-D: 2 rows by 2 slices, 32 voxels per warp row), so the rows its voxels gather from are shared
+    inside its SM's L1, under a 40-register cap (H100, 2x16x128³: 0.366 ms in memory order -> 0.322 ms; 1-channel
+    volumes are 4-10% slower tiled, so they keep memory order; benchmarks/NOTES.md, "Warp forward, many channels").
+    """
+
+    block: int = 64  # voxels per program in memory order
+    warps: int = 2
+    tiled_min_channels: int = 4
+    tiled_block: int = 128
+    tiled_warps: int = 4
+    tiled_maxnreg: int | None = 40
+    tile_2d: tuple[int, int] = (4, 1)  # (rows, slices) per tile
+    tile_3d: tuple[int, int] = (2, 2)
+
+
+# backward: small programs again (H200, 192×160×224 with the image gradient: 256/4 0.653 ms -> 32/1 0.468 ms)
 BWD_BLOCK, BWD_WARPS = 32, 1
 _INT31 = 2**31 - 1
 
@@ -245,7 +259,7 @@ def _warp_fwd_kernel(img, aff, grd, out, C, ID, IH, IW, OD, OH, OW, NVOX,
                      INDEX64: tl.constexpr, DT: tl.constexpr, BLOCK: tl.constexpr, TILE_Y: tl.constexpr,
                      TILE_Z: tl.constexpr):
     """Program (voxel block, batch entry): BLOCK voxels in memory order (TILE_Y = 0) or a tile of TILE_Y rows by
-    TILE_Z slices (see :data:`FWD_TILED_MIN_CHANNELS`)."""
+    TILE_Z slices (see :class:`ForwardLaunch`)."""
     b = tl.program_id(1)
     if INDEX64:
         b = b.to(tl.int64)
@@ -468,7 +482,7 @@ class WarpPlan:
 
     def __init__(self, image_shape, image_strides, image_dtype, affine_shape, affine_strides, affine_dtype,
                  grid_shape, grid_strides, grid_dtype, device, out_shape, is_displacement, mode, padding,
-                 align_corners, channel_last=False, add_grid=False) -> None:
+                 align_corners, channel_last=False, add_grid=False, launch: ForwardLaunch = ForwardLaunch()) -> None:
         nd = len(image_shape) - 2
         if channel_last:
             spatial_in, c = tuple(image_shape[1:-1]), image_shape[-1]
@@ -506,20 +520,20 @@ class WarpPlan:
         self.flags = (nd, self.has_affine, self.has_grid, bool(is_displacement), bool(add_grid), self.mode,
                       int(padding), bool(align_corners))
         self.dt = _tl_dtype(self.acc)
-        self._fwd, self._fwd_tile = self._forward_launcher(device)
+        self._fwd, self._fwd_tile = self._forward_launcher(device, launch)
         self._bwd: dict[tuple[bool, bool, bool], tuple[Launcher, int, int]] = {}
 
-    def _forward_launcher(self, device) -> tuple[Launcher, tuple[int, int, int]]:
+    def _forward_launcher(self, device, launch: ForwardLaunch) -> tuple[Launcher, tuple[int, int, int]]:
         """The forward's launcher and its (BLOCK, TILE_Y, TILE_Z) (TILE_Y = 0: voxels in memory order)."""
-        if self.c < FWD_TILED_MIN_CHANNELS:
-            grid = (triton.cdiv(self.nvox, FWD_BLOCK), self.batch)
-            return Launcher(_warp_fwd_kernel, grid, num_warps=FWD_WARPS), (FWD_BLOCK, 0, 1)
-        ty, tz = FWD_TILE_3D if self.nd == 3 else FWD_TILE_2D
+        if self.c < launch.tiled_min_channels:
+            grid = (triton.cdiv(self.nvox, launch.block), self.batch)
+            return Launcher(_warp_fwd_kernel, grid, num_warps=launch.warps), (launch.block, 0, 1)
+        ty, tz = launch.tile_3d if self.nd == 3 else launch.tile_2d
         _, _, _, _, od, oh, ow, _ = self.sizes
-        tiles = triton.cdiv(ow, FWD_TILED_BLOCK // (ty * tz)) * triton.cdiv(oh, ty) * triton.cdiv(od, tz)
-        launcher = Launcher(_warp_fwd_kernel, (tiles, self.batch), num_warps=FWD_TILED_WARPS,
-                            **register_cap(torch.device(device), FWD_TILED_MAXNREG))
-        return launcher, (FWD_TILED_BLOCK, ty, tz)
+        tiles = triton.cdiv(ow, launch.tiled_block // (ty * tz)) * triton.cdiv(oh, ty) * triton.cdiv(od, tz)
+        launcher = Launcher(_warp_fwd_kernel, (tiles, self.batch), num_warps=launch.tiled_warps,
+                            **register_cap(torch.device(device), launch.tiled_maxnreg))
+        return launcher, (launch.tiled_block, ty, tz)
 
     def _present(self, image, affine, grid):
         """Stand-ins for absent tensors (never read: the kernel's flags skip them)."""
@@ -590,15 +604,16 @@ def _warp_plan_cached(*key) -> WarpPlan:
     return WarpPlan(*key)
 
 
-def warp_plan(tensors, scalars) -> WarpPlan:
-    """The cached plan of ``warp`` for these tensors (shapes, strides, dtypes, device) and scalars."""
+def warp_plan(tensors, scalars, launch: ForwardLaunch = ForwardLaunch()) -> WarpPlan:
+    """The cached plan of ``warp`` for these tensors (shapes, strides, dtypes, device) and scalars; ``launch``: the
+    forward's launch geometry."""
     image, affine, grid = tensors
     out_shape, is_displacement, mode, padding, align_corners = scalars
     if grid.dim() == image.dim():  # the grid's lattice wins, as in the twin
         out_shape = grid.shape[1:-1]
     return _warp_plan_cached(*_meta(image), *_meta(affine), *_meta(grid), image.device,
                              tuple(int(s) for s in out_shape), bool(is_displacement), int(mode), int(padding),
-                             bool(align_corners))
+                             bool(align_corners), False, False, launch)
 
 
 class ComposePlan:

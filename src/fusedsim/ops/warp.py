@@ -532,7 +532,7 @@ class WarpPlan:
         _, _, _, _, od, oh, ow, _ = self.sizes
         tiles = triton.cdiv(ow, launch.tiled_block // (ty * tz)) * triton.cdiv(oh, ty) * triton.cdiv(od, tz)
         launcher = Launcher(_warp_fwd_kernel, (tiles, self.batch), num_warps=launch.tiled_warps,
-                            **register_cap(torch.device(device), launch.tiled_maxnreg))
+                            **register_cap(device, launch.tiled_maxnreg))
         return launcher, (launch.tiled_block, ty, tz)
 
     def _present(self, image, affine, grid):

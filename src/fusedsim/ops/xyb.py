@@ -98,7 +98,12 @@ def srgb_u8_table(device: torch.device) -> torch.Tensor | None:
         if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
             return None
         table = torch.empty(256, dtype=torch.float32, device=device)
-        Launcher(_srgb_u8_table_kernel, (1,), num_warps=4, enable_fp_fusion=False)(table)
+        fill = Launcher(_srgb_u8_table_kernel, (1,), num_warps=4, enable_fp_fusion=False)
+        if device.type == "cuda":
+            with torch.cuda.device(device):  # Triton launches on the current device
+                fill(table)
+        else:
+            fill(table)
         _U8_TABLES[device] = table
     return table
 
@@ -183,10 +188,11 @@ class LinearXybPlan:
         outputs = 2 if downsample else 1  # scale 0 keeps no linear image (scale 1 reads the sRGB image again)
         self.out_shape = (outputs, n, 3, h, w)
         grid = (triton.cdiv(h * w, _BLOCK), n)
-        # one launcher per variant: a launcher's compiled kernel is fixed by its first call's constexprs
-        self._launch = {use: Launcher(_linear_xyb_kernel, grid, num_warps=4, enable_fp_fusion=False)
-                        for use in (False, True)}
         self._reads_bytes = dtype == torch.uint8 and scale <= 1
+        # one launcher per variant (a launcher's compiled kernel is fixed by its first call's constexprs); the table
+        # variant only where bytes are read
+        self._launch = {use: Launcher(_linear_xyb_kernel, grid, num_warps=4, enable_fp_fusion=False)
+                        for use in ((False, True) if self._reads_bytes else (False,))}
         self._tail = (in_h, in_w, h, w, *strides, (outputs - 1) * n * 3 * h * w, downsample, scale <= 1,
                       downsample, dtype == torch.uint8, _BLOCK)
 

@@ -15,6 +15,7 @@ from PIL import Image
 
 from fusedsim.engine import decode_workers
 from fusedsim.engine.batch_pairs import PairTask, decode_ahead, decoder_mode, plan
+from fusedsim.engine.shared_slots import SlotArena
 
 
 def _images(folder: Path) -> None:
@@ -89,7 +90,7 @@ def test_decoding_runs_ahead_but_bounded(tmp_path, monkeypatch):
 
     def counted(self):
         for chunk in real(self):
-            handed.extend(chunk)
+            handed.extend(chunk[0])  # (jobs, slot)
             yield chunk
 
     monkeypatch.setattr(decode_workers._Jobs, "__iter__", counted)
@@ -143,9 +144,9 @@ def test_packed_chunk_round_trips_pixels_dtypes_and_errors(tmp_path):
     jobs = [(True, str(tmp_path / "r0.png")), (False, str(tmp_path / "broken.png")),
             (False, str(tmp_path / "g16.png")), (False, str(tmp_path / "d01.png"))]
     decoded = [decode_workers._decode(job) for job in jobs]
-    flat, meta = decode_workers._pack(decoded)
-    assert flat.dtype == torch.uint8 and len(meta) == 4
-    back = list(decode_workers._unpack((flat, meta)))
+    flat, meta, slot = decode_workers._pack(decoded)
+    assert flat.dtype == torch.uint8 and len(meta) == 4 and slot is None
+    back = list(decode_workers._unpack((flat, meta, slot)))
     for (image, key, error), (got, got_key, got_error) in zip(decoded, back):
         assert (got_key, got_error) == (key, error)
         if image is None:
@@ -155,3 +156,85 @@ def test_packed_chunk_round_trips_pixels_dtypes_and_errors(tmp_path):
         assert (got.path, got.bit_depth, got.channels) == (image.path, image.bit_depth, image.channels)
         assert got.pixels.untyped_storage().data_ptr() == flat.untyped_storage().data_ptr()
     assert back[2][0].pixels.dtype == torch.float32 and back[0][0].pixels.dtype == torch.uint8
+
+
+def _chunk(folder: Path) -> list:
+    jobs = [(True, str(folder / "r0.png")), (False, str(folder / "broken.png")),
+            (False, str(folder / "g16.png")), (False, str(folder / "d01.png"))]
+    return [decode_workers._decode(job) for job in jobs]
+
+
+def test_chunk_in_a_slot_round_trips_and_frees_the_slot_with_its_last_view(tmp_path):
+    """A chunk written into an arena slot comes back as views of a lease on that slot; the slot is free again only
+    when no image, derived view or array made from them is alive."""
+    _images(tmp_path)
+    decoded = _chunk(tmp_path)
+    arena = SlotArena(2, 64 * 1024)
+    slot = arena.take()
+    fresh, meta, got_slot = decode_workers._pack(decoded, arena, slot)
+    assert fresh is None and got_slot == slot and arena.free == 1
+    back = list(decode_workers._unpack((fresh, meta, slot), arena))
+    for (image, key, error), (got, got_key, got_error) in zip(decoded, back):
+        assert (got_key, got_error) == (key, error)
+        if image is not None:
+            assert got.pixels.dtype == image.pixels.dtype and torch.equal(got.pixels, image.pixels)
+    assert arena.free == 1  # the images view the slot
+    kept = back[2][0].pixels.transpose(-1, -2)  # a derived view of the 16-bit image
+    array = back[3][0].pixels.numpy()
+    del back, got
+    assert arena.free == 1
+    del kept
+    assert arena.free == 1
+    del array
+    assert arena.free == 2  # the last view gone: the slot can be filled again
+
+
+def test_a_chunk_too_large_for_its_slot_comes_back_fresh_and_the_slot_is_returned(tmp_path):
+    _images(tmp_path)
+    decoded = _chunk(tmp_path)
+    arena = SlotArena(1, 256)  # smaller than the chunk's pixels
+    slot = arena.take()
+    fresh, meta, got_slot = decode_workers._pack(decoded, arena, slot)
+    assert fresh is not None and got_slot == slot
+    back = list(decode_workers._unpack((fresh, meta, slot), arena))
+    assert arena.free == 1  # given back at once: nothing views it
+    assert torch.equal(back[0][0].pixels, decoded[0][0].pixels)
+    failed = [decode_workers._decode((False, str(tmp_path / "broken.png")))]
+    slot = arena.take()
+    assert list(decode_workers._unpack(decode_workers._pack(failed, arena, slot), arena))[0][0] is None
+    assert arena.free == 1  # a chunk of errors only holds no slot
+
+
+def _distinct_images(folder: Path, count: int, side: int) -> list[PairTask]:
+    rng = np.random.default_rng(7)
+    tasks = []
+    for i in range(count):
+        height = side if i < count * 2 // 3 else side + 1 + i % 2  # the last third taller than the first pair
+        for name in (f"r{i}", f"d{i}"):
+            Image.fromarray(rng.integers(0, 256, (height, side, 3), dtype=np.uint8)).save(folder / f"{name}.png")
+        tasks.append(PairTask(i, str(folder / f"r{i}.png"), str(folder / f"d{i}.png")))
+    return tasks
+
+
+def test_slots_are_reused_and_never_overwrite_an_image_still_held(tmp_path):
+    """Consumed and dropped pairs come back in reused slots (views of a lease, not a fresh shared segment); pairs
+    the consumer keeps are never overwritten when later chunks reuse memory (those fall back to fresh tensors
+    while every slot is viewed). Images of varying sizes: taller than the first pair's, chunks outgrow their
+    slots and come back fresh."""
+    tasks = _distinct_images(tmp_path, 24, 12)
+    expected = list(decode_ahead(tasks, workers=2, prefetch=4, mode="threads"))
+
+    def same(got, want) -> bool:
+        return not got.error and torch.equal(got.ref.pixels, want.ref.pixels) and torch.equal(got.dist.pixels,
+                                                                                              want.dist.pixels)
+
+    leased = 0
+    for got, want in zip(decode_ahead(tasks, workers=2, prefetch=8, mode="processes"), expected):
+        assert same(got, want)
+        leased += not got.dist.pixels.is_shared()  # a lease's storage wraps the arena; fresh segments are shared
+    assert len(tasks) // 2 <= leased <= len(tasks) * 2 // 3  # the taller pairs never fit a slot
+    held = list(decode_ahead(tasks, workers=2, prefetch=8, mode="processes"))  # every image kept
+    assert all(same(got, want) for got, want in zip(held, expected))
+    fresh = list(decode_workers.decode_in_processes(tasks, workers=2, prefetch=8, reuse_memory=False))
+    assert all(same(got, want) and got.dist.pixels.is_shared() for got, want in zip(fresh, expected))
+    assert _no_children()

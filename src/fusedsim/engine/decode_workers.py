@@ -13,10 +13,13 @@ each image), and sending decoded arrays back through a pipe costs as much as dec
 The loader runs over a flat, planned list of jobs (:func:`plan_jobs`): each reference shared by consecutive pairs
 once (decoded and hashed in a worker), then its distorted images. The jobs are the loader's sampler, in chunks of
 up to :data:`CHUNK_JOBS`, so they are handed to the workers a few at a time rather than copied into every worker.
-A worker packs a chunk's pixels into one tensor: each tensor the loader returns costs the consumer a shared-memory
-hand-over (a socket connection to the worker and a file descriptor, about a millisecond), which capped a 63-worker
-loader at ~770 images/s when every image was its own tensor. A job never raises: a bad file comes back as its
-one-line error, as in the thread decoder.
+A worker copies a chunk's pixels into a slot of a :class:`~fusedsim.engine.shared_slots.SlotArena`, one
+shared-memory segment mapped once by every worker, and returns only plain data; the consumer gives the slot back
+once no tensor views its images. Each tensor the loader returns would cost the consumer a shared-memory hand-over
+(a socket connection to the worker for a file descriptor, a mapping, and unmapping it when done: about a
+millisecond per chunk, plus page faults in the worker), which capped a 63-worker loader at ~500 images/s. When
+every slot is busy, or a chunk outgrows its slot, the chunk comes back packed in a fresh tensor instead. A job
+never raises: a bad file comes back as its one-line error, as in the thread decoder.
 
 Start method: ``forkserver`` (``spawn`` where there is none). Forking the caller is unsafe once it holds a CUDA
 context or threads (Python 3.12 warns about it), and ``spawn`` imports torch again in every worker. The fork
@@ -36,7 +39,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from fusedsim.engine.batch_pairs import DecodedPair, PairTask, _error_text, _read_dist, _read_ref
+from fusedsim.engine.batch_pairs import DecodedPair, PairTask, _error_text, _read_dist, _read_ref, image_bytes_estimate
+from fusedsim.engine.shared_slots import SlotArena
 
 if TYPE_CHECKING:
     from fusedsim.io.images import ImageData
@@ -47,6 +51,9 @@ Job = tuple[bool, str]  # (is a reference, path)
 Decoded = tuple["ImageData | None", str, str]  # (image, pixel hash of a reference, error)
 #: jobs per loader item (see the module docstring): one shared-memory hand-over per chunk instead of per image
 CHUNK_JOBS = 4
+#: slots beyond the loader's chunks in flight: the chunks whose images the consumer still holds (the pair being
+#: scored, its reference, the scorer's prepared reference)
+SPARE_SLOTS = 4
 _ALIGN = 64  # byte alignment of each image inside a packed chunk (float32 views need 4)
 
 
@@ -67,20 +74,24 @@ def plan_jobs(tasks: Iterable[PairTask]) -> Iterator[Job]:
 
 
 class _Jobs:
-    """The loader's sampler: the jobs of ``tasks`` in chunks of up to ``chunk``, planned as the workers ask."""
+    """The loader's sampler: the jobs of ``tasks`` in chunks of up to ``chunk``, planned as the workers ask, each
+    with a slot of ``arena`` taken for its pixels (None: none free, or no arena)."""
 
-    def __init__(self, tasks: Sequence[PairTask], chunk: int = 1) -> None:
-        self.tasks, self.chunk = tasks, chunk
+    def __init__(self, tasks: Sequence[PairTask], chunk: int = 1, arena: SlotArena | None = None) -> None:
+        self.tasks, self.chunk, self.arena = tasks, chunk, arena
 
-    def __iter__(self) -> Iterator[tuple[Job, ...]]:
+    def __iter__(self) -> Iterator[tuple[tuple[Job, ...], int | None]]:
         batch: list[Job] = []
         for job in plan_jobs(self.tasks):
             batch.append(job)
             if len(batch) == self.chunk:
-                yield tuple(batch)
+                yield tuple(batch), self._slot()
                 batch = []
         if batch:
-            yield tuple(batch)
+            yield tuple(batch), self._slot()
+
+    def _slot(self) -> int | None:
+        return None if self.arena is None else self.arena.take()
 
 
 def _decode(job: Job) -> Decoded:
@@ -94,41 +105,58 @@ def _decode(job: Job) -> Decoded:
         return None, "", _error_text(exc)
 
 
-Packed = tuple["torch.Tensor | None", list]  # noqa: UP037  # (all pixels as bytes, per job: (image fields or None, key, error))
+#: (a fresh byte tensor with the pixels, or None when they are in the slot; per job: (image fields or None, key,
+#: error); the slot taken for the chunk, or None)
+Packed = tuple["torch.Tensor | None", list, "int | None"]  # noqa: UP037
 
 
 class _Decoder(Dataset):
-    """Runs in a worker: a chunk of jobs to one :data:`Packed` item (the sampler's items are the chunks)."""
+    """Runs in a worker: a chunk of jobs and its slot to one :data:`Packed` item (the sampler's items)."""
 
-    def __getitem__(self, jobs: tuple[Job, ...]) -> Packed:  # type: ignore[override]
-        return _pack([_decode(job) for job in jobs])
+    def __init__(self, arena: SlotArena | None = None) -> None:
+        self.arena = arena
+
+    def __getitem__(self, index: tuple[tuple[Job, ...], int | None]) -> Packed:  # type: ignore[override]
+        jobs, slot = index
+        return _pack([_decode(job) for job in jobs], self.arena, slot)
 
 
-def _pack(results: list[Decoded]) -> Packed:
-    """The chunk's pixels copied into one byte tensor (one shared-memory segment for the loader to hand over),
-    each image at an aligned offset; the rest (path, shape, dtype, bit depth, channels) travels as plain data."""
+def _pack(results: list[Decoded], arena: SlotArena | None = None, slot: int | None = None) -> Packed:
+    """The chunk's pixels copied into ``arena``'s ``slot`` when they fit, else into one fresh byte tensor (one
+    shared-memory segment for the loader to hand over), each image at an aligned offset; the rest (path, shape,
+    dtype, bit depth, channels) travels as plain data."""
     sizes = [0 if image is None else image.pixels.numel() * image.pixels.element_size() for image, _, _ in results]
     offsets, total = [], 0
     for size in sizes:
         offsets.append(total)
         total += -(-size // _ALIGN) * _ALIGN
-    flat = torch.empty(total, dtype=torch.uint8) if total else None
+    in_slot = arena is not None and slot is not None and total <= arena.slot_bytes
+    fresh = None if in_slot or not total else torch.empty(total, dtype=torch.uint8)
+    target = arena.slot(slot) if in_slot else fresh  # type: ignore[union-attr]
     meta = []
     for (image, key, error), offset, size in zip(results, offsets, sizes):
         if image is None:
             meta.append((None, key, error))
             continue
-        flat[offset:offset + size].copy_(image.pixels.contiguous().view(-1).view(torch.uint8))
+        target[offset:offset + size].copy_(image.pixels.contiguous().view(-1).view(torch.uint8))
         fields = (image.path, tuple(image.pixels.shape), image.pixels.dtype, image.bit_depth, image.channels, offset)
         meta.append((fields, key, error))
-    return flat, meta
+    return fresh, meta, slot
 
 
-def _unpack(item: Packed) -> Iterator[Decoded]:
-    """The decoded jobs of one :data:`Packed` item, their pixels views of its byte tensor."""
+def _unpack(item: Packed, arena: SlotArena | None = None) -> Iterator[Decoded]:
+    """The decoded jobs of one :data:`Packed` item, their pixels views of its byte tensor or of a lease on its
+    slot (a slot the worker did not fill goes back to the arena)."""
     from fusedsim.io.images import ImageData
 
-    flat, meta = item
+    fresh, meta, slot = item
+    flat = fresh
+    if slot is not None:
+        assert arena is not None
+        if fresh is None and any(fields is not None for fields, _, _ in meta):
+            flat = arena.lease(slot)
+        else:
+            arena.give_back(slot)
     for fields, key, error in meta:
         if fields is None:
             yield None, key, error
@@ -137,6 +165,7 @@ def _unpack(item: Packed) -> Iterator[Decoded]:
         nbytes = math.prod(shape) * dtype.itemsize
         pixels = flat[offset:offset + nbytes].view(dtype).view(shape)
         yield ImageData(path=path, pixels=pixels, bit_depth=bit_depth, channels=channels), key, error
+    del flat  # the images alone keep the lease
 
 
 def _identity(item: Packed) -> Packed:
@@ -176,9 +205,9 @@ def _job_count(tasks: Sequence[PairTask]) -> int:
     return sum(1 for _ in plan_jobs(tasks))
 
 
-def _decoded(items: Iterator[Packed]) -> Iterator[Decoded]:
+def _decoded(items: Iterator[Packed], arena: SlotArena | None) -> Iterator[Decoded]:
     for item in items:
-        yield from _unpack(item)
+        yield from _unpack(item, arena)
 
 
 def _pairs(tasks: Sequence[PairTask], results: Iterator[Decoded]) -> Iterator[DecodedPair]:
@@ -197,12 +226,15 @@ def _pair(task: PairTask, ref: Decoded, dist: Decoded) -> DecodedPair:
     return DecodedPair(task, ref=ref[0], ref_key=ref[1], dist=dist[0])
 
 
-def decode_in_processes(tasks: Sequence[PairTask], workers: int = 4, prefetch: int = 16) -> Iterator[DecodedPair]:
+def decode_in_processes(tasks: Sequence[PairTask], workers: int = 4, prefetch: int = 16,
+                        reuse_memory: bool = True) -> Iterator[DecodedPair]:
     """Decode ``tasks`` in ``workers`` processes, in order, at most ``prefetch`` images (so pairs) ahead of the
     consumer.
 
     A reference shared by consecutive pairs is decoded and hashed once. The workers stop when the iterator is
     exhausted or closed (or collected), including on an exception or KeyboardInterrupt in the consumer.
+    ``reuse_memory``: pixels come back in reused shared-memory slots (see the module docstring); False returns
+    each chunk in a fresh segment (for comparisons).
     """
     if workers < 1 or prefetch < 1:
         raise ValueError(f"workers and prefetch must be >= 1; got {workers} and {prefetch}")
@@ -213,14 +245,26 @@ def decode_in_processes(tasks: Sequence[PairTask], workers: int = 4, prefetch: i
     # shrink before workers are dropped
     workers = min(workers, prefetch, jobs)
     chunk = max(1, min(CHUNK_JOBS, prefetch // (2 * workers), -(-jobs // workers)))
-    loader = DataLoader(_Decoder(), batch_size=None, sampler=_Jobs(tasks, chunk), collate_fn=_identity,
-                        num_workers=workers, prefetch_factor=max(1, prefetch // (workers * chunk)),
-                        multiprocessing_context=_context(), worker_init_fn=_worker_init, persistent_workers=False)
+    per_worker = max(1, prefetch // (workers * chunk))
+    arena = _arena(tasks[0], workers * per_worker + SPARE_SLOTS, chunk) if reuse_memory else None
+    loader = DataLoader(_Decoder(arena), batch_size=None, sampler=_Jobs(tasks, chunk, arena), collate_fn=_identity,
+                        num_workers=workers, prefetch_factor=per_worker, multiprocessing_context=_context(),
+                        worker_init_fn=_worker_init, persistent_workers=False)
     items = iter(loader)
     try:
-        yield from _pairs(tasks, _decoded(items))
+        yield from _pairs(tasks, _decoded(items, arena))
     finally:
         _stop(items)
+
+
+def _arena(first: PairTask, slots: int, chunk: int) -> SlotArena | None:
+    """Slots for ``chunk`` images the size of the first pair's larger one (read from the file headers); None when
+    those cannot be read (every chunk then comes back in a fresh tensor)."""
+    sizes = [image_bytes_estimate(first.ref), image_bytes_estimate(first.dist)]
+    if None in sizes:
+        return None
+    per_image = -(-max(sizes) // _ALIGN) * _ALIGN  # type: ignore[type-var]
+    return SlotArena(slots, chunk * per_image)
 
 
 def _stop(results: Any) -> None:

@@ -238,3 +238,12 @@ def test_slots_are_reused_and_never_overwrite_an_image_still_held(tmp_path):
     fresh = list(decode_workers.decode_in_processes(tasks, workers=2, prefetch=8, reuse_memory=False))
     assert all(same(got, want) and got.dist.pixels.is_shared() for got, want in zip(fresh, expected))
     assert _no_children()
+
+
+def test_default_workers_leave_the_scoring_thread_a_core_and_stop_at_the_cap(monkeypatch):
+    from fusedsim.engine import batch_pairs
+
+    for cpus, processes, threads in ((1, 1, 1), (2, 1, 2), (16, 15, 8), (32, 31, 8), (64, 31, 8), (256, 31, 8)):
+        monkeypatch.setattr(batch_pairs.os, "sched_getaffinity", lambda pid, n=cpus: set(range(n)), raising=False)
+        assert batch_pairs.default_workers("processes") == batch_pairs.default_workers("auto") == processes
+        assert batch_pairs.default_workers("threads") == threads

@@ -129,12 +129,19 @@ def decoder_mode(mode: str, workers: int) -> str:
     return mode
 
 
+#: processes plus the scoring thread ``default_workers`` keeps within: on a 64-CPU machine whose CPUs give about 32
+#: cores' throughput (a zlib inflate in N processes peaks at N = 32), ``fusedsim batch`` scored 1024² PNG pairs
+#: fastest end to end with 31-40 decoding processes; 48 and 63 slowed the scoring thread more than they decoded
+#: (63: 6-37% fewer pairs/s than 31). Set ``--workers`` to go beyond.
+DECODE_CPUS_MAX = 32
+
+
 def default_workers(mode: str) -> int:
-    """Decoding workers when none are asked for: for ``processes`` and ``auto`` every usable core but one
-    (processes scale with the cores; the one left runs the scoring thread, which otherwise waits for a core while
-    the GPU idles), at most 8 for ``threads`` (past that the GIL adds little)."""
+    """Decoding workers when none are asked for: for ``processes`` and ``auto`` every usable core but one, at most
+    ``DECODE_CPUS_MAX - 1`` (processes scale with the cores; the one left runs the scoring thread, which otherwise
+    waits for a core while the GPU idles), at most 8 for ``threads`` (past that the GIL adds little)."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return max(1, cores - 1) if mode in ("processes", "auto") else min(8, cores)
+    return max(1, min(cores, DECODE_CPUS_MAX) - 1) if mode in ("processes", "auto") else min(8, cores)
 
 
 #: pairs decoded ahead of scoring when none is asked for: at least this many, and eight images per worker (two

@@ -40,7 +40,19 @@ def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
 
 @pytest.mark.parametrize("op,index", CASES, ids=[f"{op.name}-{i}" for op, i in CASES])
 def test_op_matches_its_twin(op, index, kernel_device):
-    example = op.examples(kernel_device)[index]
+    _check_against_twin(op, op.examples(kernel_device)[index])
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA GPUs")
+@pytest.mark.parametrize("op,index", CASES, ids=[f"{op.name}-{i}" for op, i in CASES])
+def test_op_on_a_gpu_that_is_not_the_current_one(op, index):
+    """Triton launches on the current device: tensors on another GPU must be computed on theirs, forward and
+    backward, with the same results."""
+    with torch.cuda.device(0):
+        _check_against_twin(op, op.examples(torch.device("cuda", 1))[index])
+
+
+def _check_against_twin(op, example) -> None:
     dtypes = [None] if op.tolerance is None else list(op.tolerance)
     twin, twin_grads = _run(op, "reference", tuple(t.cpu() for t in example.tensors), example.scalars, example.grads)
     for dtype in dtypes:
@@ -48,7 +60,7 @@ def test_op_matches_its_twin(op, index, kernel_device):
         got, got_grads = _run(op, "triton", tensors, example.scalars, example.grads)
         fake = op.fake(*tensors, *example.scalars)
         assert got.shape == twin.shape == fake.shape, example.note
-        assert got.dtype == fake.dtype, example.note
+        assert got.dtype == fake.dtype and got.device == tensors[0].device, example.note
         if dtype is None:
             assert torch.equal(got.cpu(), twin), example.note
             continue

@@ -11,9 +11,13 @@ Under Triton's interpreter, or on a Triton older than 3.4 (another launcher inte
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import torch
+
+F = TypeVar("F", bound=Callable)
 
 _FAST_OK: bool | None = None
 
@@ -45,6 +49,24 @@ def register_cap(device: torch.device, maxnreg: int | None) -> dict:
     return {"maxnreg": maxnreg} if maxnreg and device.type == "cuda" and torch.version.hip is None else {}
 
 
+def on_tensors_device(fn: F) -> F:
+    """Run ``fn`` with the CUDA device of its first tensor argument current: for functions that launch with
+    Triton's own ``kernel[grid](...)``, which compiles for and launches on the current device (a
+    :class:`Launcher` switches by itself)."""
+
+    @functools.wraps(fn)
+    def on_device(*args, **kwargs):
+        for a in args:
+            if isinstance(a, torch.Tensor):
+                if a.is_cuda and a.device.index != torch._C._cuda_getDevice():
+                    with torch.cuda.device(a.device):
+                        return fn(*args, **kwargs)
+                break
+        return fn(*args, **kwargs)
+
+    return on_device  # type: ignore[return-value]
+
+
 def _is_compiled_kernel(kernel) -> bool:
     """A kernel jitted for a device (not Triton's interpreter, which is chosen when the kernel is decorated)."""
     from triton.runtime.jit import JITFunction
@@ -57,9 +79,13 @@ class Launcher:
     (constexprs included, as Triton's own launcher expects them). ``raw_pointers=True`` hands the tensors to
     Triton's launcher as addresses, which skips its per-tensor checks (a ``data_ptr`` call and a driver query of
     the pointer, a few microseconds a launch): only for plans whose callers guarantee every tensor lives on the
-    plan's device."""
+    plan's device.
 
-    __slots__ = ("kernel", "grid", "options", "_fast", "_compiled", "_tensor_pos", "_stream_of", "_knobs", "_device",
+    Triton compiles for and launches on the *current* device; a launcher runs each call on its tensors' device
+    (its first tensor's; launchers are shared by plans that are not keyed by device), switching the current device
+    when it differs, and keeps its compiled kernels per device."""
+
+    __slots__ = ("kernel", "grid", "options", "_fast", "_compiled", "_tensor_pos", "_first", "_stream_of", "_knobs",
                  "_raw")
 
     def __init__(self, kernel, grid: Sequence[int], raw_pointers: bool = False, **options) -> None:
@@ -70,20 +96,33 @@ class Launcher:
         self._fast = _fast_launch_supported() and _is_compiled_kernel(kernel)
         self._compiled: dict[int, object] = {}
         self._tensor_pos: tuple[int, ...] | None = None
+        self._first = -1  # position of the first tensor argument (-1: none)
         self._stream_of: Callable[[int], int] | None = None
 
     def __call__(self, *args) -> None:
+        if self._tensor_pos is None:
+            self._bind(args)
+        device = args[self._first].get_device() if self._first >= 0 else -1  # -1: CPU (the interpreter)
+        if device >= 0 and device != torch._C._cuda_getDevice():
+            with torch.cuda.device(device):
+                self._launch(args, device)
+            return
+        self._launch(args, device)
+
+    def _bind(self, args: tuple) -> None:
+        self._tensor_pos = tuple(i for i, a in enumerate(args) if isinstance(a, torch.Tensor))
+        self._first = self._tensor_pos[0] if self._tensor_pos else -1
+        if self._fast:
+            import triton
+
+            self._stream_of = triton.runtime.driver.active.get_current_stream
+            self._knobs = triton.knobs.runtime
+
+    def _launch(self, args: tuple, device: int) -> None:
         if not self._fast:
             self.kernel[self.grid](*args, **self.options)
             return
-        if self._tensor_pos is None:
-            import triton
-
-            self._tensor_pos = tuple(i for i, a in enumerate(args) if isinstance(a, torch.Tensor))
-            self._stream_of = triton.runtime.driver.active.get_current_stream
-            self._knobs = triton.knobs.runtime
-            self._device = args[self._tensor_pos[0]].device.index
-        aligned = 0
+        aligned = device  # the key of a compiled kernel: the device, then one alignment bit per tensor
         if self._raw:  # the addresses replace the tensors (see the class docstring)
             call_args = list(args)
             for i in self._tensor_pos:
@@ -99,7 +138,7 @@ class Launcher:
             self._compiled[aligned] = self.kernel[self.grid](*args, **self.options)
             return
         # exactly Triton's own launch (JITFunction.run) minus argument binding and specialisation
-        stream = self._stream_of(self._device)
+        stream = self._stream_of(device)
         knobs = self._knobs
         grid = self.grid
         enter, exit_ = _active_hook(knobs.launch_enter_hook), _active_hook(knobs.launch_exit_hook)

@@ -23,6 +23,7 @@ import triton
 import triton.language as tl
 
 from fusedsim.backend import triton_interpreting
+from fusedsim.ops._launch import on_tensors_device
 from fusedsim.ops.sequential_sum import sequential_sum_fwd
 from fusedsim.reference.integer_ssim_ref import integer_ssim_constants, integer_ssim_weight_sum
 
@@ -201,6 +202,7 @@ def _block_sizes(n: int, height: int, width: int) -> tuple[int, int, int, int]:
     return 1, 128, 64, 4
 
 
+@on_tensors_device
 def integer_ssim_terms_fwd(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, out: torch.Tensor | None = None,
                            *, bands: int | None = None, block_w: int | None = None, rows: int | None = None,
                            num_warps: int | None = None) -> torch.Tensor:

@@ -20,6 +20,7 @@ import torch
 import triton
 import triton.language as tl
 
+from fusedsim.ops._launch import on_tensors_device
 from fusedsim.reference.float_ssim_ref import GAUSS_LEN, GAUSS_WINDOW, SSIM_C1, SSIM_C2, SSIM_C3
 
 __all__ = ["iqa_decimate_fwd", "iqa_ssim_maps_fwd"]
@@ -136,6 +137,7 @@ def _grid_block(width: int) -> int:
     return min(_BLOCK, max(32, triton.next_power_of_2(width)))
 
 
+@on_tensors_device
 def iqa_decimate_fwd(img: torch.Tensor, kernel: torch.Tensor, factor: int) -> torch.Tensor:
     """``_iqa_decimate`` of float32 frames ``(N, H, W)`` with a ``(k, k)`` float32 kernel; see the module doc."""
     img = img.contiguous()
@@ -153,6 +155,7 @@ def iqa_decimate_fwd(img: torch.Tensor, kernel: torch.Tensor, factor: int) -> to
 _WINDOWS: dict[torch.device, torch.Tensor] = {}
 
 
+@on_tensors_device
 def iqa_ssim_maps_fwd(ref: torch.Tensor, cmp: torch.Tensor) -> torch.Tensor:
     """``(N, 4, H-10, W-10)`` float64 maps of ``l*c*s``, ``l``, ``c``, ``s`` of float32 frames ``(N, H, W)``."""
     ref, cmp = ref.contiguous(), cmp.contiguous()

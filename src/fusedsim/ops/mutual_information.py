@@ -28,6 +28,7 @@ import torch
 import triton
 import triton.language as tl
 
+from fusedsim.ops._launch import on_tensors_device
 from fusedsim.ops.ssim import _sm_count, _split, _tl_dtype
 from fusedsim.reference.ssim_ref import compute_dtype
 
@@ -164,6 +165,7 @@ class HistogramPlan:
     def _planes(self, x: torch.Tensor) -> torch.Tensor:
         return x.contiguous()
 
+    @on_tensors_device
     def forward(self, pred: torch.Tensor, target: torch.Tensor, norm: torch.Tensor, centres: torch.Tensor):
         n, c, nb, nbp = self.n, self.c, self.nb, self.nbp
         part = torch.empty((n, c, self.chunks, nbp + 2, nbp), dtype=self.acc, device=pred.device)
@@ -177,6 +179,7 @@ class HistogramPlan:
         hist = torch.cat([sums[..., :nb, :nb], sums[..., nbp:nbp + 2, :nb]], dim=-2)
         return hist, ()
 
+    @on_tensors_device
     def backward(self, tensors, saved, g, needs):
         pred, target, norm, centres = tensors
         need_x, need_y, need_norm = bool(needs[0]), bool(needs[1]), bool(needs[2])

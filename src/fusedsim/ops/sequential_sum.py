@@ -37,6 +37,7 @@ import triton
 import triton.language as tl
 
 from fusedsim.backend import triton_interpreting
+from fusedsim.ops._launch import on_tensors_device
 
 __all__ = ["sequential_sum_fwd"]
 
@@ -276,6 +277,7 @@ def _chunk_sums(x: torch.Tensor, ch: int, nchunk: int) -> torch.Tensor:
     return torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]
 
 
+@on_tensors_device
 def sequential_sum_fwd(x: torch.Tensor, *, use_summary: bool = True, vector_scan: bool = True,
                        chunk: int | None = None, block: int | None = None) -> torch.Tensor:
     """Left-to-right double sum of each row of ``x`` ``(N, L)`` float64 (CUDA, or CPU under the interpreter).

@@ -33,7 +33,7 @@ from typing import NamedTuple
 import torch
 
 from fusedsim.reference.recursive_gaussian_ref import recursive_gaussian_ref
-from fusedsim.reference.xyb_ref import linear_to_xyb_ref, srgb_to_linear_ref, uint8_to_unit_ref
+from fusedsim.reference.xyb_ref import linear_to_xyb_ref, srgb_to_linear_ref, srgb_u8_to_linear_ref, uint8_to_unit_ref
 
 __all__ = ["C2", "MAX_SCALES", "MIN_SIZE", "SIGMA", "TWIN_STEPS", "WEIGHTS", "Ssimulacra2State", "Ssimulacra2Steps",
            "downsample_linear_ref", "error_pool_ref", "score_from_subscores_ref", "ssimulacra2_error_pool_ref",
@@ -143,7 +143,10 @@ def ssimulacra2_linear_xyb_ref(x: torch.Tensor, scale: int) -> torch.Tensor:
     """
     if scale < 0:
         raise ValueError(f"scale must be >= 0; got {scale}")
-    lin = srgb_to_linear_ref(unit_input_ref(x)) if scale <= 1 else x
+    if scale <= 1:
+        lin = srgb_u8_to_linear_ref(x) if x.dtype == torch.uint8 else srgb_to_linear_ref(x)
+    else:
+        lin = x
     if scale == 0:
         return linear_to_xyb_ref(lin)[None]
     lin = downsample_linear_ref(lin)
@@ -160,25 +163,30 @@ def xyb_pyramid_ref(image: torch.Tensor, scales: int, linear_xyb: Callable[[torc
         yield out[-1]
 
 
-def ssimulacra2_reference_blur_ref(x1: torch.Tensor) -> torch.Tensor:
-    """The reference-side blurs of one scale: G(x1) and G(x1²) stacked as (2, N, 3, h, w)."""
-    return recursive_gaussian_ref(torch.stack((x1, x1 * x1)), SIGMA)
+Blur = Callable[[torch.Tensor, float], torch.Tensor]
 
 
-def ssimulacra2_error_pool_ref(x1: torch.Tensor, x2: torch.Tensor, mu1: torch.Tensor,
-                               s11: torch.Tensor) -> torch.Tensor:
+def ssimulacra2_reference_blur_ref(x1: torch.Tensor, blur: Blur = recursive_gaussian_ref) -> torch.Tensor:
+    """The reference-side blurs of one scale: G(x1) and G(x1²) stacked as (2, N, 3, h, w). ``blur``: the recursive
+    Gaussian (the twin, or a compiled CPU implementation of the same bits)."""
+    return blur(torch.stack((x1, x1 * x1)), SIGMA)
+
+
+def ssimulacra2_error_pool_ref(x1: torch.Tensor, x2: torch.Tensor, mu1: torch.Tensor, s11: torch.Tensor,
+                               blur: Blur = recursive_gaussian_ref) -> torch.Tensor:
     """The distorted side of one scale and the comparison: blurs G(x2), G(x2²), G(x1·x2), then
     :func:`error_pool_ref`. x1, mu1, s11: (1 or N, 3, h, w) (one reference may serve N distorted images);
     x2: (N, 3, h, w). Returns float64 (N, 3, 2, 3)."""
-    mu2, s22, s12 = recursive_gaussian_ref(torch.stack(torch.broadcast_tensors(x2, x2 * x2, x1 * x2)), SIGMA)
+    mu2, s22, s12 = blur(torch.stack(torch.broadcast_tensors(x2, x2 * x2, x1 * x2)), SIGMA)
     return error_pool_ref(x1, x2, mu1, mu2, s11, s22, s12)
 
 
-def ssimulacra2_pair_pool_ref(x1: torch.Tensor, x2: torch.Tensor) -> torch.Tensor:
+def ssimulacra2_pair_pool_ref(x1: torch.Tensor, x2: torch.Tensor,
+                              blur: Blur = recursive_gaussian_ref) -> torch.Tensor:
     """One scale of a one-shot pair (N, 3, h, w) each: :func:`ssimulacra2_error_pool_ref` with the reference-side
     blurs of x1 made on the spot. Returns float64 (N, 3, 2, 3)."""
-    mu1, s11 = ssimulacra2_reference_blur_ref(x1)
-    return ssimulacra2_error_pool_ref(x1, x2, mu1, s11)
+    mu1, s11 = ssimulacra2_reference_blur_ref(x1, blur)
+    return ssimulacra2_error_pool_ref(x1, x2, mu1, s11, blur)
 
 
 class Ssimulacra2Steps(NamedTuple):

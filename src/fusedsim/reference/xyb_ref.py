@@ -20,7 +20,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-__all__ = ["OPSIN_BIAS", "OPSIN_MATRIX", "fma", "linear_to_xyb_ref", "srgb_to_linear_ref", "uint8_to_unit_ref"]
+__all__ = ["OPSIN_BIAS", "OPSIN_MATRIX", "fma", "linear_to_xyb_ref", "srgb_to_linear_ref", "srgb_u8_to_linear_ref",
+           "uint8_to_unit_ref"]
 
 
 def _f32(value: float) -> float:
@@ -79,6 +80,20 @@ def srgb_to_linear_ref(v: torch.Tensor) -> torch.Tensor:
     poly = yp / yq
     # the linear segment straight from v (odd, and differentiable at 0, unlike |v|)
     return torch.where(x > SRGB_THRESHOLD, torch.where(v < 0, -poly, poly), v * SRGB_LOW_INV)
+
+
+_U8_LINEAR: dict[torch.device, torch.Tensor] = {}
+
+
+def srgb_u8_to_linear_ref(codes: torch.Tensor) -> torch.Tensor:
+    """uint8 sRGB samples -> linear float32: ``srgb_to_linear_ref(uint8_to_unit_ref(codes))``, looked up in that
+    function's values for the 256 codes (computed by it once per device: the same bits, without 16 float64
+    passes over the image)."""
+    table = _U8_LINEAR.get(codes.device)
+    if table is None:
+        table = _U8_LINEAR[codes.device] = srgb_to_linear_ref(
+            uint8_to_unit_ref(torch.arange(256, dtype=torch.uint8))).to(codes.device)
+    return table[codes.long()]
 
 
 def _cube_root_guess(x: torch.Tensor) -> torch.Tensor:

@@ -18,6 +18,7 @@ from fusedsim.reference.ssimulacra2_ref import (
 # rounded once, which differs from a true FMA only when the float64 sum lands on a float32 midpoint: ~1 in 2**29
 # FMAs, then by 1 ulp); pooled sums are float64 in another order (~1e-16). Hence 1e-6 relative.
 SSIMULACRA2_TOLERANCE = {torch.float32: (1e-6, 0.0)}
+# The blurring ops' CPU path under ``auto``: their twins with the recursive Gaussian compiled by numba (the same bits)
 
 
 def _srgb_images(shape, device, seed, dtype=torch.float32):
@@ -57,6 +58,7 @@ recursive_gaussian = register_op(KernelOp(
     examples=_recursive_gaussian_examples,
     differentiable=False,
     tolerance=SSIMULACRA2_TOLERANCE,
+    cpu="fusedsim.cpu.recursive_gaussian_numba:recursive_gaussian_numba",
     doc="libjxl's recursive Gaussian (Charalampidis IIR, zero padding) of every (H, W) plane, float32 with the "
         "reference's step structure (SSIMULACRA2 uses sigma 1.5).",
 ))
@@ -105,6 +107,7 @@ ssimulacra2_reference_blur = register_op(KernelOp(
                              for i, shape in enumerate([(1, 3, 9, 10), (2, 3, 6, 13)])],
     differentiable=False,
     tolerance=SSIMULACRA2_TOLERANCE,
+    cpu="fusedsim.cpu.recursive_gaussian_numba:ssimulacra2_reference_blur_numba",
     doc="SSIMULACRA2's reference-side blurs of one scale: G(x1), G(x1²) (products formed in the kernel).",
 ))
 
@@ -129,6 +132,7 @@ ssimulacra2_error_pool = register_op(KernelOp(
     examples=_error_pool_examples,
     differentiable=False,
     tolerance=SSIMULACRA2_TOLERANCE,
+    cpu="fusedsim.cpu.recursive_gaussian_numba:ssimulacra2_error_pool_numba",
     doc="SSIMULACRA2's comparison of one scale: blurs of x2, x2², x1·x2, SSIM and edge maps, L1/L4 pooling "
         "(N, 3, 2, 3) float64; the blurred maps stay in registers.",
 ))
@@ -145,6 +149,7 @@ ssimulacra2_pair_pool = register_op(KernelOp(
                              for i, shape in enumerate([(2, 3, 8, 9), (1, 3, 11, 6), (1, 3, 17, 40)])],
     differentiable=False,
     tolerance=SSIMULACRA2_TOLERANCE,
+    cpu="fusedsim.cpu.recursive_gaussian_numba:ssimulacra2_pair_pool_numba",
     doc="SSIMULACRA2's one-shot comparison of one scale: ssimulacra2_error_pool with the reference-side blurs "
         "G(x1), G(x1²) finished in the same kernel (never written).",
 ))

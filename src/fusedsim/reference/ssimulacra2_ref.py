@@ -132,7 +132,8 @@ def error_pool_ref(x1: torch.Tensor, x2: torch.Tensor, mu1: torch.Tensor, mu2: t
     return torch.stack((l1, l4), dim=2)
 
 
-def ssimulacra2_linear_xyb_ref(x: torch.Tensor, scale: int) -> torch.Tensor:
+def ssimulacra2_linear_xyb_ref(x: torch.Tensor, scale: int,
+                               to_xyb: Callable[[torch.Tensor], torch.Tensor] = linear_to_xyb_ref) -> torch.Tensor:
     """Scale ``scale``'s colour step; returns (XYB,) stacked as (1, N, 3, h, w) for scale 0, else (linear RGB, XYB)
     as (2, N, 3, h, w) (the linear image is what the next scale averages).
 
@@ -140,6 +141,7 @@ def ssimulacra2_linear_xyb_ref(x: torch.Tensor, scale: int) -> torch.Tensor:
     Scale 1: x is the same sRGB image, linearised and 2x2-averaged (h, w = ceil(H/2), ceil(W/2)).
     Scale >= 2: x is the previous scale's linear RGB, 2x2-averaged.
     Scale 0's linear image is never kept: scale 1 linearises the sRGB image again (cheaper than storing it).
+    ``to_xyb``: the transform (the twin, or a compiled CPU implementation of the same bits).
     """
     if scale < 0:
         raise ValueError(f"scale must be >= 0; got {scale}")
@@ -148,9 +150,9 @@ def ssimulacra2_linear_xyb_ref(x: torch.Tensor, scale: int) -> torch.Tensor:
     else:
         lin = x
     if scale == 0:
-        return linear_to_xyb_ref(lin)[None]
+        return to_xyb(lin)[None]
     lin = downsample_linear_ref(lin)
-    return torch.stack((lin, linear_to_xyb_ref(lin)))
+    return torch.stack((lin, to_xyb(lin)))
 
 
 def xyb_pyramid_ref(image: torch.Tensor, scales: int, linear_xyb: Callable[[torch.Tensor, int], torch.Tensor]):

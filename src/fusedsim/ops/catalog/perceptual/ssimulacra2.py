@@ -18,7 +18,8 @@ from fusedsim.reference.ssimulacra2_ref import (
 # rounded once, which differs from a true FMA only when the float64 sum lands on a float32 midpoint: ~1 in 2**29
 # FMAs, then by 1 ulp); pooled sums are float64 in another order (~1e-16). Hence 1e-6 relative.
 SSIMULACRA2_TOLERANCE = {torch.float32: (1e-6, 0.0)}
-# The blurring ops' CPU path under ``auto``: their twins with the recursive Gaussian compiled by numba (the same bits)
+# The CPU path under ``auto`` (``cpu=``): the twins with the recursive Gaussian and the XYB transform compiled by
+# numba (the same bits)
 
 
 def _srgb_images(shape, device, seed, dtype=torch.float32):
@@ -91,6 +92,7 @@ ssimulacra2_linear_xyb = register_op(KernelOp(
     examples=_linear_xyb_examples,
     differentiable=False,
     tolerance=SSIMULACRA2_TOLERANCE,
+    cpu="fusedsim.cpu.xyb_numba:ssimulacra2_linear_xyb_numba",
     doc="SSIMULACRA2's colour step of one scale: sRGB -> XYB (scale 0); sRGB linearised and 2x2-averaged (scale "
         "1) or the previous linear image averaged (scale >= 2) -> (linear RGB, XYB).",
 ))

@@ -1,5 +1,6 @@
-"""The numba recursive Gaussian (SSIMULACRA2's CPU path) against its twin: the same bits, at every column
-structure (scalar head, 4-wide blocks, scalar tail), both radii in use, and through the metric."""
+"""SSIMULACRA2's compiled CPU path against its twins: the recursive Gaussian and the XYB transform give the same
+bits (the blur at every column structure: scalar head, 4-wide blocks, scalar tail; both radii in use), and so
+does the metric."""
 
 from __future__ import annotations
 
@@ -41,3 +42,16 @@ def test_ssimulacra2_on_the_cpu_equals_the_twin():
     with use_backend("reference"):
         twin = fusedsim.ssimulacra2(ref, dist)
     assert torch.equal(fast, twin)
+
+
+def test_xyb_transform_bit_identical_to_the_twin():
+    from fusedsim.cpu.xyb_numba import linear_to_xyb_numba
+    from fusedsim.reference.xyb_ref import linear_to_xyb_ref
+
+    gen = torch.Generator().manual_seed(4)
+    # the linear range, tiny values (the cube root's small exponents), zeros and values above 1
+    x = torch.cat([torch.rand(1, 3, 40, 33, generator=gen) ** 8, torch.rand(1, 3, 40, 33, generator=gen) * 1e-6,
+                   torch.zeros(1, 3, 40, 33), torch.rand(1, 3, 40, 33, generator=gen) * 4])
+    for positive in (True, False):
+        assert torch.equal(linear_to_xyb_numba(x, positive), linear_to_xyb_ref(x, positive))
+    assert torch.equal(linear_to_xyb_numba(x[:, :, 3:, ::3]), linear_to_xyb_ref(x[:, :, 3:, ::3]))

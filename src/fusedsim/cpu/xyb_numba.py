@@ -1,0 +1,93 @@
+"""SSIMULACRA2's XYB transform on the CPU, compiled with numba: the bits of the float32 PyTorch twin.
+
+The arithmetic is that of :func:`fusedsim.reference.xyb_ref.linear_to_xyb_ref` (the specification), per pixel:
+the opsin mix as three nested FMAs, libjxl's Newton cube root (initial guess from the exponent bits, three steps
+and a final one), then SSIMULACRA2's offsets. Each FMA is what the twin computes (the float32 product is exact in
+float64, the sum rounded once in float64, then to float32); every other operation is a float32 operation in the
+twin's order (numba's default: no contraction, no reassociation). float64 inputs (gradient checks) run the twin.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from numba import njit, prange
+
+from fusedsim.reference import xyb_ref
+from fusedsim.reference.ssimulacra2_ref import ssimulacra2_linear_xyb_ref
+
+__all__ = ["linear_to_xyb_numba", "ssimulacra2_linear_xyb_numba"]
+
+_F = np.float32
+_MATRIX = np.array(xyb_ref.OPSIN_MATRIX, dtype=_F)
+_BIAS, _NEG_CBRT_BIAS = _F(xyb_ref.OPSIN_BIAS), _F(xyb_ref.NEG_CBRT_BIAS)
+_THIRD, _FOUR_THIRDS = _F(xyb_ref._THIRD), _F(xyb_ref._FOUR_THIRDS)
+_EXP_BIAS, _EXP_MUL = np.int32(xyb_ref._CBRT_EXP_BIAS), np.int32(xyb_ref._CBRT_EXP_MUL)
+_X_OFFSET, _Y_OFFSET, _B_OFFSET = _F(xyb_ref._X_OFFSET), _F(xyb_ref._Y_OFFSET), _F(xyb_ref._B_OFFSET)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _fma(a, b, c):
+    return np.float32(np.float64(a) * np.float64(b) + np.float64(c))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _cube_root_and_add(x, guess_bits, add, third, four_thirds):  # pragma: no cover - compiled
+    """cbrt(x) + add for x >= 0 (the twin's ``cube_root_and_add``); ``guess_bits``: a one-element int32 array
+    whose float32 view is the initial guess of 1/cbrt(x)."""
+    x_third = x * third
+    r = guess_bits.view(np.float32)[0]
+    for _ in range(3):
+        r2 = r * r
+        r = _fma(-x_third, r2 * r2, r * four_thirds)
+    r2 = r * r
+    r = _fma(third, _fma(-x, r2 * r2, r), r)
+    return _fma(r * r, x, add)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _linear_to_xyb(rgb, out, matrix, bias, neg_cbrt_bias, third, four_thirds, exp_bias, exp_mul, x_off, y_off, b_off,
+                   make_positive):  # pragma: no cover - compiled
+    n, _, h, w = rgb.shape
+    for task in prange(n * h):
+        i, y = task // h, task % h
+        bits = np.empty(1, dtype=np.int32)
+        value = np.empty(1, dtype=np.float32)
+        mixed = np.empty(3, dtype=np.float32)
+        for x in range(w):
+            r, g, b = rgb[i, 0, y, x], rgb[i, 1, y, x], rgb[i, 2, y, x]
+            for k in range(3):
+                m = _fma(matrix[k, 0], r, _fma(matrix[k, 1], g, _fma(matrix[k, 2], b, bias)))
+                if m < 0:
+                    m = np.float32(0.0)
+                value[0] = m
+                m_bits = value.view(np.int32)[0]
+                bits[0] = np.int32(0) if m_bits == 0 else np.int32(exp_bias - (m_bits >> 23) * exp_mul)
+                mixed[k] = _cube_root_and_add(m, bits, neg_cbrt_bias, third, four_thirds)
+            vx = (mixed[0] - mixed[1]) * np.float32(0.5)
+            vy = (mixed[0] + mixed[1]) * np.float32(0.5)
+            vz = mixed[2]
+            if make_positive:
+                vz = (vz - vy) + b_off
+                vx = vx * np.float32(14.0) + x_off
+                vy = vy + y_off
+            out[i, 0, y, x] = vx
+            out[i, 1, y, x] = vy
+            out[i, 2, y, x] = vz
+
+
+def linear_to_xyb_numba(rgb: torch.Tensor, make_positive: bool = True) -> torch.Tensor:
+    """:func:`~fusedsim.reference.xyb_ref.linear_to_xyb_ref` for CPU tensors: float32 compiled (the same bits),
+    other dtypes through the twin."""
+    if rgb.dtype != torch.float32 or rgb.device.type != "cpu" or rgb.dim() != 4 or rgb.shape[1] != 3:
+        return xyb_ref.linear_to_xyb_ref(rgb, make_positive)
+    src = rgb.detach().contiguous().numpy()
+    out = np.empty_like(src)
+    _linear_to_xyb(src, out, _MATRIX, _BIAS, _NEG_CBRT_BIAS, _THIRD, _FOUR_THIRDS, _EXP_BIAS, _EXP_MUL, _X_OFFSET,
+                   _Y_OFFSET, _B_OFFSET, make_positive)
+    return torch.from_numpy(out)
+
+
+def ssimulacra2_linear_xyb_numba(x: torch.Tensor, scale: int) -> torch.Tensor:
+    """``cpu=`` of the ``ssimulacra2_linear_xyb`` op: its twin with this transform."""
+    return ssimulacra2_linear_xyb_ref(x, scale, linear_to_xyb_numba)

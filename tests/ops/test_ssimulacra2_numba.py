@@ -55,3 +55,16 @@ def test_xyb_transform_bit_identical_to_the_twin():
     for positive in (True, False):
         assert torch.equal(linear_to_xyb_numba(x, positive), linear_to_xyb_ref(x, positive))
     assert torch.equal(linear_to_xyb_numba(x[:, :, 3:, ::3]), linear_to_xyb_ref(x[:, :, 3:, ::3]))
+
+
+@pytest.mark.parametrize("ref_batch", [1, 3])
+def test_error_maps_bit_identical_to_the_twin(ref_batch):
+    from fusedsim.cpu.ssimulacra2_numba import error_maps_numba
+    from fusedsim.reference.ssimulacra2_ref import error_maps_ref
+
+    gen = torch.Generator().manual_seed(5)
+    x2, mu2, s22, s12 = (torch.rand(3, 3, 21, 34, generator=gen) for _ in range(4))
+    x1, mu1, s11 = (torch.rand(ref_batch, 3, 21, 34, generator=gen) for _ in range(3))
+    x2[0, 0, 0, :4] = x1[0, 0, 0, :4]  # equal pixels: edge terms of exactly zero
+    got = error_maps_numba(x1, x2, mu1, mu2, s11, s22, s12)
+    assert got.dtype == torch.float64 and torch.equal(got, error_maps_ref(x1, x2, mu1, mu2, s11, s22, s12))

@@ -20,14 +20,8 @@ import torch
 from numba import njit, prange
 
 from fusedsim.reference.recursive_gaussian_ref import recursive_gaussian_coefficients, recursive_gaussian_ref
-from fusedsim.reference.ssimulacra2_ref import (
-    ssimulacra2_error_pool_ref,
-    ssimulacra2_pair_pool_ref,
-    ssimulacra2_reference_blur_ref,
-)
 
-__all__ = ["recursive_gaussian_numba", "ssimulacra2_error_pool_numba", "ssimulacra2_pair_pool_numba",
-           "ssimulacra2_reference_blur_numba"]
+__all__ = ["recursive_gaussian_numba"]
 
 _COLUMNS = 256  # columns per task of the vertical pass (its state: 2 × 3 × 256 floats)
 
@@ -133,16 +127,3 @@ def recursive_gaussian_numba(x: torch.Tensor, sigma: float = 1.5) -> torch.Tenso
     _vertical(rows, out, np.array(rg.n2, dtype=f32), -np.array(rg.d1, dtype=f32), rg.radius)
     return torch.from_numpy(out).reshape(x.shape)
 
-
-# SSIMULACRA2's per-scale ops on the CPU (``cpu=`` of their registry entries): their twins with this blur
-def ssimulacra2_reference_blur_numba(x1: torch.Tensor) -> torch.Tensor:
-    return ssimulacra2_reference_blur_ref(x1, recursive_gaussian_numba)
-
-
-def ssimulacra2_error_pool_numba(x1: torch.Tensor, x2: torch.Tensor, mu1: torch.Tensor,
-                                 s11: torch.Tensor) -> torch.Tensor:
-    return ssimulacra2_error_pool_ref(x1, x2, mu1, s11, recursive_gaussian_numba)
-
-
-def ssimulacra2_pair_pool_numba(x1: torch.Tensor, x2: torch.Tensor) -> torch.Tensor:
-    return ssimulacra2_pair_pool_ref(x1, x2, recursive_gaussian_numba)

@@ -14,9 +14,8 @@ import torch
 from numba import njit, prange
 
 from fusedsim.reference import xyb_ref
-from fusedsim.reference.ssimulacra2_ref import ssimulacra2_linear_xyb_ref
 
-__all__ = ["linear_to_xyb_numba", "ssimulacra2_linear_xyb_numba"]
+__all__ = ["linear_to_xyb_numba"]
 
 _F = np.float32
 _MATRIX = np.array(xyb_ref.OPSIN_MATRIX, dtype=_F)
@@ -87,7 +86,3 @@ def linear_to_xyb_numba(rgb: torch.Tensor, make_positive: bool = True) -> torch.
                    _Y_OFFSET, _B_OFFSET, make_positive)
     return torch.from_numpy(out)
 
-
-def ssimulacra2_linear_xyb_numba(x: torch.Tensor, scale: int) -> torch.Tensor:
-    """``cpu=`` of the ``ssimulacra2_linear_xyb`` op: its twin with this transform."""
-    return ssimulacra2_linear_xyb_ref(x, scale, linear_to_xyb_numba)

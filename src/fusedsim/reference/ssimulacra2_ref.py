@@ -35,10 +35,10 @@ import torch
 from fusedsim.reference.recursive_gaussian_ref import recursive_gaussian_ref
 from fusedsim.reference.xyb_ref import linear_to_xyb_ref, srgb_to_linear_ref, srgb_u8_to_linear_ref, uint8_to_unit_ref
 
-__all__ = ["C2", "MAX_SCALES", "MIN_SIZE", "SIGMA", "TWIN_STEPS", "WEIGHTS", "Ssimulacra2State", "Ssimulacra2Steps",
-           "downsample_linear_ref", "error_pool_ref", "score_from_subscores_ref", "ssimulacra2_error_pool_ref",
-           "ssimulacra2_linear_xyb_ref", "ssimulacra2_num_scales", "ssimulacra2_pair_pool_ref", "ssimulacra2_prepare_ref",
-           "ssimulacra2_ref",
+__all__ = ["C2", "MAX_SCALES", "MIN_SIZE", "SIGMA", "Ssimulacra2State", "Ssimulacra2Steps", "TWIN_STEPS", "WEIGHTS",
+           "downsample_linear_ref", "error_maps_ref", "error_pool_ref", "pool_maps_ref", "score_from_subscores_ref",
+           "ssimulacra2_error_pool_ref", "ssimulacra2_linear_xyb_ref", "ssimulacra2_num_scales",
+           "ssimulacra2_pair_pool_ref", "ssimulacra2_prepare_ref", "ssimulacra2_ref",
            "ssimulacra2_reference_blur_ref", "ssimulacra2_score_prepared_ref", "ssimulacra2_subscores_prepared_ref",
            "ssimulacra2_subscores_ref", "unit_input_ref", "xyb_pyramid_ref"]
 
@@ -114,11 +114,11 @@ def _fourth_root(mean4: torch.Tensor) -> torch.Tensor:
     return torch.where(positive, mean4.where(positive, torch.ones_like(mean4)).sqrt().sqrt(), 0.0)
 
 
-def error_pool_ref(x1: torch.Tensor, x2: torch.Tensor, mu1: torch.Tensor, mu2: torch.Tensor, s11: torch.Tensor,
+def error_maps_ref(x1: torch.Tensor, x2: torch.Tensor, mu1: torch.Tensor, mu2: torch.Tensor, s11: torch.Tensor,
                    s22: torch.Tensor, s12: torch.Tensor) -> torch.Tensor:
-    """SSIM and edge-difference maps of one scale, pooled: all inputs (N, 3, h, w) in the compute dtype
-    (float32: the reference's float32 steps); returns float64 (N, 3, 2, 3): [channel, (L1, L4), (ssim, ringing,
-    blur)]."""
+    """SSIM and edge-difference maps of one scale: inputs (N, 3, h, w) (x1, mu1, s11 may have batch 1) in the
+    compute dtype (float32: the reference's float32 steps); returns float64 (N, 3, 3, h, w): [channel, (ssim,
+    ringing, blur)]."""
     mu11, mu22, mu12 = mu1 * mu1, mu2 * mu2, mu1 * mu2
     diff = mu1 - mu2
     num_m = 1.0 - diff * diff
@@ -126,10 +126,22 @@ def error_pool_ref(x1: torch.Tensor, x2: torch.Tensor, mu1: torch.Tensor, mu2: t
     denom_s = ((s11 - mu11) + (s22 - mu22)) + C2
     ssim = (1.0 - (num_m * num_s / denom_s).double()).clamp_min(0.0)
     edge = (1.0 + (x2 - mu2).abs().double()) / (1.0 + (x1 - mu1).abs().double()) - 1.0
-    maps = torch.stack((ssim, edge.clamp_min(0.0), (-edge).clamp_min(0.0)), dim=2)  # (N, 3, 3, h, w)
+    return torch.stack((ssim, edge.clamp_min(0.0), (-edge).clamp_min(0.0)), dim=2)
+
+
+def pool_maps_ref(maps: torch.Tensor) -> torch.Tensor:
+    """L1 and L4 norms of each (h, w) map of ``maps`` (N, 3, 3, h, w) float64 -> (N, 3, 2, 3)."""
     l1 = maps.flatten(3).mean(3)
     l4 = _fourth_root((maps * maps).square().flatten(3).mean(3))
     return torch.stack((l1, l4), dim=2)
+
+
+def error_pool_ref(x1: torch.Tensor, x2: torch.Tensor, mu1: torch.Tensor, mu2: torch.Tensor, s11: torch.Tensor,
+                   s22: torch.Tensor, s12: torch.Tensor, maps: Callable[..., torch.Tensor] | None = None
+                   ) -> torch.Tensor:
+    """SSIM and edge-difference maps of one scale (:func:`error_maps_ref`, or ``maps`` of the same signature and
+    bits), pooled: float64 (N, 3, 2, 3): [channel, (L1, L4), (ssim, ringing, blur)]."""
+    return pool_maps_ref((maps or error_maps_ref)(x1, x2, mu1, mu2, s11, s22, s12))
 
 
 def ssimulacra2_linear_xyb_ref(x: torch.Tensor, scale: int,
@@ -175,20 +187,21 @@ def ssimulacra2_reference_blur_ref(x1: torch.Tensor, blur: Blur = recursive_gaus
 
 
 def ssimulacra2_error_pool_ref(x1: torch.Tensor, x2: torch.Tensor, mu1: torch.Tensor, s11: torch.Tensor,
-                               blur: Blur = recursive_gaussian_ref) -> torch.Tensor:
+                               blur: Blur = recursive_gaussian_ref,
+                               maps: Callable[..., torch.Tensor] | None = None) -> torch.Tensor:
     """The distorted side of one scale and the comparison: blurs G(x2), G(x2²), G(x1·x2), then
     :func:`error_pool_ref`. x1, mu1, s11: (1 or N, 3, h, w) (one reference may serve N distorted images);
     x2: (N, 3, h, w). Returns float64 (N, 3, 2, 3)."""
     mu2, s22, s12 = blur(torch.stack(torch.broadcast_tensors(x2, x2 * x2, x1 * x2)), SIGMA)
-    return error_pool_ref(x1, x2, mu1, mu2, s11, s22, s12)
+    return error_pool_ref(x1, x2, mu1, mu2, s11, s22, s12, maps)
 
 
-def ssimulacra2_pair_pool_ref(x1: torch.Tensor, x2: torch.Tensor,
-                              blur: Blur = recursive_gaussian_ref) -> torch.Tensor:
+def ssimulacra2_pair_pool_ref(x1: torch.Tensor, x2: torch.Tensor, blur: Blur = recursive_gaussian_ref,
+                              maps: Callable[..., torch.Tensor] | None = None) -> torch.Tensor:
     """One scale of a one-shot pair (N, 3, h, w) each: :func:`ssimulacra2_error_pool_ref` with the reference-side
     blurs of x1 made on the spot. Returns float64 (N, 3, 2, 3)."""
     mu1, s11 = ssimulacra2_reference_blur_ref(x1, blur)
-    return ssimulacra2_error_pool_ref(x1, x2, mu1, s11, blur)
+    return ssimulacra2_error_pool_ref(x1, x2, mu1, s11, blur, maps)
 
 
 class Ssimulacra2Steps(NamedTuple):

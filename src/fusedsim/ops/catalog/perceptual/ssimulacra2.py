@@ -92,7 +92,7 @@ ssimulacra2_linear_xyb = register_op(KernelOp(
     examples=_linear_xyb_examples,
     differentiable=False,
     tolerance=SSIMULACRA2_TOLERANCE,
-    cpu="fusedsim.cpu.xyb_numba:ssimulacra2_linear_xyb_numba",
+    cpu="fusedsim.cpu.ssimulacra2_numba:ssimulacra2_linear_xyb_numba",
     doc="SSIMULACRA2's colour step of one scale: sRGB -> XYB (scale 0); sRGB linearised and 2x2-averaged (scale "
         "1) or the previous linear image averaged (scale >= 2) -> (linear RGB, XYB).",
 ))
@@ -109,7 +109,7 @@ ssimulacra2_reference_blur = register_op(KernelOp(
                              for i, shape in enumerate([(1, 3, 9, 10), (2, 3, 6, 13)])],
     differentiable=False,
     tolerance=SSIMULACRA2_TOLERANCE,
-    cpu="fusedsim.cpu.recursive_gaussian_numba:ssimulacra2_reference_blur_numba",
+    cpu="fusedsim.cpu.ssimulacra2_numba:ssimulacra2_reference_blur_numba",
     doc="SSIMULACRA2's reference-side blurs of one scale: G(x1), G(x1²) (products formed in the kernel).",
 ))
 
@@ -134,7 +134,7 @@ ssimulacra2_error_pool = register_op(KernelOp(
     examples=_error_pool_examples,
     differentiable=False,
     tolerance=SSIMULACRA2_TOLERANCE,
-    cpu="fusedsim.cpu.recursive_gaussian_numba:ssimulacra2_error_pool_numba",
+    cpu="fusedsim.cpu.ssimulacra2_numba:ssimulacra2_error_pool_numba",
     doc="SSIMULACRA2's comparison of one scale: blurs of x2, x2², x1·x2, SSIM and edge maps, L1/L4 pooling "
         "(N, 3, 2, 3) float64; the blurred maps stay in registers.",
 ))
@@ -151,7 +151,7 @@ ssimulacra2_pair_pool = register_op(KernelOp(
                              for i, shape in enumerate([(2, 3, 8, 9), (1, 3, 11, 6), (1, 3, 17, 40)])],
     differentiable=False,
     tolerance=SSIMULACRA2_TOLERANCE,
-    cpu="fusedsim.cpu.recursive_gaussian_numba:ssimulacra2_pair_pool_numba",
+    cpu="fusedsim.cpu.ssimulacra2_numba:ssimulacra2_pair_pool_numba",
     doc="SSIMULACRA2's one-shot comparison of one scale: ssimulacra2_error_pool with the reference-side blurs "
         "G(x1), G(x1²) finished in the same kernel (never written).",
 ))

@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 import torch
 
-from fusedsim.backend import choose_backend
+from fusedsim.backend import choose_backend, requested_backend
 from fusedsim.metrics.srgb_input import srgb_image, srgb_pair
 from fusedsim.reference.butteraugli_ref import (
     MIN_SIZE,
@@ -79,9 +79,14 @@ def _compute_dtype(device: torch.device) -> torch.dtype:
 
 def _filters(*tensors: torch.Tensor) -> ButteraugliFilters:
     """The Triton ops when the backend chosen for ``tensors`` is Triton (one choice per call, not per op) and no
-    gradient is needed; the twins otherwise."""
+    gradient is needed; on CPU tensors under ``auto``, the twins with the compiled CPU filters (the registry's
+    ``cpu=`` policy); the twins otherwise."""
     global _OP_FILTERS
-    if any(t.requires_grad for t in tensors) or choose_backend(*tensors, op=_NAME) == "reference":
+    if any(t.requires_grad for t in tensors):
+        return TWIN_FILTERS
+    if choose_backend(*tensors, op=_NAME) == "reference":
+        if requested_backend() == "auto" and all(t.device.type == "cpu" for t in tensors):
+            return _cpu_filters()
         return TWIN_FILTERS
     if _OP_FILTERS is None:
         from fusedsim.ops import op
@@ -89,6 +94,15 @@ def _filters(*tensors: torch.Tensor) -> ButteraugliFilters:
         _OP_FILTERS = ButteraugliFilters(**{name: op(f"butteraugli_{name}").triton
                                             for name in ButteraugliFilters._fields})
     return _OP_FILTERS
+
+
+def _cpu_filters() -> ButteraugliFilters:
+    """The twins with the compiled CPU implementations of the filter ops that have one (the registry's ``cpu=``:
+    the same sums; the twins alone where numba is missing)."""
+    from fusedsim.ops import op
+
+    compiled = {name: op(f"butteraugli_{name}").cpu_impl() for name in ("blur", "malta", "malta_add")}
+    return TWIN_FILTERS._replace(**{name: fn for name, fn in compiled.items() if fn is not None})
 
 
 def _code_standins(*images):

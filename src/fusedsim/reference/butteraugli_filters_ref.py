@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -25,7 +26,7 @@ import torch.nn.functional as F
 __all__ = [
     "MALTA_HF_LINES", "MALTA_LF_LINES", "blur_taps", "butteraugli_blur_ref", "butteraugli_malta_add_ref",
     "butteraugli_malta_ref",
-    "EROSION_WEIGHTS", "fuzzy_erosion_ref", "malta_diffs_ref", "malta_weights",
+    "EROSION_WEIGHTS", "fuzzy_erosion_ref", "malta_diffs_ref", "malta_lines_ref", "malta_weights",
 ]
 
 # (dy, dx) taps of the 16 line segments (the centre (0, 0) is in every line).
@@ -160,7 +161,8 @@ def malta_diffs_ref(lum0: torch.Tensor, lum1: torch.Tensor, w_0gt1: float, w_0lt
     return out + s2 * torch.where(lum0 < 0, neg, pos)
 
 
-def _malta_lines(diffs: torch.Tensor, lines) -> torch.Tensor:
+def malta_lines_ref(diffs: torch.Tensor, lines) -> torch.Tensor:
+    """Σ over ``lines`` of (Σ over the line's (dy, dx) taps of the zero-padded ``diffs``)², in that order."""
     h, w = diffs.shape[-2:]
     padded = F.pad(diffs, (4, 4, 4, 4))
     total = torch.zeros_like(diffs)
@@ -171,17 +173,19 @@ def _malta_lines(diffs: torch.Tensor, lines) -> torch.Tensor:
 
 
 def butteraugli_malta_ref(lum0: torch.Tensor, lum1: torch.Tensor, w_0gt1: float, w_0lt1: float, norm1: float,
-                          mulli: float, low_freq: bool) -> torch.Tensor:
+                          mulli: float, low_freq: bool, sum_lines: Callable = malta_lines_ref) -> torch.Tensor:
     """Malta difference of two planes (N, H, W) -> (N, H, W): the sum over the 16 lines of the squared line sums
-    of :func:`malta_diffs_ref` (``low_freq`` picks the 5-tap LF lines, else the HF lines)."""
+    of :func:`malta_diffs_ref` (``low_freq`` picks the 5-tap LF lines, else the HF lines). ``sum_lines``:
+    :func:`malta_lines_ref` or a compiled implementation of the same sums."""
     diffs = malta_diffs_ref(lum0, lum1, w_0gt1, w_0lt1, norm1, mulli)
-    return _malta_lines(diffs, MALTA_LF_LINES if low_freq else MALTA_HF_LINES)
+    return sum_lines(diffs, MALTA_LF_LINES if low_freq else MALTA_HF_LINES)
 
 
 def butteraugli_malta_add_ref(acc: torch.Tensor, lum0: torch.Tensor, lum1: torch.Tensor, w_0gt1: float,
-                              w_0lt1: float, norm1: float, mulli: float, low_freq: bool) -> torch.Tensor:
+                              w_0lt1: float, norm1: float, mulli: float, low_freq: bool,
+                              sum_lines: Callable = malta_lines_ref) -> torch.Tensor:
     """``acc + butteraugli_malta_ref(lum0, lum1, ...)`` (N, H, W): the Malta sums accumulate band after band."""
-    return acc + butteraugli_malta_ref(lum0, lum1, w_0gt1, w_0lt1, norm1, mulli, low_freq)
+    return acc + butteraugli_malta_ref(lum0, lum1, w_0gt1, w_0lt1, norm1, mulli, low_freq, sum_lines)
 
 
 def fuzzy_erosion_ref(x: torch.Tensor) -> torch.Tensor:

@@ -28,6 +28,7 @@ from fusedsim.reference.ssim_ref import compute_dtype
 # Tolerances against the float64 twin: float64 differs only by summation order (~1e-15 relative); float32 rounds
 # each tap product and the renormalising division (~1e-7 relative per value, a few ulps through 33 taps).
 BUTTERAUGLI_TOLERANCE = {torch.float64: (1e-10, 0.0), torch.float32: (2e-5, 0.0)}
+# ``cpu=``: the blur and the Malta filters compiled by numba (fusedsim.cpu.butteraugli_numba), CPU under ``auto``
 
 
 def _butteraugli_blur_examples(device: torch.device) -> list[Example]:
@@ -53,6 +54,7 @@ butteraugli_blur = register_op(KernelOp(
     examples=_butteraugli_blur_examples,
     differentiable=False,
     tolerance=BUTTERAUGLI_TOLERANCE,
+    cpu="fusedsim.cpu.butteraugli_numba:butteraugli_blur_numba",
     doc="Butteraugli's (libjxl 0.7) separable Gaussian blur of (N, C, H, W) planes: 5 taps mirrored, longer "
         "windows truncated at 2.25 sigma and renormalised at the borders.",
 ))
@@ -84,6 +86,7 @@ butteraugli_malta = register_op(KernelOp(
     examples=_butteraugli_malta_examples,
     differentiable=False,
     tolerance=BUTTERAUGLI_TOLERANCE,
+    cpu="fusedsim.cpu.butteraugli_numba:butteraugli_malta_numba",
     doc="Butteraugli's Malta line-filter difference of two (N, H, W) planes (HF or LF line set), libjxl 0.7.",
 ))
 
@@ -137,6 +140,7 @@ butteraugli_malta_add = register_op(KernelOp(
     examples=_butteraugli_malta_add_examples,
     differentiable=False,
     tolerance=BUTTERAUGLI_TOLERANCE,
+    cpu="fusedsim.cpu.butteraugli_numba:butteraugli_malta_add_numba",
     doc="acc + Butteraugli's Malta difference of two (N, H, W) planes: the band sums accumulate in one launch.",
 ))
 

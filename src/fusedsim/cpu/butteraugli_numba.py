@@ -15,6 +15,8 @@ summed in the line's order, squared and added line after line: the same bits.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 from numba import njit, prange
@@ -30,6 +32,7 @@ from fusedsim.reference.butteraugli_filters_ref import (
 __all__ = ["butteraugli_blur_numba", "butteraugli_malta_add_numba", "butteraugli_malta_numba", "malta_lines_numba"]
 
 
+@functools.lru_cache(maxsize=64)
 def _axis_plan(n: int, sigma: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(source index of each padded position, -1 for zero; weights w_0..w_r; divisor per output) of one axis, as
     the twin builds them."""

@@ -1,14 +1,12 @@
 """Butteraugli's compiled CPU filters against their twins: the Malta line sums and the blur on long axes give the
 same bits (the twin's shifted sums); on axes of up to 1024 samples the twin multiplies by a dense matrix (BLAS's
-summation order), so there the two agree to float64 rounding. The metric on the CPU agrees with its twin."""
+summation order), so there the two agree to float64 rounding (the metric: metrics/test_cpu_paths.py)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-import fusedsim
-from fusedsim.backend import use_backend
 from fusedsim.cpu.butteraugli_numba import butteraugli_blur_numba, malta_lines_numba
 from fusedsim.reference.butteraugli_filters_ref import (
     MALTA_HF_LINES,
@@ -41,15 +39,3 @@ def test_malta_line_sums_are_bit_identical(dtype):
     for lines in (MALTA_HF_LINES, MALTA_LF_LINES):
         assert torch.equal(malta_lines_numba(d, lines), malta_lines_ref(d, lines))
         assert torch.equal(malta_lines_numba(d[:, 3:, ::2], lines), malta_lines_ref(d[:, 3:, ::2], lines))
-
-
-def test_butteraugli_on_the_cpu_agrees_with_the_twin():
-    gen = torch.Generator().manual_seed(4)
-    ref = torch.randint(0, 256, (1, 3, 60, 70), generator=gen, dtype=torch.uint8)
-    dist = (ref.to(torch.int16) + torch.randint(-20, 21, ref.shape, generator=gen)).clamp(0, 255).to(torch.uint8)
-    with use_backend("auto"):
-        fast = fusedsim.butteraugli(ref, dist)
-    with use_backend("reference"):
-        twin = fusedsim.butteraugli(ref, dist)
-    for got, want in zip(fast, twin):
-        torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-14)  # the blur's dense-matrix order (1e-16)

@@ -1,14 +1,12 @@
 """SSIMULACRA2's compiled CPU path against its twins: the recursive Gaussian and the XYB transform give the same
 bits (the blur at every column structure: scalar head, 4-wide blocks, scalar tail; both radii in use), and so
-does the metric."""
+does the metric (metrics/test_cpu_paths.py)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-import fusedsim
-from fusedsim.backend import use_backend
 from fusedsim.cpu.recursive_gaussian_numba import recursive_gaussian_numba
 from fusedsim.reference.recursive_gaussian_ref import recursive_gaussian_ref
 
@@ -31,17 +29,6 @@ def test_float64_runs_the_twin():
     got = recursive_gaussian_numba(x)
     assert got.dtype == torch.float64 and torch.equal(got, recursive_gaussian_ref(x))
 
-
-def test_ssimulacra2_on_the_cpu_equals_the_twin():
-    """The metric's CPU path under auto (numba blur) and the forced twin give the same score."""
-    gen = torch.Generator().manual_seed(3)
-    ref = torch.randint(0, 256, (2, 3, 70, 90), generator=gen, dtype=torch.uint8)
-    dist = (ref.to(torch.int16) + torch.randint(-20, 21, ref.shape, generator=gen)).clamp(0, 255).to(torch.uint8)
-    with use_backend("auto"):
-        fast = fusedsim.ssimulacra2(ref, dist)
-    with use_backend("reference"):
-        twin = fusedsim.ssimulacra2(ref, dist)
-    assert torch.equal(fast, twin)
 
 
 def test_xyb_transform_bit_identical_to_the_twin():

@@ -1,0 +1,25 @@
+"""The CPU path of a metric under ``auto`` (its ops' compiled CPU implementations) against the forced twins."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import fusedsim
+from fusedsim.backend import use_backend
+
+
+# SSIMULACRA2's compiled steps repeat the twin's arithmetic exactly; Butteraugli's blur sums like the twin's shifted
+# sums, which the twin replaces by a dense matrix on axes of up to 1024 samples (float64 rounding apart, ~1e-16)
+@pytest.mark.parametrize("name,rtol", [("ssimulacra2", 0.0), ("butteraugli", 1e-12)])
+def test_metric_on_the_cpu_agrees_with_its_twin(name, rtol):
+    gen = torch.Generator().manual_seed(4)
+    ref = torch.randint(0, 256, (2, 3, 60, 70), generator=gen, dtype=torch.uint8)
+    dist = (ref.to(torch.int16) + torch.randint(-20, 21, ref.shape, generator=gen)).clamp(0, 255).to(torch.uint8)
+    metric = getattr(fusedsim, name)
+    with use_backend("auto"):
+        fast = metric(ref, dist)
+    with use_backend("reference"):
+        twin = metric(ref, dist)
+    for got, want in zip(*((r,) if isinstance(r, torch.Tensor) else r for r in (fast, twin))):
+        torch.testing.assert_close(got, want, rtol=rtol, atol=1e-14 if rtol else 0.0)

@@ -18,8 +18,9 @@ shared-memory segment mapped once by every worker, and returns only plain data; 
 once no tensor views its images. Each tensor the loader returns would cost the consumer a shared-memory hand-over
 (a socket connection to the worker for a file descriptor, a mapping, and unmapping it when done: about a
 millisecond per chunk, plus page faults in the worker), which capped a 63-worker loader at ~500 images/s. When
-every slot is busy, or a chunk outgrows its slot, the chunk comes back packed in a fresh tensor instead. A job
-never raises: a bad file comes back as its one-line error, as in the thread decoder.
+every slot is busy, or a chunk outgrows its slot (slots are sized from a sample of the files' headers), the chunk
+comes back packed in a fresh tensor instead. A job never raises: a bad file comes back as its one-line error, as in
+the thread decoder.
 
 Start method: ``forkserver`` (``spawn`` where there is none). Forking the caller is unsafe once it holds a CUDA
 context or threads (Python 3.12 warns about it), and ``spawn`` imports torch again in every worker. The fork
@@ -246,7 +247,7 @@ def decode_in_processes(tasks: Sequence[PairTask], workers: int = 4, prefetch: i
     workers = min(workers, prefetch, jobs)
     chunk = max(1, min(CHUNK_JOBS, prefetch // (2 * workers), -(-jobs // workers)))
     per_worker = max(1, prefetch // (workers * chunk))
-    arena = _arena(tasks[0], workers * per_worker + SPARE_SLOTS, chunk) if reuse_memory else None
+    arena = _arena(tasks, workers * per_worker + SPARE_SLOTS, chunk) if reuse_memory else None
     loader = DataLoader(_Decoder(arena), batch_size=None, sampler=_Jobs(tasks, chunk, arena), collate_fn=_identity,
                         num_workers=workers, prefetch_factor=per_worker, multiprocessing_context=_context(),
                         worker_init_fn=_worker_init, persistent_workers=False)
@@ -257,13 +258,22 @@ def decode_in_processes(tasks: Sequence[PairTask], workers: int = 4, prefetch: i
         _stop(items)
 
 
-def _arena(first: PairTask, slots: int, chunk: int) -> SlotArena | None:
-    """Slots for ``chunk`` images the size of the first pair's larger one (read from the file headers); None when
-    those cannot be read (every chunk then comes back in a fresh tensor)."""
-    sizes = [image_bytes_estimate(first.ref), image_bytes_estimate(first.dist)]
-    if None in sizes:
+#: pairs whose file headers size the slots: the first and others spread over the list (a header read is ~0.1 ms)
+SIZE_SAMPLE_PAIRS = 16
+
+
+def _arena(tasks: Sequence[PairTask], slots: int, chunk: int) -> SlotArena | None:
+    """Slots for ``chunk`` images as large as the largest image of :data:`SIZE_SAMPLE_PAIRS` pairs spread over
+    ``tasks`` (their file headers). Generous slots cost address space only: the arena's pages are allocated as
+    they are first written, so a slot filled by smaller chunks uses what they write. None when no header can be
+    read (every chunk then comes back in a fresh tensor); a chunk larger than its slot comes back fresh too."""
+    step = max(1, len(tasks) // SIZE_SAMPLE_PAIRS)
+    sample = {tasks[i] for i in range(0, len(tasks), step)} | {tasks[-1]}
+    sizes = [size for task in sample for size in (image_bytes_estimate(task.ref), image_bytes_estimate(task.dist))
+             if size is not None]
+    if not sizes:
         return None
-    per_image = -(-max(sizes) // _ALIGN) * _ALIGN  # type: ignore[type-var]
+    per_image = -(-max(sizes) // _ALIGN) * _ALIGN
     return SlotArena(slots, chunk * per_image)
 
 

@@ -26,13 +26,15 @@ f32 values dssim uses.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 __all__ = [
-    "SCALE_WEIGHTS", "dssim_blur_ref", "dssim_combine_ref", "dssim_downsample_ref", "dssim_lab_op_ref",
-    "dssim_lab_ref", "dssim_pool_ref", "dssim_prep_ref", "dssim_prepare_scales_ref", "dssim_ref", "dssim_scale_sizes",
-    "dssim_srgb8_half_ref", "dssim_srgb8_prep_ref", "dssim_ssim_map_ref", "srgb8_table_ref", "srgb8_to_linear_ref",
-    "srgb_to_linear_ref",
+    "SCALE_WEIGHTS", "composite_ref", "dssim_blur_ref", "dssim_combine_ref", "dssim_downsample_ref",
+    "dssim_lab_op_ref", "dssim_lab_ref", "dssim_pool_ref", "dssim_prep_ref", "dssim_prepare_scales_ref",
+    "dssim_ref", "dssim_scale_sizes", "dssim_srgb8_half_ref", "dssim_srgb8_prep_ref", "dssim_ssim_map_ref",
+    "lab_of_linear_ref", "srgb8_table_ref", "srgb8_to_linear_ref", "srgb_to_linear_ref",
 ]
 
 SCALE_WEIGHTS = (0.028, 0.197, 0.322, 0.298, 0.155)
@@ -145,9 +147,19 @@ def checkerboard_masks(height: int, width: int, device=None) -> torch.Tensor:
 
 def dssim_lab_ref(lin: torch.Tensor, alpha: torch.Tensor | None = None) -> torch.Tensor:
     """Linear (premultiplied) RGB (N, 3, H, W) [+ alpha (N, 1, H, W)] -> dssim's scaled Lab (N, 3, H, W)."""
-    if alpha is not None:
-        masks = checkerboard_masks(lin.shape[-2], lin.shape[-1], lin.device)
-        lin = lin + masks.to(lin.dtype) * (1.0 - alpha)
+    return lab_of_linear_ref(composite_ref(lin, alpha))
+
+
+def composite_ref(lin: torch.Tensor, alpha: torch.Tensor | None) -> torch.Tensor:
+    """Premultiplied linear RGB over dssim's pseudo-checkerboard (``lin`` itself without alpha)."""
+    if alpha is None:
+        return lin
+    masks = checkerboard_masks(lin.shape[-2], lin.shape[-1], lin.device)
+    return lin + masks.to(lin.dtype) * (1.0 - alpha)
+
+
+def lab_of_linear_ref(lin: torch.Tensor) -> torch.Tensor:
+    """Opaque linear RGB (N, 3, H, W) -> dssim's scaled Lab (N, 3, H, W)."""
     r, g, b = lin.unbind(1)
     m = XYZ_MATRIX
     f = torch.stack([_fma(b, m[i][2], _fma(g, m[i][1], r * m[i][0])) for i in range(3)], dim=1)
@@ -191,11 +203,15 @@ def dssim_blur_ref(x: torch.Tensor) -> torch.Tensor:
     return _blur_axis(_blur_axis(x, -1), -2)
 
 
-def dssim_ssim_map_ref(lab1: torch.Tensor, lab2: torch.Tensor) -> torch.Tensor:
+Blur = Callable[[torch.Tensor], torch.Tensor]
+
+
+def dssim_ssim_map_ref(lab1: torch.Tensor, lab2: torch.Tensor, blur: Blur = dssim_blur_ref) -> torch.Tensor:
     """SSIM map (N, H, W) of two Lab images (N, 3, H, W) whose a/b channels are already pre-blurred: blurred
-    moments per channel, averaged over the channels, then the SSIM formula."""
-    mu1, mu2 = dssim_blur_ref(lab1), dssim_blur_ref(lab2)
-    sq1, sq2, cross = dssim_blur_ref(lab1 * lab1), dssim_blur_ref(lab2 * lab2), dssim_blur_ref(lab1 * lab2)
+    moments per channel, averaged over the channels, then the SSIM formula. ``blur``: :func:`dssim_blur_ref` or a
+    compiled implementation of the same bits."""
+    mu1, mu2 = blur(lab1), blur(lab2)
+    sq1, sq2, cross = blur(lab1 * lab1), blur(lab2 * lab2), blur(lab1 * lab2)
     mu11, mu22, mu12 = mu1 * mu1, mu2 * mu2, mu1 * mu2
 
     def mean3(t: torch.Tensor) -> torch.Tensor:
@@ -220,17 +236,20 @@ def dssim_combine_ref(scores: list[torch.Tensor]) -> torch.Tensor:
     return 1.0 / ssim.clamp_min(torch.finfo(torch.float64).eps) - 1.0
 
 
-def dssim_prep_ref(lin: torch.Tensor, alpha: torch.Tensor, has_alpha: bool) -> torch.Tensor:
+def dssim_prep_ref(lin: torch.Tensor, alpha: torch.Tensor, has_alpha: bool, blur: Blur = dssim_blur_ref,
+                   lab_of_linear: Blur = lab_of_linear_ref) -> torch.Tensor:
     """One scale's Lab (N, 3, H, W) with pre-blurred a/b, of linear RGB (N, 3, H, W) [+ alpha when ``has_alpha``]
-    (the twin of the ``dssim_prep`` op)."""
-    lab = dssim_lab_ref(lin, alpha if has_alpha else None)
-    return torch.cat([lab[:, :1], dssim_blur_ref(lab[:, 1:])], dim=1)
+    (the twin of the ``dssim_prep`` op). ``blur``, ``lab_of_linear``: the twins or compiled implementations of the
+    same bits."""
+    lab = lab_of_linear(composite_ref(lin, alpha if has_alpha else None))
+    return torch.cat([lab[:, :1], blur(lab[:, 1:])], dim=1)
 
 
-def dssim_srgb8_prep_ref(raw: torch.Tensor) -> torch.Tensor:
+def dssim_srgb8_prep_ref(raw: torch.Tensor, blur: Blur = dssim_blur_ref,
+                         lab_of_linear: Blur = lab_of_linear_ref) -> torch.Tensor:
     """:func:`dssim_prep_ref` of uint8 sRGB codes (N, 3, H, W), linearised by dssim's table (float32)."""
     lin = srgb8_to_linear_ref(raw)
-    return dssim_prep_ref(lin, lin, False)
+    return dssim_prep_ref(lin, lin, False, blur, lab_of_linear)
 
 
 def dssim_srgb8_half_ref(raw: torch.Tensor) -> torch.Tensor:
@@ -264,6 +283,7 @@ def dssim_ref(ref: torch.Tensor, dist: torch.Tensor, ref_alpha: torch.Tensor | N
     return dssim_combine_ref(scores)
 
 
-def dssim_lab_op_ref(lin: torch.Tensor, alpha: torch.Tensor, has_alpha: bool) -> torch.Tensor:
+def dssim_lab_op_ref(lin: torch.Tensor, alpha: torch.Tensor, has_alpha: bool,
+                     lab_of_linear: Blur = lab_of_linear_ref) -> torch.Tensor:
     """Twin of the ``dssim_lab`` op: :func:`dssim_lab_ref` with ``alpha`` used only when ``has_alpha``."""
-    return dssim_lab_ref(lin, alpha if has_alpha else None)
+    return lab_of_linear(composite_ref(lin, alpha if has_alpha else None))

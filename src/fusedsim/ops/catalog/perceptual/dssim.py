@@ -21,6 +21,7 @@ from fusedsim.reference.ssim_ref import compute_dtype
 # relative; the cube root guess and Halley steps add a little); its SSIM map divides by variances of random data,
 # ~1e-6. float64: fused multiply-adds in the kernels vs separate roundings in the twin (~1e-15).
 DSSIM_TOLERANCE = {torch.float64: (1e-12, 0.0), torch.float32: (2e-6, 0.0)}
+# ``cpu=`` (the CPU path under ``auto``): the twins with the blur and Lab compiled by numba (fusedsim.cpu.dssim_numba)
 
 
 def _dssim_lab_examples(device: torch.device) -> list[Example]:
@@ -42,6 +43,7 @@ dssim_lab = register_op(KernelOp(
     n_tensors=2,
     plan_for="fusedsim.ops.dssim_lab:dssim_lab_fwd",
     reference=dssim_lab_op_ref,
+    cpu="fusedsim.cpu.dssim_numba:dssim_lab_numba",
     fake=lambda lin, alpha, has_alpha: lin.new_empty(lin.shape, dtype=compute_dtype(lin.dtype)),
     examples=_dssim_lab_examples,
     differentiable=False,
@@ -67,6 +69,7 @@ dssim_blur = register_op(KernelOp(
     n_tensors=1,
     plan_for="fusedsim.ops.dssim_blur:dssim_blur_fwd",
     reference=dssim_blur_ref,
+    cpu="fusedsim.cpu.dssim_numba:dssim_blur_numba",
     fake=lambda x: x.new_empty(x.shape, dtype=compute_dtype(x.dtype)),
     examples=lambda device: _dssim_image_examples(device, 2, 420),
     differentiable=False,
@@ -80,6 +83,7 @@ dssim_ssim_map = register_op(KernelOp(
     n_tensors=2,
     plan_for="fusedsim.ops.dssim_ssim_map:dssim_ssim_map_fwd",
     reference=dssim_ssim_map_ref,
+    cpu="fusedsim.cpu.dssim_numba:dssim_ssim_map_numba",
     fake=lambda lab1, lab2: lab1.new_empty((lab1.shape[0], *lab1.shape[2:]), dtype=compute_dtype(lab1.dtype)),
     examples=lambda device: _dssim_image_examples(device, 3, 430),
     differentiable=False,
@@ -94,6 +98,7 @@ dssim_prep = register_op(KernelOp(
     n_tensors=2,
     plan_for="fusedsim.ops.dssim_prep:dssim_prep_fwd",
     reference=dssim_prep_ref,
+    cpu="fusedsim.cpu.dssim_numba:dssim_prep_numba",
     fake=lambda lin, alpha, has_alpha: lin.new_empty(lin.shape, dtype=compute_dtype(lin.dtype)),
     examples=_dssim_lab_examples,
     differentiable=False,
@@ -121,6 +126,7 @@ dssim_srgb8_prep = register_op(KernelOp(
     n_tensors=1,
     plan_for="fusedsim.ops.dssim_prep:dssim_srgb8_prep_fwd",
     reference=dssim_srgb8_prep_ref,
+    cpu="fusedsim.cpu.dssim_numba:dssim_srgb8_prep_numba",
     fake=lambda raw: raw.new_empty(raw.shape, dtype=torch.float32),
     examples=_srgb8_examples,
     differentiable=False,

@@ -1,0 +1,169 @@
+"""DSSIM's blur and Lab transform on the CPU, compiled with numba: the bits of the PyTorch twins, and the DSSIM ops
+that use them.
+
+**Lab** (:func:`~fusedsim.reference.dssim_ref.lab_of_linear_ref`): per pixel the XYZ mix, dssim's polynomial cube
+root with two Halley steps, and the scaled L/a/b, in the twin's order; its ``mul_add`` is, for float32, the product
+exact in float64 plus the addend rounded once in float64, then to float32 (float64: product and sum rounded apart).
+
+**Blur** (:func:`~fusedsim.reference.dssim_ref.dssim_blur_ref`), per axis:
+inside, ``(p-2 + p+2)·O + (p-1 + p+1)·I + p·M`` over half-sample-symmetric borders; the first and last samples
+with their folded weights. The weights are rounded to the array's dtype as PyTorch rounds a Python scalar, and
+every sum and product is one of the twin's, in its order (numba's default: no contraction, no reassociation).
+Rows run in parallel. The ops ``dssim_lab``, ``dssim_blur``, ``dssim_ssim_map``, ``dssim_prep`` and
+``dssim_srgb8_prep`` take these as their ``cpu=``: their twins with these loops.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from numba import njit, prange
+
+from fusedsim.reference import dssim_ref
+from fusedsim.reference.dssim_ref import (
+    BLUR_INNER,
+    BLUR_MID,
+    BLUR_OUTER,
+    EDGE_CENTER,
+    EDGE_NEAR,
+    dssim_blur_ref,
+    dssim_lab_op_ref,
+    dssim_prep_ref,
+    dssim_srgb8_prep_ref,
+    dssim_ssim_map_ref,
+    lab_of_linear_ref,
+)
+
+__all__ = ["dssim_blur_numba", "dssim_lab_numba", "dssim_prep_numba", "dssim_srgb8_prep_numba",
+           "dssim_ssim_map_numba", "lab_of_linear_numba"]
+
+# k: XYZ rows (0..8), epsilon 9, kappa 10, offset 11, L scale 12, a scale 13, a offset 14, b scale 15, b offset 16,
+# cube root guess c1 17, c0 18, and -0.5 (19), 2 (20): Python scalars of the twin, in the array's dtype as PyTorch
+# rounds them
+_LAB_CONSTANTS = (*(c for row in dssim_ref.XYZ_MATRIX for c in row), dssim_ref.LAB_EPSILON, dssim_ref.LAB_KAPPA,
+                  dssim_ref.LAB_OFFSET, dssim_ref.L_SCALE, dssim_ref.A_SCALE, dssim_ref.A_OFFSET, dssim_ref.B_SCALE,
+                  dssim_ref.B_OFFSET, dssim_ref.CBRT_C1, dssim_ref.CBRT_C0, -0.5, 2.0)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _mul_add(a, b, c, single):
+    """The twin's ``_fma``: float32 via float64 (one rounding of the sum), float64 as two roundings."""
+    if single:
+        return np.float32(np.float64(a) * np.float64(b) + np.float64(c))
+    return a * b + c
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _lab_curve(t, k, single):  # pragma: no cover - compiled
+    """The twin's ``_lab_curve`` of one value: dssim's cube root above epsilon, the linear segment below."""
+    if not t > k[9]:
+        return k[10] * t
+    y = _mul_add(k[19] * t + k[17], t, k[18], single)
+    for _ in range(2):
+        y3 = y * y * y
+        y = y * (k[20] * t + y3) / (k[20] * y3 + t)
+    return y - k[11]
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _lab(lin, out, k, single):  # pragma: no cover - compiled
+    n, _, h, w = lin.shape
+    for task in prange(n * h):
+        i, y = task // h, task % h
+        f = np.empty(3, dtype=lin.dtype)
+        for x in range(w):
+            r, g, b = lin[i, 0, y, x], lin[i, 1, y, x], lin[i, 2, y, x]
+            for row in range(3):
+                mixed = _mul_add(b, k[3 * row + 2], _mul_add(g, k[3 * row + 1], r * k[3 * row], single), single)
+                f[row] = _lab_curve(mixed, k, single)
+            out[i, 0, y, x] = f[1] * k[12]
+            out[i, 1, y, x] = _mul_add(k[13], f[0] - f[1], k[14], single)
+            out[i, 2, y, x] = _mul_add(k[15], f[1] - f[2], k[16], single)
+
+
+def lab_of_linear_numba(lin: torch.Tensor) -> torch.Tensor:
+    """:func:`~fusedsim.reference.dssim_ref.lab_of_linear_ref` of float32/float64 CPU tensors (N, 3, H, W),
+    compiled; anything else through the twin."""
+    if (lin.device.type != "cpu" or lin.dtype not in (torch.float32, torch.float64) or lin.dim() != 4
+            or lin.shape[1] != 3 or lin.requires_grad):
+        return lab_of_linear_ref(lin)
+    src = lin.contiguous().numpy()
+    out = np.empty_like(src)
+    _lab(src, out, np.array(_LAB_CONSTANTS, dtype=src.dtype), src.dtype == np.float32)
+    return torch.from_numpy(out)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _sym(j, n):
+    return -j - 1 if j < 0 else (2 * n - 1 - j if j >= n else j)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _sample(line, i, n, w):  # pragma: no cover - compiled
+    """Output ``i`` of a line of ``n`` samples; w = (outer, inner, mid, edge centre, edge near)."""
+    if i == 0:
+        return (w[3] * line[0] + w[4] * line[min(1, n - 1)]) + w[0] * line[min(2, n - 1)]
+    if i == n - 1:
+        return (w[0] * line[max(n - 3, 0)] + w[4] * line[n - 2]) + w[3] * line[n - 1]
+    return ((line[_sym(i - 2, n)] + line[_sym(i + 2, n)]) * w[0]
+            + (line[_sym(i - 1, n)] + line[_sym(i + 1, n)]) * w[1]) + line[i] * w[2]
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _rows(x, out, w):  # pragma: no cover - compiled
+    rows, n = x.shape
+    for r in prange(rows):
+        for i in range(n):
+            out[r, i] = _sample(x[r], i, n, w)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _columns(x, out, w):  # pragma: no cover - compiled
+    planes, n, width = x.shape
+    for task in prange(planes * n):
+        p, i = task // n, task % n
+        src, dst = x[p], out[p, i]
+        if i == 0:
+            a, b, c = 0, min(1, n - 1), min(2, n - 1)
+            for col in range(width):
+                dst[col] = (w[3] * src[a, col] + w[4] * src[b, col]) + w[0] * src[c, col]
+        elif i == n - 1:
+            a, b, c = max(n - 3, 0), n - 2, n - 1
+            for col in range(width):
+                dst[col] = (w[0] * src[a, col] + w[4] * src[b, col]) + w[3] * src[c, col]
+        else:
+            m2, m1, p1, p2 = _sym(i - 2, n), _sym(i - 1, n), _sym(i + 1, n), _sym(i + 2, n)
+            for col in range(width):  # contiguous: vectorised
+                dst[col] = ((src[m2, col] + src[p2, col]) * w[0] + (src[m1, col] + src[p1, col]) * w[1]) \
+                    + src[i, col] * w[2]
+
+
+def dssim_blur_numba(x: torch.Tensor) -> torch.Tensor:
+    """:func:`~fusedsim.reference.dssim_ref.dssim_blur_ref` of float32/float64 CPU tensors (N, C, H, W), compiled;
+    anything else through the twin."""
+    if x.device.type != "cpu" or x.dtype not in (torch.float32, torch.float64) or x.dim() != 4 or x.requires_grad:
+        return dssim_blur_ref(x)
+    n, c, h, w = x.shape
+    src = x.contiguous().numpy().reshape(n * c, h, w)
+    weights = np.array([BLUR_OUTER, BLUR_INNER, BLUR_MID, EDGE_CENTER, EDGE_NEAR], dtype=src.dtype)
+    mid = np.empty_like(src)
+    _rows(src.reshape(-1, w), mid.reshape(-1, w), weights)
+    out = np.empty_like(src)
+    _columns(mid, out, weights)
+    return torch.from_numpy(out.reshape(n, c, h, w))
+
+
+def dssim_ssim_map_numba(lab1: torch.Tensor, lab2: torch.Tensor) -> torch.Tensor:
+    return dssim_ssim_map_ref(lab1, lab2, dssim_blur_numba)
+
+
+def dssim_prep_numba(lin: torch.Tensor, alpha: torch.Tensor, has_alpha: bool) -> torch.Tensor:
+    return dssim_prep_ref(lin, alpha, has_alpha, dssim_blur_numba, lab_of_linear_numba)
+
+
+def dssim_srgb8_prep_numba(raw: torch.Tensor) -> torch.Tensor:
+    return dssim_srgb8_prep_ref(raw, dssim_blur_numba, lab_of_linear_numba)
+
+
+def dssim_lab_numba(lin: torch.Tensor, alpha: torch.Tensor, has_alpha: bool) -> torch.Tensor:
+    return dssim_lab_op_ref(lin, alpha, has_alpha, lab_of_linear_numba)

@@ -23,6 +23,8 @@ Not differentiable (use the float64 twin for gradients). Tensors: planes ``(N, 3
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from fusedsim.reference.zensim_ref import (
@@ -84,14 +86,16 @@ def linear_to_positive_xyb_f32_ref(rgb: torch.Tensor) -> torch.Tensor:
                         (t2 - y) + torch.tensor(0.55, dtype=_F32)), dim=1)
 
 
-def zensim_xyb_ref(rgb: torch.Tensor, lut: torch.Tensor) -> torch.Tensor:
+def zensim_xyb_ref(rgb: torch.Tensor, lut: torch.Tensor,
+                   transform: Callable[[torch.Tensor], torch.Tensor] | None = None) -> torch.Tensor:
     """Linear RGB (N, 3, H, W) -> padded positive XYB (N, 3, H', W') float32: :func:`linear_to_positive_xyb_f32_ref`
     then :func:`fusedsim.reference.zensim_ref.pad_for_pyramid_ref` (mirror padding commutes with a per-pixel map).
     uint8 ``rgb`` holds sRGB codes, mapped to linear light through ``lut`` ((256,) float32); ``lut`` is ignored for
-    floating ``rgb``. The twin of the ``zensim_xyb`` op (``fusedsim/ops/zensim_xyb.py``)."""
+    floating ``rgb``. The twin of the ``zensim_xyb`` op (``fusedsim/ops/zensim_xyb.py``). ``transform``: a compiled
+    implementation of :func:`linear_to_positive_xyb_f32_ref` (the same bits), or None for it."""
     if rgb.dtype == torch.uint8:
         rgb = lut.to(_F32)[rgb.long()]
-    return pad_for_pyramid_ref(linear_to_positive_xyb_f32_ref(rgb))
+    return pad_for_pyramid_ref((transform or linear_to_positive_xyb_f32_ref)(rgb))
 
 
 def zensim_downscale_ref(x: torch.Tensor) -> torch.Tensor:

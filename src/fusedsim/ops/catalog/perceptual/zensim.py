@@ -37,6 +37,7 @@ zensim_scale_sums = register_op(KernelOp(
     n_tensors=2,
     plan_for="fusedsim.ops.zensim:zensim_scale_sums_plan",
     reference=zensim_scale_sums_ref,
+    cpu="fusedsim.cpu.zensim_numba:zensim_scale_sums_numba",  # numba: the twin's per-pixel bits (CPU, auto)
     fake=lambda src, dst: dst.new_empty((dst.shape[0], dst.shape[1], SCALE_SUMS), dtype=torch.float64),
     examples=_zensim_scale_sums_examples,
     differentiable=False,
@@ -96,6 +97,7 @@ zensim_xyb = register_op(KernelOp(
     n_tensors=2,
     plan_for="fusedsim.ops.zensim_xyb:zensim_xyb_plan",
     reference=zensim_xyb_ref,
+    cpu="fusedsim.cpu.zensim_numba:zensim_xyb_numba",  # numba, the twin's bits (the CPU path under auto)
     fake=_zensim_xyb_shape,
     examples=_zensim_xyb_examples,
     differentiable=False,

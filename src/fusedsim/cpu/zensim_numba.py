@@ -1,0 +1,218 @@
+"""zensim on the CPU, compiled with numba: the float32 replays of :mod:`fusedsim.reference.zensim_f32_ref` (the
+specification), op for op: the colour transform (opsin FMA chain, bit-hack seeded Halley cube roots: the twin's
+bits) and the per-scale sums.
+
+Per plane: the H blur's float32 running sums along each row (FMAs in upstream's order), then strips of 32 rows
+with a fresh running sum down each strip (mirrored at the strip's ends), the per-pixel features in float32, their
+powers, float64 row sums and float32 maxima. An FMA is the twin's: the float32 product is exact in float64, the
+addend (a float32 value, or one of the twin's Python constants in float64) is added in float64 and the sum rounded
+once to float32. Every per-pixel value equals the twin's; a row's float64 sum is taken left to right where the twin
+lets PyTorch sum the row (~1e-16 relative apart, within the op's 1e-12), and rows are added in the twin's order.
+Planes run in parallel.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from numba import njit, prange
+
+from fusedsim.reference.zensim_f32_ref import (
+    STRIP_INNER,
+    linear_to_positive_xyb_f32_ref,
+    zensim_scale_sums_ref,
+    zensim_xyb_ref,
+)
+from fusedsim.reference.zensim_ref import _OPSIN, _OPSIN_BIAS, BLUR_RADIUS, C2
+
+__all__ = ["linear_to_positive_xyb_numba", "zensim_scale_sums_numba", "zensim_xyb_numba"]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _fma(a, b, c):
+    return np.float32(np.float64(a) * np.float64(b) + np.float64(c))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _mirror(i, n):
+    if i < 0:
+        i = -i
+    if i >= n:
+        i = abs(2 * (n - 1) - i)
+    return min(i, n - 1)
+
+
+@njit(cache=True, nogil=True)
+def _h_blur(s, d, r, inv, out):  # pragma: no cover - compiled
+    """The twin's ``_h_blur`` of one plane (h, w) into out (4, h, w): mu1, mu2, s²+d², s·d."""
+    h, w = s.shape
+    zero = np.float32(0.0)
+    for y in range(h):
+        row_s, row_d = s[y], d[y]
+        sum_s, sum_d, sum_sq, sum_p = zero, zero, zero, zero
+        for i in range(2 * r + 1):
+            k = _mirror(i - r, w) if i > r else min(r - i, w - 1)
+            sv, dv = row_s[k], row_d[k]
+            sum_s = sum_s + sv
+            sum_d = sum_d + dv
+            sum_sq = _fma(sv, sv, _fma(dv, dv, sum_sq))
+            sum_p = _fma(sv, dv, sum_p)
+        for x in range(w):
+            out[0, y, x] = sum_s * inv
+            out[1, y, x] = sum_d * inv
+            out[2, y, x] = sum_sq * inv
+            out[3, y, x] = sum_p * inv
+            a, m = _mirror(x + r + 1, w), _mirror(x - r, w)
+            sa, da, sr, dr = row_s[a], row_d[a], row_s[m], row_d[m]
+            sum_s = (sum_s + sa) - sr
+            sum_d = (sum_d + da) - dr
+            sum_sq = _fma(sa, sa, _fma(da, da, _fma(-sr, sr, _fma(-dr, dr, sum_sq))))
+            sum_p = _fma(sa, da, _fma(-sr, dr, sum_p))
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _scale_sums(s, d, r, strip, inv, c2_64, c2_32, sums, maxes):  # pragma: no cover - compiled
+    """s, d (P, h, w) float32 -> sums (P, 17) float64 and maxes (P, 3) float32, as the twin's ``_scale_sums``
+    (``inv``: float32(1 / (2r + 1)))."""
+    planes, h, w = s.shape
+    one, two = np.float32(1.0), np.float32(2.0)
+    for p in prange(planes):
+        blurred = np.empty((4, h, w), dtype=np.float32)
+        _h_blur(s[p], d[p], r, inv, blurred)
+        run = np.empty((4, w), dtype=np.float32)
+        vals = np.empty((8, w), dtype=np.float32)
+        for j in range(17):
+            sums[p, j] = 0.0
+        for j in range(3):
+            maxes[p, j] = 0.0
+        for y0 in range(0, h, strip):
+            y1 = min(y0 + strip, h)
+            top, bot = max(y0 - r, 0), min(y1 + r, h)
+            sh = bot - top
+            run[:] = 0.0
+            for i in range(2 * r + 1):
+                k = min(r - i, sh - 1) if i <= r else min(i - r, sh - 1)
+                for q in range(4):
+                    for x in range(w):
+                        run[q, x] = run[q, x] + blurred[q, top + k, x]
+            for y in range(sh):
+                row = top + y
+                if y0 <= row < y1:
+                    for x in range(w):
+                        mu1, mu2 = run[0, x] * inv, run[1, x] * inv
+                        ssq, s12 = run[2, x] * inv, run[3, x] * inv
+                        sv, dv = s[p, row, x], d[p, row, x]
+                        mu_diff = mu1 - mu2
+                        num_m = _fma(mu_diff, -mu_diff, one)
+                        num_s = _fma(two, _fma(-mu1, mu2, s12), c2_64)
+                        denom_s = _fma(-mu2, mu2, _fma(-mu1, mu1, ssq)) + c2_32
+                        sd = one - (num_m * num_s) / denom_s
+                        diff1, diff2 = abs(sv - mu1), abs(dv - mu2)
+                        ed = (one + diff2) / (one + diff1) - one
+                        vs, vd, pd = sv - mu1, dv - mu2, sv - dv
+                        vals[0, x] = sd if not sd < 0 else np.float32(0.0)
+                        vals[1, x] = ed if not ed < 0 else np.float32(0.0)
+                        vals[2, x] = -ed if not -ed < 0 else np.float32(0.0)
+                        vals[3, x] = vs * vs
+                        vals[4, x] = vd * vd
+                        vals[5, x] = diff1
+                        vals[6, x] = diff2
+                        vals[7, x] = pd * pd
+                    for j in range(3):
+                        t1 = t2 = t4 = t8 = 0.0
+                        top_value = maxes[p, j]
+                        for x in range(w):
+                            v = vals[j, x]
+                            v2 = v * v
+                            v4 = v2 * v2
+                            t1 += np.float64(v)
+                            t2 += np.float64(v2)
+                            t4 += np.float64(v4)
+                            t8 += np.float64(v4 * v4)
+                            if v > top_value:
+                                top_value = v
+                        sums[p, 4 * j] += t1
+                        sums[p, 4 * j + 1] += t2
+                        sums[p, 4 * j + 2] += t4
+                        sums[p, 4 * j + 3] += t8
+                        maxes[p, j] = top_value
+                    for j in range(5):
+                        t = 0.0
+                        for x in range(w):
+                            t += np.float64(vals[3 + j, x])
+                        sums[p, 12 + j] += t
+                a, m = _mirror(y + r + 1, sh), _mirror(y - r, sh)
+                for q in range(4):
+                    for x in range(w):
+                        run[q, x] = (run[q, x] + blurred[q, top + a, x]) - blurred[q, top + m, x]
+
+
+def zensim_scale_sums_numba(src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
+    """:func:`~fusedsim.reference.zensim_f32_ref.zensim_scale_sums_ref` for float32 CPU planes (src (N or 1, C, h,
+    w), dst (N, C, h, w)) -> (N, C, 20) float64, compiled; anything else through the twin."""
+    if any(t.device.type != "cpu" or t.dtype != torch.float32 or t.dim() != 4 for t in (src, dst)):
+        return zensim_scale_sums_ref(src, dst)
+    s, d = (t.contiguous() for t in torch.broadcast_tensors(src, dst))
+    n, c, h, w = d.shape
+    sums = np.empty((n * c, 17), dtype=np.float64)
+    maxes = np.empty((n * c, 3), dtype=np.float32)
+    _scale_sums(s.numpy().reshape(n * c, h, w), d.numpy().reshape(n * c, h, w), BLUR_RADIUS, STRIP_INNER,
+                np.float32(1.0 / (2 * BLUR_RADIUS + 1)), np.float64(C2), np.float32(C2), sums, maxes)
+    out = np.concatenate((sums, maxes.astype(np.float64)), axis=1)
+    return torch.from_numpy(out).reshape(n, c, 20)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _cbrt(x, bits, value):  # pragma: no cover - compiled
+    """The twin's ``cbrt_f32_ref`` of one float32 x >= 0 (``bits``, ``value``: one-element int32 / float32
+    scratch arrays for the bit casts)."""
+    if x == 0:
+        return np.float32(0.0)
+    value[0] = x
+    seed = (np.int64(value.view(np.int32)[0]) & 0x7FFFFFFF) // 3 + 709_958_130
+    bits[0] = np.int32(seed)
+    t = bits.view(np.float32)[0]
+    two = np.float32(2.0)
+    for _ in range(2):
+        r = t * t * t
+        t = t * (_fma(x, two, r) / _fma(r, two, x))
+    return t
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _positive_xyb(rgb, out, m, bias64, ab, x_mul, x_add64, y_add, b_add):  # pragma: no cover - compiled
+    n, _, h, w = rgb.shape
+    for task in prange(n * h):
+        i, y = task // h, task % h
+        bits = np.empty(1, dtype=np.int32)
+        value = np.empty(1, dtype=np.float32)
+        t = np.empty(3, dtype=np.float32)
+        for x in range(w):
+            r, g, b = rgb[i, 0, y, x], rgb[i, 1, y, x], rgb[i, 2, y, x]
+            for k in range(3):
+                mixed = _fma(m[k, 0], r, _fma(m[k, 1], g, _fma(m[k, 2], b, bias64)))
+                t[k] = _cbrt(mixed if not mixed < 0 else np.float32(0.0), bits, value)
+            c0, c1 = t[0] + ab, t[1] + ab
+            vx, vy = np.float32(0.5) * (c0 - c1), np.float32(0.5) * (c0 + c1)
+            out[i, 0, y, x] = _fma(vx, x_mul, x_add64)
+            out[i, 1, y, x] = vy + y_add
+            out[i, 2, y, x] = (t[2] - vy) + b_add
+
+
+def linear_to_positive_xyb_numba(rgb: torch.Tensor) -> torch.Tensor:
+    """:func:`~fusedsim.reference.zensim_f32_ref.linear_to_positive_xyb_f32_ref` of CPU linear RGB (N, 3, H, W),
+    compiled in float32 (the twin's bits)."""
+    if rgb.device.type != "cpu" or rgb.dim() != 4 or rgb.shape[1] != 3 or rgb.requires_grad:
+        return linear_to_positive_xyb_f32_ref(rgb)
+    src = rgb.to(torch.float32).contiguous().numpy()
+    out = np.empty_like(src)
+    bits, value = np.empty(1, dtype=np.int32), np.empty(1, dtype=np.float32)
+    ab = np.float32(-_cbrt(np.float32(_OPSIN_BIAS), bits, value))  # the twin's -cbrt(float32(bias)), float32
+    _positive_xyb(src, out, np.array(_OPSIN, dtype=np.float32), np.float64(_OPSIN_BIAS), ab, np.float32(14.0),
+                  np.float64(0.42), np.float32(0.01), np.float32(0.55))
+    return torch.from_numpy(out)
+
+
+def zensim_xyb_numba(rgb: torch.Tensor, lut: torch.Tensor) -> torch.Tensor:
+    """``cpu=`` of the ``zensim_xyb`` op: its twin with this transform."""
+    return zensim_xyb_ref(rgb, lut, linear_to_positive_xyb_numba)

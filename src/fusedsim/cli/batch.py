@@ -103,9 +103,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--memory", type=_memory, default="auto",
                         help="memory mode: auto, full, strip or strip:ROWS (auto: full when the working set fits)")
     parser.add_argument("--workers", type=_positive, default=None,
-                        help="image-decoding workers (local engine; default: the CPU count less one, at most 31 processes or 8 "
-                             "threads), "
-                             "or the number of CPU actors (Ray engine without GPUs; default: the cluster's CPUs)")
+                        help="image-decoding workers (local engine; default: the CPU count less one, at most 31 "
+                             "processes or 8 threads), or the number of CPU actors (Ray engine without GPUs; default: "
+                             "the cluster's CPUs)")
     parser.add_argument("--decoder", choices=DECODER_CHOICES, default="auto",
                         help="local engine: threads (no start-up; the GIL caps them at a few cores), processes "
                              "(scale with the cores; pixels come back through shared memory; about a second to "

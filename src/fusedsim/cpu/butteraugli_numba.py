@@ -19,8 +19,9 @@ import functools
 
 import numpy as np
 import torch
-from numba import njit, prange
+from numba import prange
 
+from fusedsim.cpu._parallel import parallel_kernel
 from fusedsim.reference.butteraugli_filters_ref import (
     blur_taps,
     butteraugli_blur_ref,
@@ -50,7 +51,7 @@ def _axis_plan(n: int, sigma: float) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return idx.astype(np.int64), np.ascontiguousarray(weights[: r + 1]), norm
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@parallel_kernel
 def _rows(x, out, idx, w, norm, divide, zero):  # pragma: no cover - compiled
     rows, n = x.shape
     r = w.shape[0] - 1
@@ -66,7 +67,7 @@ def _rows(x, out, idx, w, norm, divide, zero):  # pragma: no cover - compiled
             out[row, i] = acc / norm[i] if divide else acc
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@parallel_kernel
 def _columns(x, out, idx, w, norm, divide, zero):  # pragma: no cover - compiled
     # ``zero`` has the arrays' dtype: a float literal would make float32 sums float64 (other roundings)
     planes, n, width = x.shape
@@ -106,7 +107,7 @@ def butteraugli_blur_numba(x: torch.Tensor, sigma: float) -> torch.Tensor:
     return torch.from_numpy(out.reshape(n, c, h, w))
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@parallel_kernel
 def _malta_lines(padded, out, taps, counts, zero):  # pragma: no cover - compiled
     planes, h, w = out.shape
     for task in prange(planes * h):

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from numba import njit, prange
 
+from fusedsim.cpu._parallel import parallel_kernel
 from fusedsim.reference import dssim_ref
 from fusedsim.reference.dssim_ref import (
     BLUR_INNER,
@@ -65,7 +66,7 @@ def _lab_curve(t, k, single):  # pragma: no cover - compiled
     return y - k[11]
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@parallel_kernel
 def _lab(lin, out, k, single):  # pragma: no cover - compiled
     n, _, h, w = lin.shape
     for task in prange(n * h):
@@ -109,7 +110,7 @@ def _sample(line, i, n, w):  # pragma: no cover - compiled
             + (line[_sym(i - 1, n)] + line[_sym(i + 1, n)]) * w[1]) + line[i] * w[2]
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@parallel_kernel
 def _rows(x, out, w):  # pragma: no cover - compiled
     rows, n = x.shape
     for r in prange(rows):
@@ -117,7 +118,7 @@ def _rows(x, out, w):  # pragma: no cover - compiled
             out[r, i] = _sample(x[r], i, n, w)
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@parallel_kernel
 def _columns(x, out, w):  # pragma: no cover - compiled
     planes, n, width = x.shape
     for task in prange(planes * n):

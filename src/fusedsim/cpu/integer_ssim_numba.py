@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from numba import njit, prange
 
+from fusedsim.cpu._parallel import parallel_kernel
 from fusedsim.reference.integer_ssim_ref import (
     integer_ssim_constants,
     integer_ssim_weight_sum,
@@ -136,7 +137,7 @@ def _band(s, d, y0, y1, k1, k2, wh, wv, out, accumulate):
     return total
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@parallel_kernel
 def _sums_by_frame(ref, dist, k1, k2):
     n, height, width = ref.shape
     wh = _inbounds_weight(width)
@@ -148,7 +149,7 @@ def _sums_by_frame(ref, dist, k1, k2):
     return sums
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@parallel_kernel
 def _sums_by_band(ref, dist, k1, k2, n_bands):
     n, height, width = ref.shape
     wh = _inbounds_weight(width)

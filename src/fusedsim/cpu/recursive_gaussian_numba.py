@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from numba import njit, prange
 
+from fusedsim.cpu._parallel import parallel_kernel
 from fusedsim.reference.recursive_gaussian_ref import recursive_gaussian_coefficients, recursive_gaussian_ref
 
 __all__ = ["recursive_gaussian_numba"]
@@ -50,7 +51,7 @@ def _scalar_step(src, dst, n, big_n, mul_in, mul_prev, mul_prev2, prev, prev2): 
         dst[n] = total[0] + (total[1] + total[2])
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@parallel_kernel
 def _horizontal(x, out, mul_in, mul_prev, mul_prev2, big_n):  # pragma: no cover - compiled
     rows, width = x.shape
     head_end = min(-(-(big_n + 1) // 4) * 4, width)  # first column of the 4-wide blocks (8 for radius 5)
@@ -86,7 +87,7 @@ def _horizontal(x, out, mul_in, mul_prev, mul_prev2, big_n):  # pragma: no cover
             _scalar_step(src, dst, tail, big_n, mul_in, mul_prev, mul_prev2, prev, prev2)
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@parallel_kernel
 def _vertical(x, out, n2, neg_d1, big_n):  # pragma: no cover - compiled
     planes, height, width = x.shape
     blocks = -(-width // _COLUMNS)

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from numba import njit, prange
+from numba import prange
 
+from fusedsim.cpu._parallel import parallel_kernel
 from fusedsim.cpu.recursive_gaussian_numba import recursive_gaussian_numba
 from fusedsim.cpu.xyb_numba import linear_to_xyb_numba
 from fusedsim.reference.ssimulacra2_ref import (
@@ -30,7 +31,7 @@ __all__ = ["error_maps_numba", "ssimulacra2_error_pool_numba", "ssimulacra2_line
            "ssimulacra2_pair_pool_numba", "ssimulacra2_reference_blur_numba"]
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@parallel_kernel
 def _error_maps(x1, x2, mu1, mu2, s11, s22, s12, out, c2):  # pragma: no cover - compiled
     n, c, h, w = x2.shape
     one, two = np.float32(1.0), np.float32(2.0)

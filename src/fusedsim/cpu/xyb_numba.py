@@ -13,6 +13,7 @@ import numpy as np
 import torch
 from numba import njit, prange
 
+from fusedsim.cpu._parallel import parallel_kernel
 from fusedsim.reference import xyb_ref
 
 __all__ = ["linear_to_xyb_numba"]
@@ -44,7 +45,7 @@ def _cube_root_and_add(x, guess_bits, add, third, four_thirds):  # pragma: no co
     return _fma(r * r, x, add)
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@parallel_kernel
 def _linear_to_xyb(rgb, out, matrix, bias, neg_cbrt_bias, third, four_thirds, exp_bias, exp_mul, x_off, y_off, b_off,
                    make_positive):  # pragma: no cover - compiled
     n, _, h, w = rgb.shape

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from numba import njit, prange
 
+from fusedsim.cpu._parallel import parallel_kernel
 from fusedsim.reference.zensim_f32_ref import (
     STRIP_INNER,
     linear_to_positive_xyb_f32_ref,
@@ -70,7 +71,7 @@ def _h_blur(s, d, r, inv, out):  # pragma: no cover - compiled
             sum_p = _fma(sa, da, _fma(-sr, dr, sum_p))
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@parallel_kernel
 def _scale_sums(s, d, r, strip, inv, c2_64, c2_32, sums, maxes):  # pragma: no cover - compiled
     """s, d (P, h, w) float32 -> sums (P, 17) float64 and maxes (P, 3) float32, as the twin's ``_scale_sums``
     (``inv``: float32(1 / (2r + 1)))."""
@@ -179,7 +180,7 @@ def _cbrt(x, bits, value):  # pragma: no cover - compiled
     return t
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@parallel_kernel
 def _positive_xyb(rgb, out, m, bias64, ab, x_mul, x_add64, y_add, b_add):  # pragma: no cover - compiled
     n, _, h, w = rgb.shape
     for task in prange(n * h):

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from numba import njit, prange
 
+from fusedsim.cpu._float32 import fma32
 from fusedsim.cpu._parallel import parallel_kernel
 from fusedsim.reference import dssim_ref
 from fusedsim.reference.dssim_ref import (
@@ -50,7 +51,7 @@ _LAB_CONSTANTS = (*(c for row in dssim_ref.XYZ_MATRIX for c in row), dssim_ref.L
 def _mul_add(a, b, c, single):
     """The twin's ``_fma``: float32 via float64 (one rounding of the sum), float64 as two roundings."""
     if single:
-        return np.float32(np.float64(a) * np.float64(b) + np.float64(c))
+        return fma32(a, b, c)
     return a * b + c
 
 

@@ -19,17 +19,13 @@ import numpy as np
 import torch
 from numba import njit, prange
 
+from fusedsim.cpu._float32 import fma32
 from fusedsim.cpu._parallel import parallel_kernel
 from fusedsim.reference.recursive_gaussian_ref import recursive_gaussian_coefficients, recursive_gaussian_ref
 
 __all__ = ["recursive_gaussian_numba"]
 
 _COLUMNS = 256  # columns per task of the vertical pass (its state: 2 × 3 × 256 floats)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _fma(a, b, c):
-    return np.float32(np.float64(a) * np.float64(b) + np.float64(c))
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -42,9 +38,9 @@ def _scalar_step(src, dst, n, big_n, mul_in, mul_prev, mul_prev2, prev, prev2): 
     total = np.zeros(3, dtype=np.float32)
     for k in range(3):
         o = mul_in[k, 0] * s
-        o = _fma(mul_prev2[k, 0], prev2[k], o)
+        o = fma32(mul_prev2[k, 0], prev2[k], o)
         prev2[k] = prev[k]
-        o = _fma(mul_prev[k, 0], prev[k], o)
+        o = fma32(mul_prev[k, 0], prev[k], o)
         prev[k] = o
         total[k] = o
     if n >= 0:
@@ -73,11 +69,11 @@ def _horizontal(x, out, mul_in, mul_prev, mul_prev2, big_n):  # pragma: no cover
                     block[k, j] = mul_in[k, j] * s[0]
                 for i in range(1, 4):  # lane j adds input i's term with weight mul_in[j - i] (j >= i)
                     for j in range(i, 4):
-                        block[k, j] = _fma(mul_in[k, j - i], s[i], block[k, j])
+                        block[k, j] = fma32(mul_in[k, j - i], s[i], block[k, j])
                 for j in range(4):
-                    block[k, j] = _fma(mul_prev2[k, j], prev2[k], block[k, j])
+                    block[k, j] = fma32(mul_prev2[k, j], prev2[k], block[k, j])
                 for j in range(4):
-                    block[k, j] = _fma(mul_prev[k, j], prev[k], block[k, j])
+                    block[k, j] = fma32(mul_prev[k, j], prev[k], block[k, j])
                 prev2[k] = block[k, 2]
                 prev[k] = block[k, 3]
             for j in range(4):
@@ -103,9 +99,9 @@ def _vertical(x, out, n2, neg_d1, big_n):  # pragma: no cover - compiled
             for c in range(c0, c1):
                 s = (x[p, top, c] if top >= 0 else zero) + (x[p, bottom, c] if bottom < height else zero)
                 i = c - c0
-                y_0 = _fma(n2[0], s, _fma(neg_d1[0], y1[0, i], -y2[0, i]))
-                y_1 = _fma(n2[1], s, _fma(neg_d1[1], y1[1, i], -y2[1, i]))
-                y_2 = _fma(n2[2], s, _fma(neg_d1[2], y1[2, i], -y2[2, i]))
+                y_0 = fma32(n2[0], s, fma32(neg_d1[0], y1[0, i], -y2[0, i]))
+                y_1 = fma32(n2[1], s, fma32(neg_d1[1], y1[1, i], -y2[1, i]))
+                y_2 = fma32(n2[2], s, fma32(neg_d1[2], y1[2, i], -y2[2, i]))
                 y2[0, i], y2[1, i], y2[2, i] = y1[0, i], y1[1, i], y1[2, i]
                 y1[0, i], y1[1, i], y1[2, i] = y_0, y_1, y_2
                 if n >= 0:

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 from numba import njit, prange
 
+from fusedsim.cpu._float32 import float32_bits, float32_from_bits, fma32
 from fusedsim.cpu._parallel import parallel_kernel
 from fusedsim.reference import xyb_ref
 
@@ -27,22 +28,16 @@ _X_OFFSET, _Y_OFFSET, _B_OFFSET = _F(xyb_ref._X_OFFSET), _F(xyb_ref._Y_OFFSET), 
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _fma(a, b, c):
-    return np.float32(np.float64(a) * np.float64(b) + np.float64(c))
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _cube_root_and_add(x, guess_bits, add, third, four_thirds):  # pragma: no cover - compiled
-    """cbrt(x) + add for x >= 0 (the twin's ``cube_root_and_add``); ``guess_bits``: a one-element int32 array
-    whose float32 view is the initial guess of 1/cbrt(x)."""
+def _cube_root_and_add(x, guess, add, third, four_thirds):  # pragma: no cover - compiled
+    """cbrt(x) + add for x >= 0 (the twin's ``cube_root_and_add``) from ``guess``, the initial 1/cbrt(x)."""
     x_third = x * third
-    r = guess_bits.view(np.float32)[0]
+    r = guess
     for _ in range(3):
         r2 = r * r
-        r = _fma(-x_third, r2 * r2, r * four_thirds)
+        r = fma32(-x_third, r2 * r2, r * four_thirds)
     r2 = r * r
-    r = _fma(third, _fma(-x, r2 * r2, r), r)
-    return _fma(r * r, x, add)
+    r = fma32(third, fma32(-x, r2 * r2, r), r)
+    return fma32(r * r, x, add)
 
 
 @parallel_kernel
@@ -51,19 +46,18 @@ def _linear_to_xyb(rgb, out, matrix, bias, neg_cbrt_bias, third, four_thirds, ex
     n, _, h, w = rgb.shape
     for task in prange(n * h):
         i, y = task // h, task % h
-        bits = np.empty(1, dtype=np.int32)
-        value = np.empty(1, dtype=np.float32)
+        scratch = np.empty(1, dtype=np.float32)
         mixed = np.empty(3, dtype=np.float32)
         for x in range(w):
             r, g, b = rgb[i, 0, y, x], rgb[i, 1, y, x], rgb[i, 2, y, x]
             for k in range(3):
-                m = _fma(matrix[k, 0], r, _fma(matrix[k, 1], g, _fma(matrix[k, 2], b, bias)))
+                m = fma32(matrix[k, 0], r, fma32(matrix[k, 1], g, fma32(matrix[k, 2], b, bias)))
                 if m < 0:
                     m = np.float32(0.0)
-                value[0] = m
-                m_bits = value.view(np.int32)[0]
-                bits[0] = np.int32(0) if m_bits == 0 else np.int32(exp_bias - (m_bits >> 23) * exp_mul)
-                mixed[k] = _cube_root_and_add(m, bits, neg_cbrt_bias, third, four_thirds)
+                m_bits = float32_bits(m, scratch)
+                guess_bits = np.int32(0) if m_bits == 0 else np.int32(exp_bias - (m_bits >> 23) * exp_mul)
+                guess = float32_from_bits(guess_bits, scratch)
+                mixed[k] = _cube_root_and_add(m, guess, neg_cbrt_bias, third, four_thirds)
             vx = (mixed[0] - mixed[1]) * np.float32(0.5)
             vy = (mixed[0] + mixed[1]) * np.float32(0.5)
             vz = mixed[2]

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from numba import njit, prange
 
+from fusedsim.cpu._float32 import float32_bits, float32_from_bits, fma32
 from fusedsim.cpu._parallel import parallel_kernel
 from fusedsim.reference.zensim_f32_ref import (
     STRIP_INNER,
@@ -27,11 +28,6 @@ from fusedsim.reference.zensim_f32_ref import (
 from fusedsim.reference.zensim_ref import _OPSIN, _OPSIN_BIAS, BLUR_RADIUS, C2
 
 __all__ = ["linear_to_positive_xyb_numba", "zensim_scale_sums_numba", "zensim_xyb_numba"]
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _fma(a, b, c):
-    return np.float32(np.float64(a) * np.float64(b) + np.float64(c))
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -56,8 +52,8 @@ def _h_blur(s, d, r, inv, out):  # pragma: no cover - compiled
             sv, dv = row_s[k], row_d[k]
             sum_s = sum_s + sv
             sum_d = sum_d + dv
-            sum_sq = _fma(sv, sv, _fma(dv, dv, sum_sq))
-            sum_p = _fma(sv, dv, sum_p)
+            sum_sq = fma32(sv, sv, fma32(dv, dv, sum_sq))
+            sum_p = fma32(sv, dv, sum_p)
         for x in range(w):
             out[0, y, x] = sum_s * inv
             out[1, y, x] = sum_d * inv
@@ -67,8 +63,8 @@ def _h_blur(s, d, r, inv, out):  # pragma: no cover - compiled
             sa, da, sr, dr = row_s[a], row_d[a], row_s[m], row_d[m]
             sum_s = (sum_s + sa) - sr
             sum_d = (sum_d + da) - dr
-            sum_sq = _fma(sa, sa, _fma(da, da, _fma(-sr, sr, _fma(-dr, dr, sum_sq))))
-            sum_p = _fma(sa, da, _fma(-sr, dr, sum_p))
+            sum_sq = fma32(sa, sa, fma32(da, da, fma32(-sr, sr, fma32(-dr, dr, sum_sq))))
+            sum_p = fma32(sa, da, fma32(-sr, dr, sum_p))
 
 
 @parallel_kernel
@@ -104,9 +100,9 @@ def _scale_sums(s, d, r, strip, inv, c2_64, c2_32, sums, maxes):  # pragma: no c
                         ssq, s12 = run[2, x] * inv, run[3, x] * inv
                         sv, dv = s[p, row, x], d[p, row, x]
                         mu_diff = mu1 - mu2
-                        num_m = _fma(mu_diff, -mu_diff, one)
-                        num_s = _fma(two, _fma(-mu1, mu2, s12), c2_64)
-                        denom_s = _fma(-mu2, mu2, _fma(-mu1, mu1, ssq)) + c2_32
+                        num_m = fma32(mu_diff, -mu_diff, one)
+                        num_s = fma32(two, fma32(-mu1, mu2, s12), c2_64)
+                        denom_s = fma32(-mu2, mu2, fma32(-mu1, mu1, ssq)) + c2_32
                         sd = one - (num_m * num_s) / denom_s
                         diff1, diff2 = abs(sv - mu1), abs(dv - mu2)
                         ed = (one + diff2) / (one + diff1) - one
@@ -164,19 +160,16 @@ def zensim_scale_sums_numba(src: torch.Tensor, dst: torch.Tensor) -> torch.Tenso
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _cbrt(x, bits, value):  # pragma: no cover - compiled
-    """The twin's ``cbrt_f32_ref`` of one float32 x >= 0 (``bits``, ``value``: one-element int32 / float32
-    scratch arrays for the bit casts)."""
+def _cbrt(x, scratch):  # pragma: no cover - compiled
+    """The twin's ``cbrt_f32_ref`` of one float32 x >= 0 (``scratch``: a one-element float32 array)."""
     if x == 0:
         return np.float32(0.0)
-    value[0] = x
-    seed = (np.int64(value.view(np.int32)[0]) & 0x7FFFFFFF) // 3 + 709_958_130
-    bits[0] = np.int32(seed)
-    t = bits.view(np.float32)[0]
+    seed = (np.int64(float32_bits(x, scratch)) & 0x7FFFFFFF) // 3 + 709_958_130
+    t = float32_from_bits(np.int32(seed), scratch)
     two = np.float32(2.0)
     for _ in range(2):
         r = t * t * t
-        t = t * (_fma(x, two, r) / _fma(r, two, x))
+        t = t * (fma32(x, two, r) / fma32(r, two, x))
     return t
 
 
@@ -185,17 +178,16 @@ def _positive_xyb(rgb, out, m, bias64, ab, x_mul, x_add64, y_add, b_add):  # pra
     n, _, h, w = rgb.shape
     for task in prange(n * h):
         i, y = task // h, task % h
-        bits = np.empty(1, dtype=np.int32)
-        value = np.empty(1, dtype=np.float32)
+        scratch = np.empty(1, dtype=np.float32)
         t = np.empty(3, dtype=np.float32)
         for x in range(w):
             r, g, b = rgb[i, 0, y, x], rgb[i, 1, y, x], rgb[i, 2, y, x]
             for k in range(3):
-                mixed = _fma(m[k, 0], r, _fma(m[k, 1], g, _fma(m[k, 2], b, bias64)))
-                t[k] = _cbrt(mixed if not mixed < 0 else np.float32(0.0), bits, value)
+                mixed = fma32(m[k, 0], r, fma32(m[k, 1], g, fma32(m[k, 2], b, bias64)))
+                t[k] = _cbrt(mixed if not mixed < 0 else np.float32(0.0), scratch)
             c0, c1 = t[0] + ab, t[1] + ab
             vx, vy = np.float32(0.5) * (c0 - c1), np.float32(0.5) * (c0 + c1)
-            out[i, 0, y, x] = _fma(vx, x_mul, x_add64)
+            out[i, 0, y, x] = fma32(vx, x_mul, x_add64)
             out[i, 1, y, x] = vy + y_add
             out[i, 2, y, x] = (t[2] - vy) + b_add
 
@@ -207,8 +199,7 @@ def linear_to_positive_xyb_numba(rgb: torch.Tensor) -> torch.Tensor:
         return linear_to_positive_xyb_f32_ref(rgb)
     src = rgb.to(torch.float32).contiguous().numpy()
     out = np.empty_like(src)
-    bits, value = np.empty(1, dtype=np.int32), np.empty(1, dtype=np.float32)
-    ab = np.float32(-_cbrt(np.float32(_OPSIN_BIAS), bits, value))  # the twin's -cbrt(float32(bias)), float32
+    ab = np.float32(-_cbrt(np.float32(_OPSIN_BIAS), np.empty(1, dtype=np.float32)))  # the twin's -cbrt(float32(bias)), float32
     _positive_xyb(src, out, np.array(_OPSIN, dtype=np.float32), np.float64(_OPSIN_BIAS), ab, np.float32(14.0),
                   np.float64(0.42), np.float32(0.01), np.float32(0.55))
     return torch.from_numpy(out)

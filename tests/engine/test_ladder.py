@@ -96,6 +96,9 @@ def test_gpu_ladder_order_and_vram_cap(monkeypatch):
     ref, _ = image_pair()
     scorer = Scorer(["ssim", "butteraugli"], device="cpu", memory="auto")
     scorer.device = torch.device("cuda", 0)
+    from fusedsim.engine import memory
+
+    monkeypatch.setattr(memory, "process_rss", lambda: 500_000)  # the cap is on the whole process: pin its size
     monkeypatch.setenv("FUSEDSIM_VRAM_CAP_BYTES", str(1 << 30))
     monkeypatch.setenv("FUSEDSIM_RAM_CAP_BYTES", str(1 << 30))
     ssim_spec, no_strips = scorer.specs

@@ -2,8 +2,9 @@
 
 For N PNG pairs at S x S (default 1000 at 1024², 8-bit RGB, textured + noise so the files decode like photos):
 
-* **compute**: the same Scorer calls on pre-decoded images (``set_reference`` per reference group, then
-  ``score_prepared``), host-to-device copies included, no decoding, no output. Time does not depend on the
+* **compute**: the batch's scoring code (:meth:`PairRunner.run_all`: ``set_reference`` per reference group, each
+  pair queued, its values read back ``--ahead`` pairs later) on pre-decoded images, host-to-device copies
+  included, no decoding, no output. Time does not depend on the
   pixel values, so a pool of at most 64 decoded images is cycled in the plan's reference/distorted pattern.
 * **decode**: :func:`fusedsim.engine.batch_pairs.decode_ahead` alone with the same workers and ``--decoder`` (the
   decode bound).
@@ -18,7 +19,8 @@ machine has the cores to decode; the decode rate shows the bound.
 4, 8 and 16 workers (at most the CPU count), on the first ``--decode-pairs`` pairs of layout 1; nothing else runs.
 
 Run: ``PYTHONPATH=src python benchmarks/bench_batch.py [--pairs 1000] [--size 1024] [--metric ssim,ssimulacra2]
-[--layouts 1,10] [--workers N] [--decoder auto|threads|processes] [--decode-only] [--dir /tmp/fusedsim-batch]``.
+[--layouts 1,10] [--workers N] [--decoder auto|threads|processes] [--ahead 0,2] [--decode-only]
+[--dir /tmp/fusedsim-batch]``.
 Smoke run without a GPU: ``--device cpu --quick`` (numbers meaningless; JSON to a temporary folder).
 """
 
@@ -30,6 +32,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -76,24 +79,34 @@ def write_table(folder: Path, pairs: int, per_ref: int) -> Path:
     return path
 
 
-def compute_seconds(folder: Path, pairs: int, per_ref: int, metric: str, device: str) -> float:
+def compute_seconds(folder: Path, pairs: int, per_ref: int, metric: str, device: str, ahead: int) -> float:
+    """Seconds of the batch's scoring code (:meth:`PairRunner.run_all`, ``ahead`` pairs queued beyond the one read
+    back) on pre-decoded pairs: host-to-device copies and reading every value back included."""
     import torch
 
     from fusedsim.engine import Scorer
+    from fusedsim.engine.batch_pairs import DecodedPair, PairRunner, PairTask, metric_columns
     from fusedsim.io.images import read_image
+    from fusedsim.metrics.registry import get_metric
 
     pool = min(64, pairs)
     refs = [read_image(folder / f"r{i}.png") for i in range(0, pool, 1)]
     dists = [read_image(folder / f"d{i}.png") for i in range(pool)]
     scorer = Scorer([metric], device=device)
     scorer.score(refs[0], dists[0])  # warm-up: kernels compiled, caches filled
+    runner = PairRunner(scorer, metric_columns([get_metric(metric)]))
+
+    def decoded() -> Iterator[DecodedPair]:
+        for i in range(pairs):
+            r = (i // per_ref) % pool
+            yield DecodedPair(PairTask(i, f"r{r}", f"d{i}"), ref=refs[r], ref_key=f"r{i // per_ref}",
+                              dist=dists[i % pool])
+
     if device != "cpu":
         torch.cuda.synchronize()
     t0 = time.perf_counter()
-    for i in range(pairs):
-        if i % per_ref == 0:
-            scorer.set_reference(refs[(i // per_ref) % pool])
-        scorer.score_prepared(dists[i % pool])  # returns floats: synchronises per pair, as the batch path does
+    for outcome in runner.run_all(decoded(), ahead):
+        assert not outcome.error, outcome.error
     return time.perf_counter() - t0
 
 
@@ -177,6 +190,9 @@ def main() -> None:
     parser.add_argument("--decode-only", action="store_true",
                         help="only decoding's images/s for threads and processes at 1..16 workers")
     parser.add_argument("--decode-pairs", type=int, default=200, help="pairs of the --decode-only run (200)")
+    parser.add_argument("--ahead", default=None,
+                        help="pairs queued beyond the one read back (the batch command's RUN_AHEAD), comma-separated "
+                             "to compare (default: the batch command's)")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "fusedsim-batch"))
     parser.add_argument("--quick", action="store_true", help="24 pairs at 256² (smoke run)")
@@ -202,16 +218,21 @@ def main() -> None:
     used = decoder_mode(args.decoder, args.workers)
     if used == "processes":
         warm_processes(folder)  # the decode bound is the steady rate; the whole-process run keeps the start-up
+    from fusedsim.engine import batch_pairs
+
+    default_ahead = batch_pairs.RUN_AHEAD
+    aheads = [int(x) for x in args.ahead.split(",")] if args.ahead else [default_ahead]
     rows = []
     for per_ref in (int(x) for x in args.layouts.split(",")):
         table = write_table(folder, args.pairs, per_ref)
         dec, first = decode_seconds(table, args.workers, args.decoder)
-        for metric in args.metric.split(","):
-            comp = compute_seconds(folder, args.pairs, per_ref, metric, args.device)
+        for metric, ahead in ((m, a) for m in args.metric.split(",") for a in aheads):
+            batch_pairs.RUN_AHEAD = ahead  # the batch command's default, for the end-to-end runs in this process
+            comp = compute_seconds(folder, args.pairs, per_ref, metric, args.device, ahead)
             e2e = e2e_seconds(table, folder / "out.csv", metric, args.device, args.workers, args.decoder)
             proc = (process_seconds(table, folder / "out.csv", metric, args.device, args.workers, args.decoder)
-                    if metric == "ssim" and per_ref == 1 else None)
-            row = {"layout": per_ref, "metric": metric, "pairs": args.pairs, "size": args.size,
+                    if metric == "ssim" and per_ref == 1 and ahead == default_ahead else None)
+            row = {"layout": per_ref, "metric": metric, "pairs": args.pairs, "size": args.size, "ahead": ahead,
                    "workers": args.workers, "decoder": args.decoder, "decoder_used": used,
                    "decode_first_pair_s": first, "compute_s": comp, "decode_s": dec, "e2e_s": e2e,
                    "process_s": proc,
@@ -219,7 +240,7 @@ def main() -> None:
                    "e2e_pairs_s": args.pairs / e2e, "e2e_over_compute": e2e / comp,
                    "bound_s": max(comp, dec), "e2e_over_bound": e2e / max(comp, dec)}
             rows.append(row)
-            print(f"{per_ref:>2}/ref {metric:<12} {used:<9} compute {row['compute_pairs_s']:8.1f} pairs/s  decode "
+            print(f"{per_ref:>2}/ref {metric:<12} ahead {ahead} {used:<9} compute {row['compute_pairs_s']:8.1f} pairs/s  decode "
                   f"{row['decode_pairs_s']:8.1f} pairs/s  end-to-end {row['e2e_pairs_s']:8.1f} pairs/s  "
                   f"e2e/compute {row['e2e_over_compute']:.2f}  e2e/bound {row['e2e_over_bound']:.2f}"
                   + (f"  whole process {proc:.1f} s" if proc else ""), flush=True)

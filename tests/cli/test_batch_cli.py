@@ -174,17 +174,17 @@ def test_output_through_symlink(tmp_path):
 
 
 def _interrupt_after(monkeypatch, count: int) -> None:
-    """Make the count+1-th pair raise KeyboardInterrupt (Ctrl-C in the middle of a run)."""
-    real = batch_pairs.PairRunner.run
+    """Make reading back the count+1-th pair's values raise KeyboardInterrupt (Ctrl-C in the middle of a run)."""
+    real = batch_pairs.PairRunner._outcome
     calls = {"n": 0}
 
-    def run(self, pair):
+    def outcome(self, submitted):
         calls["n"] += 1
         if calls["n"] > count:
             raise KeyboardInterrupt
-        return real(self, pair)
+        return real(self, submitted)
 
-    monkeypatch.setattr(batch_pairs.PairRunner, "run", run)
+    monkeypatch.setattr(batch_pairs.PairRunner, "_outcome", outcome)
 
 
 @pytest.mark.parametrize("target", ["csv", "jsonl", "parquet"])
@@ -215,13 +215,13 @@ _KILLER = """
 import os, signal, sys
 from fusedsim.engine import batch_pairs
 from fusedsim.cli.main import main
-real, calls = batch_pairs.PairRunner.run, [0]
-def run(self, pair):
+real, calls = batch_pairs.PairRunner._outcome, [0]
+def outcome(self, submitted):
     calls[0] += 1
     if calls[0] > 3:
         os.kill(os.getpid(), signal.SIGKILL)  # no cleanup of any kind, as a killed job
-    return real(self, pair)
-batch_pairs.PairRunner.run = run
+    return real(self, submitted)
+batch_pairs.PairRunner._outcome = outcome
 main(sys.argv[1:])
 """
 

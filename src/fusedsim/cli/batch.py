@@ -136,8 +136,7 @@ def _local_outcomes(scorer, tasks, columns, args, stats) -> Iterator[Any]:
     pairs = decode_ahead(plan(tasks), workers=workers, prefetch=prefetch, mode=args.decoder)
     try:
         with closing(pairs):  # an early stop (--fail-fast, Ctrl-C) stops the decoding workers now
-            for pair in pairs:
-                yield runner.run(pair)
+            yield from runner.run_all(pairs)
     finally:
         stats["prepared"] = runner.prepared
 

@@ -234,6 +234,11 @@ def _decode_threads(tasks: Sequence[PairTask], workers: int, prefetch: int) -> I
         pool.shutdown(wait=True, cancel_futures=True)
 
 
+#: pairs :meth:`PairRunner.run_all` queues beyond the one whose values it reads back: while the device computes,
+#: the host receives, converts and queues the next pairs (reading a value back waits for the device)
+RUN_AHEAD = 2
+
+
 class PairRunner:
     """Scores decoded pairs with one ``scorer`` for the output ``columns`` (see :func:`metric_columns`)."""
 
@@ -243,15 +248,36 @@ class PairRunner:
         self._ref_key = ""
         self.prepared = 0  # references prepared (a reused one is not counted again)
 
-    def _failed(self, pair: DecodedPair, error: str) -> PairOutcome:
-        return PairOutcome(pair.task.index, {c: math.nan for c in self.columns}, "", error)
+    def _failed(self, task: PairTask, error: str) -> PairOutcome:
+        return PairOutcome(task.index, {c: math.nan for c in self.columns}, "", error)
 
     def run(self, pair: DecodedPair) -> PairOutcome:
         """Score one decoded pair; errors (bad files, sizes, metric errors) are returned in the outcome."""
+        return self._outcome(self._submit(pair))
+
+    def run_all(self, pairs: Iterable[DecodedPair], ahead: int | None = None) -> Iterator[PairOutcome]:
+        """Outcomes of ``pairs`` in order, each read back only after up to ``ahead`` later pairs were queued
+        (default :data:`RUN_AHEAD`; 0: one pair at a time), so the device computes while the host receives and
+        queues the next pairs. A pair whose values are not read back yet is not in the outcomes: stopping early
+        loses no finished row."""
+        ahead = RUN_AHEAD if ahead is None else ahead
+        if ahead < 0:
+            raise ValueError(f"ahead must be >= 0; got {ahead}")
+        queued: deque[tuple[PairTask, Any]] = deque()
+        for pair in pairs:
+            queued.append(self._submit(pair))
+            if len(queued) > ahead:
+                yield self._outcome(queued.popleft())
+        while queued:
+            yield self._outcome(queued.popleft())
+
+    def _submit(self, pair: DecodedPair) -> tuple[PairTask, Any]:
+        """``(task, PendingScore)``, or ``(task, error text)`` for a pair that failed before its values (the
+        images are not kept: their host memory may go back to the decoder once the pair is queued)."""
         from fusedsim.io.images import check_image_pair
 
         if pair.error:
-            return self._failed(pair, pair.error)
+            return pair.task, pair.error
         assert pair.ref is not None and pair.dist is not None
         try:
             check_image_pair(pair.ref, pair.dist)
@@ -260,13 +286,22 @@ class PairRunner:
                 self.scorer.set_reference(pair.ref)
                 self._ref_key = pair.ref_key
                 self.prepared += 1
-            result = self.scorer.score_prepared(pair.dist)
+            return pair.task, self.scorer.submit_prepared(pair.dist)
         except Exception as exc:  # one bad pair must not stop the batch
-            return self._failed(pair, _error_text(exc))
+            return pair.task, _error_text(exc)
+
+    def _outcome(self, submitted: tuple[PairTask, Any]) -> PairOutcome:
+        task, pending = submitted
+        if isinstance(pending, str):
+            return self._failed(task, pending)
+        try:
+            result = pending.result()
+        except Exception as exc:  # an error the device reported while computing this pair
+            return self._failed(task, _error_text(exc))
         values = {c: math.nan for c in self.columns}
         for name, value in result.values.items():
             if isinstance(value, dict):
                 values.update({f"{name}.{k}": float(v) for k, v in value.items()})
             else:
                 values[name] = float(value)
-        return PairOutcome(pair.task.index, values, result.backend, "", list(result.downgrades))
+        return PairOutcome(task.index, values, result.backend, "", list(result.downgrades))

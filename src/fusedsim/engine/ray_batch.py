@@ -56,7 +56,7 @@ class _Worker:
         # threads: decoding restarts with every chunk of a few dozen pairs, too short to repay starting worker
         # processes, and the actors themselves already spread the work over the cluster's processes
         pairs = decode_ahead(chunk, self.decode_threads, self.prefetch, mode="threads")
-        outcomes = [self.runner.run(p) for p in pairs]
+        outcomes = list(self.runner.run_all(pairs))
         return outcomes, self.runner.prepared - before
 
 

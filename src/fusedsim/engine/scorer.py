@@ -9,6 +9,10 @@ machine for a pair at least as large are skipped, and every downgrade is reporte
 
 A cached reference (:meth:`Scorer.set_reference`) is prepared once per metric and device: metrics with
 ``cached_reference=True`` keep their prepared state; the others keep the reference pixels on the device.
+
+:meth:`Scorer.submit_prepared` queues a pair's work and returns a :class:`PendingScore` whose ``result()`` reads
+the values back: a caller that submits the next pair before reading the last one keeps the GPU busy while the
+host prepares the next pair (reading a value back waits for the device).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import torch
 from fusedsim._device import resolve_device
 from fusedsim.engine.bench_cache import BenchCache, load_bench_cache
 from fusedsim.engine.chooser import CONTEXTS, Choice, Task, choose
-from fusedsim.engine.inputs import check_min_size, metric_input, result_values
+from fusedsim.engine.inputs import check_min_size, metric_input, result_values, to_device
 from fusedsim.engine.ladder import (
     Step,
     is_oom,
@@ -40,7 +44,7 @@ from fusedsim.engine.strips import can_strip, plan_strips, score_strips
 from fusedsim.io.images import ImageData, check_image_pair
 from fusedsim.metrics.registry import MetricSpec, get_metric
 
-__all__ = ["ScoreResult", "Scorer"]
+__all__ = ["PendingScore", "ScoreResult", "Scorer"]
 
 _KINDS = ("image", "srgb")
 
@@ -61,6 +65,26 @@ class ScoreResult:
     backend: str
     downgrades: list[str] = field(default_factory=list)
     backends: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class PendingScore:
+    """A pair's scores as the metrics returned them (device tensors, possibly still being computed).
+
+    ``result()`` reads them back (waiting for the device) as a :class:`ScoreResult`; the outputs are tensors of
+    their own, so later pairs never overwrite them.
+    """
+
+    specs: list[MetricSpec]
+    raw: dict[str, Any]
+    backends: dict[str, str]
+    downgrades: list[str]
+
+    def result(self) -> ScoreResult:
+        values = {spec.name: result_values(spec, self.raw[spec.name]) for spec in self.specs}
+        distinct = set(self.backends.values())
+        backend = distinct.pop() if len(distinct) == 1 else ", ".join(f"{k}={v}" for k, v in self.backends.items())
+        return ScoreResult(values=values, backend=backend, downgrades=self.downgrades, backends=self.backends)
 
 
 def _specs(metrics: Sequence[str] | str) -> list[MetricSpec]:
@@ -154,22 +178,26 @@ class Scorer:
 
     def score_prepared(self, dist: ImageData) -> ScoreResult:
         """Score ``dist`` against the reference given to :meth:`set_reference`."""
+        return self.submit_prepared(dist).result()
+
+    def submit_prepared(self, dist: ImageData) -> PendingScore:
+        """Queue the scoring of ``dist`` against the reference given to :meth:`set_reference` without waiting for
+        the values (see :class:`PendingScore`). Errors found on the host (sizes, out of memory: the ladder) are
+        raised here; ``result()`` raises only what the device reports."""
         if self._ref is None:
             raise RuntimeError("call set_reference(ref) before score_prepared(dist)")
         ref, dist = self._ref, _check_image(dist, "dist")
         check_image_pair(ref, dist)
         check_min_size(self.specs, ref.width, ref.height)
-        values: dict[str, float | dict[str, float]] = {}
+        raw: dict[str, Any] = {}
         backends: dict[str, str] = {}
         downgrades: list[str] = []
         try:
             for spec in self.specs:
-                values[spec.name], backends[spec.name] = self._run_ladder(spec, ref, dist, downgrades)
+                raw[spec.name], backends[spec.name] = self._run_ladder(spec, ref, dist, downgrades)
         finally:
             self._dist_inputs.clear()
-        distinct = set(backends.values())
-        backend = distinct.pop() if len(distinct) == 1 else ", ".join(f"{k}={v}" for k, v in backends.items())
-        return ScoreResult(values=values, backend=backend, downgrades=downgrades, backends=backends)
+        return PendingScore(self.specs, raw, backends, downgrades)
 
     # ------------------------------------------------------------------------------------------ ladder
     def steps(self, spec: MetricSpec, ref: ImageData) -> list[Step]:
@@ -230,7 +258,7 @@ class Scorer:
         return rows if rows < ref.height else max(-(-ref.height // 4), 16)
 
     def _run_ladder(self, spec: MetricSpec, ref: ImageData, dist: ImageData,
-                    downgrades: list[str]) -> tuple[float | dict[str, float], str]:
+                    downgrades: list[str]) -> tuple[Any, str]:
         steps = self.steps(spec, ref)
         if self.device.type not in spec.devices:
             downgrades.append(f"{spec.name}: runs on {', '.join(spec.devices)} only, not {self.device.type}")
@@ -245,8 +273,7 @@ class Scorer:
                 continue
             try:
                 run_fault_hook(spec.name, step)
-                value = self._run_step(spec, step, ref, dist)
-                return result_values(spec, value), self._label(spec, step, ref)
+                return self._run_step(spec, step, ref, dist), self._label(spec, step, ref)
             except Exception as exc:  # only OOM moves down the ladder
                 if not is_oom(exc) or final:
                     raise
@@ -283,7 +310,7 @@ class Scorer:
         state = self._reference_state(spec, ref, device)
         y = self._dist_inputs.get((spec.kind, str(device)))
         if y is None:  # metrics of one kind on one device share the converted distorted pixels
-            y = metric_input(spec, dist.pixels.to(device, non_blocking=True), dist.data_range, "DIST")
+            y = metric_input(spec, to_device(dist.pixels, device), dist.data_range, "DIST")
             self._dist_inputs[(spec.kind, str(device))] = y
         if spec.kind == "image":
             return spec.load()(state, y, data_range=ref.data_range, **params)
@@ -299,7 +326,7 @@ class Scorer:
             shared = (f"<{spec.kind}>", str(device))
             x = self._prepared.get(shared)
             if x is None:
-                pixels = ref.pixels.to(device, non_blocking=True)
+                pixels = to_device(ref.pixels, device)
                 x = self._prepared[shared] = metric_input(spec, pixels, ref.data_range, "REF")
             state = spec.load("prepare")(x, **self.params[spec.name]) if spec.cached_reference else x
             self._prepared[key] = state

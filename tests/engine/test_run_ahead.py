@@ -152,3 +152,42 @@ def test_pairs_queued_ahead_on_the_gpu_keep_their_own_values(metric):
     queued = list(_runner([metric], "cuda").run_all(iter(pairs), ahead=2))
     assert [q.values for q in queued] == [o.values for o in one_by_one]
     assert len({next(iter(o.values.values())) for o in one_by_one}) > 1  # the pairs do differ
+
+
+def _interleaved(image):
+    """``image`` with the same pixels in interleaved memory, as the batch decoders read files."""
+    from dataclasses import replace
+
+    hwc = image.pixels.permute(0, 2, 3, 1).contiguous()
+    return replace(image, pixels=hwc.permute(0, 3, 1, 2))
+
+
+@pytest.mark.parametrize("layout", ["chw", "hwc", "other"])
+def test_memory_order_round_trip(layout):
+    from fusedsim.engine.batch_pairs import from_memory_order, memory_order
+
+    x = torch.arange(3 * 4 * 5, dtype=torch.uint8).reshape(1, 3, 4, 5)
+    if layout == "hwc":
+        x = x.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)
+    elif layout == "other":
+        x = x.transpose(2, 3).contiguous().transpose(2, 3)  # (W, H) memory: copied to the planar order
+    flat, got = memory_order(x)
+    assert flat.is_contiguous() and got == ("chw" if layout == "other" else layout)
+    back = from_memory_order(flat.reshape(-1), tuple(x.shape), got)
+    assert torch.equal(back, x)
+
+
+def test_interleaved_pixels_score_as_planar_ones():
+    ref, dist = image_pair(64, 48)
+    want = Scorer(["ssim", "psnr", "ssimulacra2"], device="cpu").score(ref, dist).values
+    got = Scorer(["ssim", "psnr", "ssimulacra2"], device="cpu").score(_interleaved(ref), _interleaved(dist)).values
+    assert got == want
+    strips = Scorer(["ssim"], device="cpu", memory="strip:20").score(_interleaved(ref), _interleaved(dist))
+    assert strips.backend == "cpu strip 20" and abs(strips.values["ssim"] - want["ssim"]) < 1e-6
+
+
+@needs_cuda
+def test_interleaved_pixels_reach_the_gpu_contiguous():
+    x = torch.randint(0, 256, (1, 24, 31, 3), dtype=torch.uint8).permute(0, 3, 1, 2)
+    y = to_device(x, torch.device("cuda"))
+    assert y.is_contiguous() and torch.equal(y.cpu(), x)

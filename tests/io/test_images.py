@@ -10,7 +10,7 @@ import pytest
 import torch
 from PIL import Image
 
-from fusedsim.io.images import check_image_pair, read_image
+from fusedsim.io.images import check_image_pair, read_image, read_image_interleaved
 
 
 def png_bytes(array: np.ndarray, color_type: int) -> bytes:
@@ -127,3 +127,27 @@ def test_pair_rules_name_ref_and_dist(tmp_path):
         check_image_pair(g8, rgb)
     with pytest.raises(ValueError, match=r"images differ in size: REF .* is 8×6 but DIST .*wide.png is 9×6"):
         check_image_pair(g8, wide)
+
+
+def test_interleaved_reader_gives_the_same_pixels_without_reordering_them(tmp_path):
+    rng = np.random.default_rng(7)
+    rgb = rng.integers(0, 256, size=(6, 7, 3)).astype(np.uint8)
+    Image.fromarray(rgb).save(tmp_path / "rgb.png")
+    Image.fromarray(rgb[..., 1]).save(tmp_path / "grey.png")
+    Image.fromarray(rng.integers(0, 65536, size=(6, 7)).astype(np.uint16)).save(tmp_path / "g16.png")
+    for name in ("rgb.png", "grey.png", "g16.png"):
+        planar, interleaved = read_image(tmp_path / name), read_image_interleaved(tmp_path / name)
+        assert torch.equal(planar.pixels, interleaved.pixels) and planar.pixels.dtype == interleaved.pixels.dtype
+        assert (planar.bit_depth, planar.channels) == (interleaved.bit_depth, interleaved.channels)
+        assert planar.pixels.is_contiguous()
+    colour = read_image_interleaved(tmp_path / "rgb.png").pixels
+    assert not colour.is_contiguous() and colour.permute(0, 2, 3, 1).is_contiguous()  # the file's own order
+
+
+def test_read_image_pixels_are_writable(tmp_path):
+    """Pillow hands out read-only buffers; one grey plane needs no reordering, so read_image copies it."""
+    Image.fromarray(np.full((3, 4), 9, np.uint8)).save(tmp_path / "grey.png")
+    pixels = read_image(tmp_path / "grey.png").pixels
+    assert pixels.numpy().flags.writeable
+    pixels.add_(1)
+    assert int(pixels.max()) == 10

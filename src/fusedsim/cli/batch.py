@@ -39,7 +39,7 @@ metric) gets NaN and its error message, and the run goes on; --fail-fast
 stops at the first one. Pairs sharing a reference are scored together and
 the prepared reference is reused (equal pixels under another path too).
 Images are decoded ahead of scoring in worker threads or worker processes
-(--decoder).
+(--decoder), and the GPU computes a pair while the next ones are queued.
 
 Exit status: 0 when every pair was scored, 1 when some failed, 2 on a usage
 error (nothing scored).

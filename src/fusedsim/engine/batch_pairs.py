@@ -23,11 +23,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import torch
+
     from fusedsim.io.images import ImageData
     from fusedsim.metrics.registry import MetricSpec
 
 __all__ = ["DECODER_MODES", "DecodedPair", "PairOutcome", "PairRunner", "PairTask", "decode_ahead", "decoder_mode",
-           "default_prefetch", "default_workers", "image_bytes_estimate", "metric_columns", "pixel_hash", "plan"]
+           "default_prefetch", "default_workers", "from_memory_order", "image_bytes_estimate", "memory_order",
+           "metric_columns", "pixel_hash", "plan"]
 
 DECODER_MODES = ("auto", "threads", "processes")
 
@@ -74,6 +77,26 @@ def metric_columns(specs: Sequence[MetricSpec]) -> list[str]:
     return columns
 
 
+def memory_order(pixels: torch.Tensor) -> tuple[torch.Tensor, str]:
+    """``pixels`` ``(1, C, H, W)`` as a contiguous tensor over the same memory, and its layout: ``"chw"`` (the
+    tensor itself) or ``"hwc"`` (interleaved samples: the ``(1, H, W, C)`` view); other layouts are copied to
+    ``"chw"``."""
+    if pixels.is_contiguous():
+        return pixels, "chw"
+    interleaved = pixels.permute(0, 2, 3, 1)
+    if interleaved.is_contiguous():
+        return interleaved, "hwc"
+    return pixels.contiguous(), "chw"
+
+
+def from_memory_order(flat: torch.Tensor, shape: tuple[int, ...], layout: str) -> torch.Tensor:
+    """The ``(1, C, H, W)`` pixels of ``shape`` over ``flat`` laid out as :func:`memory_order` says."""
+    if layout == "hwc":
+        n, c, h, w = shape
+        return flat.view(n, h, w, c).permute(0, 3, 1, 2)
+    return flat.view(shape)
+
+
 def plan(tasks: Iterable[PairTask]) -> list[PairTask]:
     """``tasks`` with equal reference paths made consecutive (first appearance order, then file order)."""
     first: dict[str, int] = {}
@@ -84,9 +107,11 @@ def plan(tasks: Iterable[PairTask]) -> list[PairTask]:
 
 
 def pixel_hash(image: ImageData) -> str:
-    """xxhash (xxh3-128) of the decoded pixels with their shape and bit depth (blake2b without xxhash)."""
-    array = image.pixels.numpy()
-    head = f"{tuple(array.shape)}:{image.bit_depth}:".encode()
+    """xxhash (xxh3-128) of the decoded pixels in their memory order, with their shape, layout and bit depth
+    (blake2b without xxhash). Equal images read by the same reader get equal keys."""
+    pixels, layout = memory_order(image.pixels)
+    array = pixels.numpy()
+    head = f"{tuple(image.pixels.shape)}:{layout}:{image.bit_depth}:".encode()
     try:
         import xxhash
     except ImportError:  # same role, slower: the key only has to tell images apart
@@ -96,17 +121,18 @@ def pixel_hash(image: ImageData) -> str:
     return "xx:" + h.hexdigest()
 
 
+# the decoders read interleaved samples: the device reorders them (see read_image_interleaved)
 def _read_ref(path: str) -> tuple[ImageData, str]:
-    from fusedsim.io.images import read_image
+    from fusedsim.io.images import read_image_interleaved
 
-    image = read_image(path, "REF")
+    image = read_image_interleaved(path, "REF")
     return image, pixel_hash(image)
 
 
 def _read_dist(path: str) -> ImageData:
-    from fusedsim.io.images import read_image
+    from fusedsim.io.images import read_image_interleaved
 
-    return read_image(path, "DIST")
+    return read_image_interleaved(path, "DIST")
 
 
 def _error_text(exc: BaseException) -> str:

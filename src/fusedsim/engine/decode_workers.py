@@ -40,7 +40,16 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from fusedsim.engine.batch_pairs import DecodedPair, PairTask, _error_text, _read_dist, _read_ref, image_bytes_estimate
+from fusedsim.engine.batch_pairs import (
+    DecodedPair,
+    PairTask,
+    _error_text,
+    _read_dist,
+    _read_ref,
+    from_memory_order,
+    image_bytes_estimate,
+    memory_order,
+)
 from fusedsim.engine.shared_slots import SlotArena
 
 if TYPE_CHECKING:
@@ -139,8 +148,10 @@ def _pack(results: list[Decoded], arena: SlotArena | None = None, slot: int | No
         if image is None:
             meta.append((None, key, error))
             continue
-        target[offset:offset + size].copy_(image.pixels.contiguous().view(-1).view(torch.uint8))
-        fields = (image.path, tuple(image.pixels.shape), image.pixels.dtype, image.bit_depth, image.channels, offset)
+        pixels, layout = memory_order(image.pixels)
+        target[offset:offset + size].numpy()[...] = pixels.view(-1).view(torch.uint8).numpy()  # numpy: one thread
+        fields = (image.path, tuple(image.pixels.shape), image.pixels.dtype, image.bit_depth, image.channels, offset,
+                  layout)
         meta.append((fields, key, error))
     return fresh, meta, slot
 
@@ -162,9 +173,9 @@ def _unpack(item: Packed, arena: SlotArena | None = None) -> Iterator[Decoded]:
         if fields is None:
             yield None, key, error
             continue
-        path, shape, dtype, bit_depth, channels, offset = fields
+        path, shape, dtype, bit_depth, channels, offset, layout = fields
         nbytes = math.prod(shape) * dtype.itemsize
-        pixels = flat[offset:offset + nbytes].view(dtype).view(shape)
+        pixels = from_memory_order(flat[offset:offset + nbytes].view(dtype), shape, layout)
         yield ImageData(path=path, pixels=pixels, bit_depth=bit_depth, channels=channels), key, error
     del flat  # the images alone keep the lease
 

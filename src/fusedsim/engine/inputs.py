@@ -18,24 +18,26 @@ __all__ = ["check_min_size", "metric_input", "result_values", "srgb", "to_device
 
 
 def to_device(pixels: torch.Tensor, device: torch.device) -> torch.Tensor:
-    """``pixels`` (host memory) on ``device`` without making the host wait for the device's queued work.
+    """``pixels`` (host memory, any dense layout) on ``device``, contiguous, without making the host wait for the
+    device's queued work.
 
     A copy from pageable memory to a GPU waits until the stream's earlier work has finished (CUDA's rule for
     pageable sources), which would stall a caller that queues the next pair while the GPU computes the last one.
-    The pixels are copied into pinned memory from torch's caching host allocator first (one host copy; the block
-    is not reused before its transfer completes) and sent asynchronously from there."""
+    The pixels are copied into pinned memory from torch's caching host allocator first (one host copy in their
+    own memory order; the block is not reused before its transfer completes), sent asynchronously from there, and
+    reordered on the device when they are interleaved (:func:`~fusedsim.io.images.read_image_interleaved`)."""
     if device.type != "cuda" or pixels.device.type != "cpu":
-        return pixels.to(device)
+        return pixels.to(device).contiguous()
     if pixels.is_pinned():
-        return pixels.to(device, non_blocking=True)
+        return pixels.to(device, non_blocking=True).contiguous()
     import torch
 
-    staging = torch.empty(pixels.shape, dtype=pixels.dtype, pin_memory=True)
+    staging = torch.empty_like(pixels, pin_memory=True)  # same strides when dense (interleaved included)
     try:  # numpy's copy is one thread: torch's would wake its thread pool, which the decoders need
         staging.numpy()[...] = pixels.numpy()
     except (TypeError, RuntimeError):  # a dtype numpy lacks
         staging.copy_(pixels)
-    return staging.to(device, non_blocking=True)
+    return staging.to(device, non_blocking=True).contiguous()
 
 
 def srgb(pixels: torch.Tensor, data_range: int, role: str) -> torch.Tensor:

@@ -305,8 +305,8 @@ class Scorer:
         device = torch.device(step.device)
         params = self.params[spec.name]
         if step.mode == "strip" and not self._one_strip(spec, step, ref):
-            return score_strips(spec, ref.pixels, dist.pixels, data_range=ref.data_range, body_rows=step.rows or 0,
-                                device=device, params=params)
+            return score_strips(spec, ref.pixels.contiguous(), dist.pixels.contiguous(), data_range=ref.data_range,
+                                body_rows=step.rows or 0, device=device, params=params)
         state = self._reference_state(spec, ref, device)
         y = self._dist_inputs.get((spec.kind, str(device)))
         if y is None:  # metrics of one kind on one device share the converted distorted pixels

@@ -13,9 +13,10 @@ cut into equal slots:
   of it (images, reshapes, numpy arrays) keeps the storage, so the slot returns to the free list only when the
   last one is gone. Nothing is written into a slot that any tensor still views.
 
-The arena is pageable memory on purpose: copying pageable memory to a GPU returns once the source has been read
-(CUDA stages it), even with ``non_blocking=True``, so a lease may end as soon as its tensors are dropped. Pinning it
-would make such copies asynchronous and the reuse unsafe.
+The arena is pageable memory on purpose: a slot may be reused as soon as its tensors are dropped, which is safe
+only for copies that have read their source when they return. Pinned, a ``non_blocking`` copy to a GPU would still
+be reading it. The scorer copies each image into pinned memory of its own first
+(:func:`fusedsim.engine.inputs.to_device`), so its transfers are asynchronous without touching the slots.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from numba import njit, prange
 
-from fusedsim.cpu._float32 import float32_bits, float32_from_bits, fma32
+from fusedsim.cpu._float32 import fma32
 from fusedsim.cpu._parallel import parallel_kernel
 from fusedsim.reference import xyb_ref
 
@@ -44,23 +44,32 @@ def _cube_root_and_add(x, guess, add, third, four_thirds):  # pragma: no cover -
 def _linear_to_xyb(rgb, out, matrix, bias, neg_cbrt_bias, third, four_thirds, exp_bias, exp_mul, x_off, y_off, b_off,
                    make_positive):  # pragma: no cover - compiled
     n, _, h, w = rgb.shape
+    zero = np.float32(0.0)
     for task in prange(n * h):
         i, y = task // h, task % h
-        scratch = np.empty(1, dtype=np.float32)
-        mixed = np.empty(3, dtype=np.float32)
+        # one pass per step over a whole row (no branches, no scalar bit casts inside): the loops vectorise
+        mixed = np.empty((3, w), dtype=np.float32)
+        guess = np.empty((3, w), dtype=np.float32)
+        mixed_bits, guess_bits = mixed.view(np.int32), guess.view(np.int32)
+        red, green, blue = rgb[i, 0, y], rgb[i, 1, y], rgb[i, 2, y]
+        for k in range(3):
+            a0, a1, a2 = matrix[k, 0], matrix[k, 1], matrix[k, 2]
+            row = mixed[k]
+            for x in range(w):
+                m = fma32(a0, red[x], fma32(a1, green[x], fma32(a2, blue[x], bias)))
+                row[x] = zero if m < 0 else m
+        for k in range(3):
+            for x in range(w):
+                b = mixed_bits[k, x]
+                guess_bits[k, x] = np.int32(0) if b == 0 else np.int32(exp_bias - (b >> 23) * exp_mul)
+        for k in range(3):
+            row, start = mixed[k], guess[k]
+            for x in range(w):
+                row[x] = _cube_root_and_add(row[x], start[x], neg_cbrt_bias, third, four_thirds)
         for x in range(w):
-            r, g, b = rgb[i, 0, y, x], rgb[i, 1, y, x], rgb[i, 2, y, x]
-            for k in range(3):
-                m = fma32(matrix[k, 0], r, fma32(matrix[k, 1], g, fma32(matrix[k, 2], b, bias)))
-                if m < 0:
-                    m = np.float32(0.0)
-                m_bits = float32_bits(m, scratch)
-                guess_bits = np.int32(0) if m_bits == 0 else np.int32(exp_bias - (m_bits >> 23) * exp_mul)
-                guess = float32_from_bits(guess_bits, scratch)
-                mixed[k] = _cube_root_and_add(m, guess, neg_cbrt_bias, third, four_thirds)
-            vx = (mixed[0] - mixed[1]) * np.float32(0.5)
-            vy = (mixed[0] + mixed[1]) * np.float32(0.5)
-            vz = mixed[2]
+            vx = (mixed[0, x] - mixed[1, x]) * np.float32(0.5)
+            vy = (mixed[0, x] + mixed[1, x]) * np.float32(0.5)
+            vz = mixed[2, x]
             if make_positive:
                 vz = (vz - vy) + b_off
                 vx = vx * np.float32(14.0) + x_off

@@ -55,3 +55,38 @@ def test_error_maps_bit_identical_to_the_twin(ref_batch):
     x2[0, 0, 0, :4] = x1[0, 0, 0, :4]  # equal pixels: edge terms of exactly zero
     got = error_maps_numba(x1, x2, mu1, mu2, s11, s22, s12)
     assert got.dtype == torch.float64 and torch.equal(got, error_maps_ref(x1, x2, mu1, mu2, s11, s22, s12))
+
+
+@pytest.mark.parametrize("ref_batch", [1, 3])
+def test_error_pool_equals_the_twin_up_to_the_summation_order(ref_batch):
+    """The compiled comparison pools each map by row sums as it makes it (no map stored); the twin takes PyTorch
+    means of stored maps: the same values summed in another order, float64 rounding apart (~1e-16 relative)."""
+    from fusedsim.cpu.ssimulacra2_numba import ssimulacra2_error_pool_numba, ssimulacra2_pair_pool_numba
+    from fusedsim.reference.ssimulacra2_ref import (
+        ssimulacra2_error_pool_ref,
+        ssimulacra2_pair_pool_ref,
+        ssimulacra2_reference_blur_ref,
+    )
+
+    gen = torch.Generator().manual_seed(6)
+    x1 = torch.rand(ref_batch, 3, 45, 61, generator=gen)
+    x2 = (x1 + 0.05 * torch.randn(3, 3, 45, 61, generator=gen)).clamp(0, 1)
+    x2[0, 1, :5] = x1[0, 1, :5]  # equal rows: maps of exactly zero
+    mu1, s11 = ssimulacra2_reference_blur_ref(x1)
+    got = ssimulacra2_error_pool_numba(x1, x2, mu1, s11)
+    want = ssimulacra2_error_pool_ref(x1, x2, mu1, s11)
+    assert got.shape == want.shape == (3, 3, 2, 3) and got.dtype == torch.float64
+    torch.testing.assert_close(got, want, rtol=1e-13, atol=1e-16)
+    assert not torch.equal(want[0], want[1])  # the distorted images do differ
+    if ref_batch == 3:
+        torch.testing.assert_close(ssimulacra2_pair_pool_numba(x1, x2), ssimulacra2_pair_pool_ref(x1, x2),
+                                   rtol=1e-13, atol=1e-16)
+
+
+def test_uint8_linearisation_looks_up_the_twins_table():
+    from fusedsim.cpu.ssimulacra2_numba import ssimulacra2_linear_xyb_numba
+    from fusedsim.reference.ssimulacra2_ref import ssimulacra2_linear_xyb_ref
+
+    codes = torch.arange(256, dtype=torch.uint8).repeat(3, 7).reshape(1, 3, 28, 64)
+    for scale in (0, 1):
+        assert torch.equal(ssimulacra2_linear_xyb_numba(codes, scale), ssimulacra2_linear_xyb_ref(codes, scale))

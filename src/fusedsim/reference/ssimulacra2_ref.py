@@ -36,7 +36,7 @@ from fusedsim.reference.recursive_gaussian_ref import recursive_gaussian_ref
 from fusedsim.reference.xyb_ref import linear_to_xyb_ref, srgb_to_linear_ref, srgb_u8_to_linear_ref, uint8_to_unit_ref
 
 __all__ = ["C2", "MAX_SCALES", "MIN_SIZE", "SIGMA", "Ssimulacra2State", "Ssimulacra2Steps", "TWIN_STEPS", "WEIGHTS",
-           "downsample_linear_ref", "error_maps_ref", "error_pool_ref", "pool_maps_ref", "score_from_subscores_ref",
+           "downsample_linear_ref", "error_maps_ref", "error_pool_ref", "fourth_root_ref", "pool_maps_ref", "score_from_subscores_ref",
            "ssimulacra2_error_pool_ref", "ssimulacra2_linear_xyb_ref", "ssimulacra2_num_scales",
            "ssimulacra2_pair_pool_ref", "ssimulacra2_prepare_ref", "ssimulacra2_ref",
            "ssimulacra2_reference_blur_ref", "ssimulacra2_score_prepared_ref", "ssimulacra2_subscores_prepared_ref",
@@ -108,7 +108,7 @@ def downsample_linear_ref(lin: torch.Tensor) -> torch.Tensor:
     return (((a + b) + c) + d) * 0.25
 
 
-def _fourth_root(mean4: torch.Tensor) -> torch.Tensor:
+def fourth_root_ref(mean4: torch.Tensor) -> torch.Tensor:
     """sqrt(sqrt(m)) with a zero (not NaN) gradient at m = 0."""
     positive = mean4 > 0
     return torch.where(positive, mean4.where(positive, torch.ones_like(mean4)).sqrt().sqrt(), 0.0)
@@ -132,7 +132,7 @@ def error_maps_ref(x1: torch.Tensor, x2: torch.Tensor, mu1: torch.Tensor, mu2: t
 def pool_maps_ref(maps: torch.Tensor) -> torch.Tensor:
     """L1 and L4 norms of each (h, w) map of ``maps`` (N, 3, 3, h, w) float64 -> (N, 3, 2, 3)."""
     l1 = maps.flatten(3).mean(3)
-    l4 = _fourth_root((maps * maps).square().flatten(3).mean(3))
+    l4 = fourth_root_ref((maps * maps).square().flatten(3).mean(3))
     return torch.stack((l1, l4), dim=2)
 
 
@@ -145,7 +145,9 @@ def error_pool_ref(x1: torch.Tensor, x2: torch.Tensor, mu1: torch.Tensor, mu2: t
 
 
 def ssimulacra2_linear_xyb_ref(x: torch.Tensor, scale: int,
-                               to_xyb: Callable[[torch.Tensor], torch.Tensor] = linear_to_xyb_ref) -> torch.Tensor:
+                               to_xyb: Callable[[torch.Tensor], torch.Tensor] = linear_to_xyb_ref,
+                               u8_to_linear: Callable[[torch.Tensor], torch.Tensor] = srgb_u8_to_linear_ref
+                               ) -> torch.Tensor:
     """Scale ``scale``'s colour step; returns (XYB,) stacked as (1, N, 3, h, w) for scale 0, else (linear RGB, XYB)
     as (2, N, 3, h, w) (the linear image is what the next scale averages).
 
@@ -153,12 +155,13 @@ def ssimulacra2_linear_xyb_ref(x: torch.Tensor, scale: int,
     Scale 1: x is the same sRGB image, linearised and 2x2-averaged (h, w = ceil(H/2), ceil(W/2)).
     Scale >= 2: x is the previous scale's linear RGB, 2x2-averaged.
     Scale 0's linear image is never kept: scale 1 linearises the sRGB image again (cheaper than storing it).
-    ``to_xyb``: the transform (the twin, or a compiled CPU implementation of the same bits).
+    ``to_xyb``, ``u8_to_linear``: the transform and uint8 linearisation (the twins, or compiled CPU
+    implementations of the same bits).
     """
     if scale < 0:
         raise ValueError(f"scale must be >= 0; got {scale}")
     if scale <= 1:
-        lin = srgb_u8_to_linear_ref(x) if x.dtype == torch.uint8 else srgb_to_linear_ref(x)
+        lin = u8_to_linear(x) if x.dtype == torch.uint8 else srgb_to_linear_ref(x)
     else:
         lin = x
     if scale == 0:

@@ -28,7 +28,8 @@ from fusedsim.reference.ssim_ref import compute_dtype
 # Tolerances against the float64 twin: float64 differs only by summation order (~1e-15 relative); float32 rounds
 # each tap product and the renormalising division (~1e-7 relative per value, a few ulps through 33 taps).
 BUTTERAUGLI_TOLERANCE = {torch.float64: (1e-10, 0.0), torch.float32: (2e-5, 0.0)}
-# ``cpu=``: the blur and the Malta filters compiled by numba (fusedsim.cpu.butteraugli_numba), CPU under ``auto``
+# ``cpu=``: the blur, the Malta filters and the erosion compiled by numba (fusedsim.cpu.butteraugli_numba), CPU under
+# ``auto``
 
 
 def _butteraugli_blur_examples(device: torch.device) -> list[Example]:
@@ -115,6 +116,7 @@ butteraugli_erosion = register_op(KernelOp(
     # a selection and three products: exact in float64; float32 against the float64 twin: the rounding of the
     # float32 input and of three products and two sums (< 4 ulp)
     tolerance={torch.float64: (0.0, 0.0), torch.float32: (5e-7, 0.0)},
+    cpu="fusedsim.cpu.butteraugli_numba:fuzzy_erosion_numba",
     doc="Butteraugli's fuzzy erosion of (N, H, W) activity maps (three smallest of 11 candidates, weighted).",
 ))
 

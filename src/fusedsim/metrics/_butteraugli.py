@@ -101,7 +101,8 @@ def _cpu_filters() -> ButteraugliFilters:
     the same sums; the twins alone where numba is missing)."""
     from fusedsim.ops import op
 
-    compiled = {name: op(f"butteraugli_{name}").cpu_impl() for name in ("blur", "malta", "malta_add", "erosion")}
+    compiled = {name: op(f"butteraugli_{name}").cpu_impl() for name in ("blur", "malta", "malta_add", "erosion", "opsin",
+                                                                         "bands")}
     return TWIN_FILTERS._replace(**{name: fn for name, fn in compiled.items() if fn is not None})
 
 

@@ -28,8 +28,8 @@ from fusedsim.reference.ssim_ref import compute_dtype
 # Tolerances against the float64 twin: float64 differs only by summation order (~1e-15 relative); float32 rounds
 # each tap product and the renormalising division (~1e-7 relative per value, a few ulps through 33 taps).
 BUTTERAUGLI_TOLERANCE = {torch.float64: (1e-10, 0.0), torch.float32: (2e-5, 0.0)}
-# ``cpu=``: the blur, the Malta filters and the erosion compiled by numba (fusedsim.cpu.butteraugli_numba), CPU under
-# ``auto``
+# ``cpu=``: the blur, the Malta filters and the erosion (fusedsim.cpu.butteraugli_numba), the opsin and bands stages
+# (fusedsim.cpu.butteraugli_stages_numba) compiled by numba, CPU under ``auto``
 
 
 def _butteraugli_blur_examples(device: torch.device) -> list[Example]:
@@ -236,10 +236,11 @@ def _butteraugli_combine_examples(device: torch.device) -> list[Example]:
 
 
 def _butteraugli_stage(name: str, schema: str, n_tensors: int, reference, fake, examples, doc: str,
-                       tolerance=BUTTERAUGLI_TOLERANCE) -> KernelOp:
+                       tolerance=BUTTERAUGLI_TOLERANCE, cpu: str | None = None) -> KernelOp:
     return register_op(KernelOp(
         name=name, schema=schema, n_tensors=n_tensors, plan_for=f"fusedsim.ops.butteraugli_stages:{name[12:]}_plan",
-        reference=reference, fake=fake, examples=examples, differentiable=False, tolerance=tolerance, doc=doc))
+        reference=reference, fake=fake, examples=examples, differentiable=False, tolerance=tolerance, doc=doc,
+        cpu=cpu))
 
 
 def _like(x: torch.Tensor, channels: int | None) -> torch.Tensor:
@@ -257,7 +258,8 @@ butteraugli_opsin = _butteraugli_stage(
     lambda rgb, blurred, it: _like(rgb, 3), _butteraugli_opsin_examples,
     "Butteraugli's opsin dynamics (mix, FastLog2f sensitivity of the blurred mix, clamps, XYB) in one pass.",
     # float32: X = m0 - m1 cancels two values ~200-300 whose float32 ulp is ~3e-5 (measured 4.3e-5 absolute)
-    {torch.float64: (1e-10, 0.0), torch.float32: (2e-4, 0.0)})
+    {torch.float64: (1e-10, 0.0), torch.float32: (2e-4, 0.0)},
+    cpu="fusedsim.cpu.butteraugli_stages_numba:opsin_xyb_numba")
 butteraugli_rest = _butteraugli_stage(
     "butteraugli_rest", "(Tensor xyb, Tensor lf) -> Tensor", 2, frequency_rest_ref, lambda x, lf: _like(x, 3),
     lambda device: _butteraugli_pair_examples(device, 700, (1.0, 20.0, 10.0)),
@@ -270,7 +272,7 @@ butteraugli_bands = _butteraugli_stage(
     "butteraugli_bands", "(Tensor lf, Tensor mf, Tensor hf_pre, Tensor hf_blur) -> Tensor", 4, bands_ref,
     lambda lf, mf, pre, blur: _like(lf, BANDS), _butteraugli_bands_examples,
     "Butteraugli's bands of one image (N, 11, H, W): LF vals, MF, HF, UHF with dead zones and soft clamps, and "
-    "the unblurred HF activity.")
+    "the unblurred HF activity.", cpu="fusedsim.cpu.butteraugli_stages_numba:bands_numba")
 butteraugli_combine = _butteraugli_stage(
     "butteraugli_combine", "(Tensor bands0, Tensor bands1, Tensor ac_x, Tensor ac_y, Tensor act0, Tensor act1, "
     "Tensor mask, Tensor half, float hf_asymmetry) -> Tensor", 8, diffmap_combine_ref,

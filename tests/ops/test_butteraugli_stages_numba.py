@@ -43,3 +43,30 @@ def test_other_dtypes_and_gradients_run_the_twins():
     assert torch.equal(opsin_xyb_numba(rgb, rgb, 80.0), opsin_xyb_ref(rgb, rgb, 80.0))
     x = torch.rand(1, 3, 5, 6, dtype=torch.float64, requires_grad=True)
     assert opsin_xyb_numba(x, x.detach(), 80.0).requires_grad
+
+
+@pytest.mark.parametrize("reference", ["batch 1", "expanded", "batch N"])
+@pytest.mark.parametrize("with_half", [True, False])
+def test_combine_is_bit_identical(reference, with_half):
+    from fusedsim.cpu.butteraugli_stages_numba import diffmap_combine_numba
+    from fusedsim.reference.butteraugli_ref import BANDS, diffmap_combine_ref
+
+    n, h, w = 3, 17, 11
+    gen = torch.Generator().manual_seed(11)
+    scales = (3.0, 20.0, 30.0, 0.5, 0.5, 2.0, 1.5, 3.0, 0.05, 1.0, 1.0)
+    ref_n = n if reference == "batch N" else 1
+    b0 = _planes((ref_n, BANDS, h, w), scales, 12)
+    # distorted bands near the reference's (both sides of the asymmetric HF range) and far from it
+    b1 = b0 * (0.2 + 1.2 * torch.rand((n, BANDS, h, w), generator=gen, dtype=torch.float64))
+    b1 = b1 + _planes((n, BANDS, h, w), scales, 13) * 0.3
+    ac_x, ac_y = torch.rand((2, n, h, w), generator=gen, dtype=torch.float64) * 100
+    act0 = torch.rand((ref_n, h, w), generator=gen, dtype=torch.float64) * 5
+    act1 = torch.rand((n, h, w), generator=gen, dtype=torch.float64) * 5
+    mask = torch.rand((ref_n, h, w), generator=gen, dtype=torch.float64) * 10
+    if reference == "expanded":
+        b0, act0, mask = (t.expand(n, *t.shape[1:]) for t in (b0, act0, mask))
+    half = (torch.rand((n, (h + 1) // 2, (w + 1) // 2), generator=gen, dtype=torch.float64) if with_half
+            else torch.empty(0, dtype=torch.float64))
+    args = (b0, b1, ac_x, ac_y, act0, act1, mask, half, 0.8)
+    got, want = diffmap_combine_numba(*args), diffmap_combine_ref(*args)
+    assert got.shape == (n, h, w) and torch.equal(got, want)

@@ -24,7 +24,7 @@ from numba import njit, prange
 from fusedsim.cpu._parallel import parallel_kernel
 from fusedsim.reference import butteraugli_ref as ref
 
-__all__ = ["bands_numba", "opsin_xyb_numba"]
+__all__ = ["bands_numba", "diffmap_combine_numba", "opsin_xyb_numba"]
 
 _F32 = ref._f32
 # bands_ref's constants, as the twin passes them (float32 values held in float64)
@@ -156,3 +156,81 @@ def opsin_xyb_numba(rgb: torch.Tensor, blurred: torch.Tensor, intensity_target: 
     out = np.empty_like(a)
     _opsin(a, b, out, _F32(intensity_target), _MIX, _OPSIN)
     return torch.from_numpy(out)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _l2_asymmetric(v0, v1, w_gt, w_lt, k04):  # pragma: no cover - compiled
+    diff = v0 - v1
+    fabs0 = abs(v0)
+    small = k04 * fabs0
+    if v0 < 0:
+        v = v1 + small if v1 > -small else (-v1 - fabs0 if v1 < -fabs0 else 0.0)
+    else:
+        v = small - v1 if v1 < small else (v1 - fabs0 if v1 > fabs0 else 0.0)
+    return diff * diff * w_gt + w_lt * (v * v)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _mask_y(delta, offset, scaler, mul, scale):  # pragma: no cover - compiled
+    v = scale * (1.0 + (1.0 / (scaler * delta + offset)) * mul)  # mul / tensor: its reciprocal times mul
+    return v * v
+
+
+@parallel_kernel
+def _combine(b0, b1, ac_x, ac_y, act0, act1, mask, total, k):  # pragma: no cover - compiled
+    """Everything of the twin's combine before its square root, into ``total`` (N, H, W)."""
+    n, _, h, w = b1.shape
+    for task in prange(n * h):
+        i, y = task // h, task % h
+        r = 0 if b0.shape[0] == 1 else i  # the reference side may be one image for N distorted ones
+        for x in range(w):
+            ax = ac_x[i, y, x] + _l2_asymmetric(b0[r, 6, y, x], b1[i, 6, y, x], k[0], k[1], k[4])
+            ay = ac_y[i, y, x] + _l2_asymmetric(b0[r, 7, y, x], b1[i, 7, y, x], k[2], k[3], k[4])
+            m0 = b0[r, 3, y, x] - b1[i, 3, y, x]
+            m1 = b0[r, 4, y, x] - b1[i, 4, y, x]
+            m2 = b0[r, 5, y, x] - b1[i, 5, y, x]
+            l0 = b0[r, 0, y, x] - b1[i, 0, y, x]
+            l1 = b0[r, 1, y, x] - b1[i, 1, y, x]
+            l2 = b0[r, 2, y, x] - b1[i, 2, y, x]
+            ax = ax + m0 * m0 * k[5]
+            ay = ay + m1 * m1 * k[6]
+            ab = m2 * m2 * k[7]
+            dc0, dc1, dc2 = l0 * l0 * k[8], l1 * l1 * k[9], l2 * l2 * k[10]
+            da = act0[r, y, x] - act1[i, y, x]
+            ay = ay + k[11] * (da * da)
+            delta = mask[r, y, x]
+            ac_mask = _mask_y(delta, k[12], k[13], k[14], k[18])
+            dc_mask = _mask_y(delta, k[15], k[16], k[17], k[18])
+            total[i, y, x] = (dc0 * dc_mask + dc1 * dc_mask + dc2 * dc_mask) + (ax * ac_mask + ay * ac_mask
+                                                                                 + ab * ac_mask)
+
+
+def diffmap_combine_numba(bands0: torch.Tensor, bands1: torch.Tensor, ac_x: torch.Tensor, ac_y: torch.Tensor,
+                          act0: torch.Tensor, act1: torch.Tensor, mask: torch.Tensor, half: torch.Tensor,
+                          hf_asymmetry: float) -> torch.Tensor:
+    """:func:`~fusedsim.reference.butteraugli_ref.diffmap_combine_ref` (N, H, W), compiled up to the square root
+    for float64 CPU tensors (the root and the half-resolution mix are the twin's PyTorch operations)."""
+    n = bands1.shape[0]
+    tensors = (bands0, bands1, ac_x, ac_y, act0, act1, mask)
+    if (any(t.device.type != "cpu" or t.dtype != torch.float64 or t.requires_grad for t in (*tensors, half))
+            or bands0.dim() != 4 or bands0.shape[1:] != bands1.shape[1:]
+            or any(t.shape[1:] != bands1.shape[2:] for t in (ac_x, ac_y, act0, act1, mask))
+            or any(t.shape[0] != n for t in (ac_x, ac_y, act1))
+            or len({t.shape[0] for t in (bands0, act0, mask)}) != 1 or bands0.shape[0] not in (1, n)):
+        return ref.diffmap_combine_ref(bands0, bands1, ac_x, ac_y, act0, act1, mask, half, hf_asymmetry)
+    if n > 1 and all(t.shape[0] == n and t.stride(0) == 0 for t in (bands0, act0, mask)):
+        # an expanded reference: read its one image
+        bands0, act0, mask = bands0[:1], act0[:1], mask[:1]
+    arrays = [t.contiguous().numpy() for t in tensors]
+    h, w = bands1.shape[-2:]
+    total = np.empty((n, h, w), dtype=np.float64)
+    wx_gt, wx_lt, wy_gt, wy_lt = ref.combine_constants(hf_asymmetry)
+    k = np.array([wx_gt, wx_lt, wy_gt, wy_lt, _F32(0.4), _F32(ref._WMUL[3]), _F32(ref._WMUL[4]), _F32(ref._WMUL[5]),
+                  _F32(ref._WMUL[6]), _F32(ref._WMUL[7]), _F32(ref._WMUL[8]), _F32(10.0), *ref._AC_MASK,
+                  *ref._DC_MASK, ref._GLOBAL_SCALE], dtype=np.float64)
+    _combine(*arrays, total, k)
+    diffmap = torch.sqrt(torch.from_numpy(total))  # the twin's own square root (see the module docstring)
+    if half.numel():
+        up = half.repeat_interleave(2, dim=-2).repeat_interleave(2, dim=-1)[..., :h, :w]
+        diffmap = diffmap * 0.85 + 0.5 * up
+    return diffmap

@@ -97,12 +97,12 @@ def _filters(*tensors: torch.Tensor) -> ButteraugliFilters:
 
 
 def _cpu_filters() -> ButteraugliFilters:
-    """The twins with the compiled CPU implementations of the filter ops that have one (the registry's ``cpu=``:
-    the same sums; the twins alone where numba is missing)."""
+    """The twins with the compiled CPU implementations of the ops that have one (the registry's ``cpu=``: the same
+    operations; the twins alone where numba is missing)."""
     from fusedsim.ops import op
 
-    compiled = {name: op(f"butteraugli_{name}").cpu_impl() for name in ("blur", "malta", "malta_add", "erosion", "opsin",
-                                                                         "bands")}
+    names = ("blur", "malta", "malta_add", "erosion", "opsin", "bands", "combine")
+    compiled = {name: op(f"butteraugli_{name}").cpu_impl() for name in names}
     return TWIN_FILTERS._replace(**{name: fn for name, fn in compiled.items() if fn is not None})
 
 

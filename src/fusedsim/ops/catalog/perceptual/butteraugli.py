@@ -28,8 +28,8 @@ from fusedsim.reference.ssim_ref import compute_dtype
 # Tolerances against the float64 twin: float64 differs only by summation order (~1e-15 relative); float32 rounds
 # each tap product and the renormalising division (~1e-7 relative per value, a few ulps through 33 taps).
 BUTTERAUGLI_TOLERANCE = {torch.float64: (1e-10, 0.0), torch.float32: (2e-5, 0.0)}
-# ``cpu=``: the blur, the Malta filters and the erosion (fusedsim.cpu.butteraugli_numba), the opsin and bands stages
-# (fusedsim.cpu.butteraugli_stages_numba) compiled by numba, CPU under ``auto``
+# ``cpu=``: the blur, the Malta filters and the erosion (fusedsim.cpu.butteraugli_numba), the opsin, bands and combine
+# stages (fusedsim.cpu.butteraugli_stages_numba) compiled by numba, CPU under ``auto``
 
 
 def _butteraugli_blur_examples(device: torch.device) -> list[Example]:
@@ -278,7 +278,8 @@ butteraugli_combine = _butteraugli_stage(
     "Tensor mask, Tensor half, float hf_asymmetry) -> Tensor", 8, diffmap_combine_ref,
     lambda b0, b1, ax, ay, a0, a1, mask, half, hf: _like(b1, None), _butteraugli_combine_examples,
     "Butteraugli's distance map of one resolution (N, H, W): Malta sums + asymmetric L2 on HF, L2 on MF/LF, "
-    "activity difference, AC/DC masks, sqrt, and the half-resolution map mixed in.")
+    "activity difference, AC/DC masks, sqrt, and the half-resolution map mixed in.",
+    cpu="fusedsim.cpu.butteraugli_stages_numba:diffmap_combine_numba")
 
 
 

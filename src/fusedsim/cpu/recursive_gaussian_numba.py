@@ -30,7 +30,7 @@ _COLUMNS = 256  # columns per task of the vertical pass (its state: 2 × 3 × 25
 _GROUP_ROWS = 32  # rows per task of the horizontal pass, side by side (2.6x one row at a time; 16: 2.0x, 64: 2.6x)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _scalar_step(src, dst, n, big_n, mul_in, mul_prev, mul_prev2, prev, prev2, s, total):  # pragma: no cover
     """One column of the recursion (the twin's ``scalar_step``) for every row of a group (``src``, ``dst``:
     (width, rows)); writes column n when n >= 0."""

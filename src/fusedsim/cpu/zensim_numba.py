@@ -176,20 +176,37 @@ def _cbrt(x, scratch):  # pragma: no cover - compiled
 @parallel_kernel
 def _positive_xyb(rgb, out, m, bias64, ab, x_mul, x_add64, y_add, b_add):  # pragma: no cover - compiled
     n, _, h, w = rgb.shape
+    zero, two = np.float32(0.0), np.float32(2.0)
     for task in prange(n * h):
         i, y = task // h, task % h
-        scratch = np.empty(1, dtype=np.float32)
-        t = np.empty(3, dtype=np.float32)
+        # whole-row passes (the seeds' bit casts through row buffers): vector loops, as _cbrt per value
+        mixed = np.empty((3, w), dtype=np.float32)
+        seed = np.empty((3, w), dtype=np.int32)
+        mixed_bits, start = mixed.view(np.int32), seed.view(np.float32)
+        red, green, blue = rgb[i, 0, y], rgb[i, 1, y], rgb[i, 2, y]
+        for k in range(3):
+            m0, m1, m2 = m[k, 0], m[k, 1], m[k, 2]
+            row = mixed[k]
+            for x in range(w):
+                v = fma32(m0, red[x], fma32(m1, green[x], fma32(m2, blue[x], bias64)))
+                row[x] = v if not v < 0 else zero
+        for k in range(3):
+            for x in range(w):
+                seed[k, x] = np.int32((np.int64(mixed_bits[k, x]) & 0x7FFFFFFF) // 3 + 709_958_130)
+        for k in range(3):
+            row, first = mixed[k], start[k]
+            for x in range(w):
+                v, t = row[x], first[x]
+                for _ in range(2):
+                    r = t * t * t
+                    t = t * (fma32(v, two, r) / fma32(r, two, v))
+                row[x] = zero if v == 0 else t
         for x in range(w):
-            r, g, b = rgb[i, 0, y, x], rgb[i, 1, y, x], rgb[i, 2, y, x]
-            for k in range(3):
-                mixed = fma32(m[k, 0], r, fma32(m[k, 1], g, fma32(m[k, 2], b, bias64)))
-                t[k] = _cbrt(mixed if not mixed < 0 else np.float32(0.0), scratch)
-            c0, c1 = t[0] + ab, t[1] + ab
+            c0, c1 = mixed[0, x] + ab, mixed[1, x] + ab
             vx, vy = np.float32(0.5) * (c0 - c1), np.float32(0.5) * (c0 + c1)
             out[i, 0, y, x] = fma32(vx, x_mul, x_add64)
             out[i, 1, y, x] = vy + y_add
-            out[i, 2, y, x] = (t[2] - vy) + b_add
+            out[i, 2, y, x] = (mixed[2, x] - vy) + b_add
 
 
 def linear_to_positive_xyb_numba(rgb: torch.Tensor) -> torch.Tensor:

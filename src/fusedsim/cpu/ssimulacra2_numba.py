@@ -19,6 +19,7 @@ import torch
 from numba import njit, prange
 
 from fusedsim.cpu._parallel import parallel_kernel
+from fusedsim.cpu._table import lookup_u8
 from fusedsim.cpu.recursive_gaussian_numba import recursive_gaussian_numba
 from fusedsim.cpu.xyb_numba import linear_to_xyb_numba
 from fusedsim.reference.ssimulacra2_ref import (
@@ -100,15 +101,6 @@ def _blur_inputs(x1, x2, out):  # pragma: no cover - compiled
             out[2, i, ch, y, x] = x1[r, ch, y, x] * b
 
 
-@parallel_kernel
-def _lookup(codes, table, out):  # pragma: no cover - compiled
-    flat_codes, flat_out = codes.reshape(-1), out.reshape(-1)
-    rows = -(-flat_codes.size // 4096)
-    for row in prange(rows):
-        for i in range(row * 4096, min(flat_codes.size, (row + 1) * 4096)):
-            flat_out[i] = table[flat_codes[i]]
-
-
 def _compiled_shapes(x1: torch.Tensor, x2: torch.Tensor, *others: torch.Tensor) -> bool:
     """Whether the compiled maps take these tensors: float32 CPU (N, 3, h, w), the reference side batch 1 or N."""
     tensors = (x1, x2, *others)
@@ -150,10 +142,7 @@ def _srgb_u8_to_linear(codes: torch.Tensor) -> torch.Tensor:
     """:func:`~fusedsim.reference.xyb_ref.srgb_u8_to_linear_ref`: the same table, looked up compiled."""
     if codes.device.type != "cpu":
         return srgb_u8_to_linear_ref(codes)
-    table = srgb_u8_to_linear_ref(torch.arange(256, dtype=torch.uint8)).numpy()
-    out = np.empty(tuple(codes.shape), dtype=table.dtype)
-    _lookup(codes.contiguous().numpy(), table, out)
-    return torch.from_numpy(out)
+    return lookup_u8(codes, srgb_u8_to_linear_ref(torch.arange(256, dtype=torch.uint8)))
 
 
 def ssimulacra2_linear_xyb_numba(x: torch.Tensor, scale: int) -> torch.Tensor:

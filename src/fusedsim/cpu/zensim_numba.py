@@ -19,6 +19,7 @@ from numba import njit, prange
 
 from fusedsim.cpu._float32 import float32_bits, float32_from_bits, fma32
 from fusedsim.cpu._parallel import parallel_kernel
+from fusedsim.cpu._table import lookup_u8
 from fusedsim.reference.zensim_f32_ref import (
     STRIP_INNER,
     linear_to_positive_xyb_f32_ref,
@@ -250,5 +251,7 @@ def linear_to_positive_xyb_numba(rgb: torch.Tensor) -> torch.Tensor:
 
 
 def zensim_xyb_numba(rgb: torch.Tensor, lut: torch.Tensor) -> torch.Tensor:
-    """``cpu=`` of the ``zensim_xyb`` op: its twin with this transform."""
+    """``cpu=`` of the ``zensim_xyb`` op: its twin with this transform (uint8 codes through ``lut`` compiled)."""
+    if rgb.dtype == torch.uint8 and rgb.device.type == "cpu" and lut.shape == (256,):
+        rgb = lookup_u8(rgb, lut.to(torch.float32))
     return zensim_xyb_ref(rgb, lut, linear_to_positive_xyb_numba)

@@ -34,3 +34,17 @@ def test_lab_bit_identical_to_the_twin(dtype):
     lin = lin.to(dtype)
     assert torch.equal(lab_of_linear_numba(lin), lab_of_linear_ref(lin))
     assert torch.equal(lab_of_linear_numba(lin[:, :, 2:, ::2]), lab_of_linear_ref(lin[:, :, 2:, ::2]))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("shape", [(2, 3, 37, 53), (1, 3, 5, 3), (1, 3, 1, 1), (1, 3, 2, 6)])
+def test_ssim_map_is_bit_identical(shape, dtype):
+    """The five blur inputs, one blur over all of them and the map formula compiled: the twin's bits, borders
+    (reflected taps, lines of 1-6 samples) included."""
+    from fusedsim.cpu.dssim_numba import dssim_ssim_map_numba
+    from fusedsim.reference.dssim_ref import dssim_ssim_map_ref
+
+    gen = torch.Generator().manual_seed(12)
+    lab1 = torch.rand(shape, generator=gen, dtype=dtype) * 100 - 20
+    lab2 = lab1 + torch.randn(shape, generator=gen, dtype=dtype) * 3
+    assert torch.equal(dssim_ssim_map_numba(lab1, lab2), dssim_ssim_map_ref(lab1, lab2))

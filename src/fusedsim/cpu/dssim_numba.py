@@ -115,8 +115,17 @@ def _sample(line, i, n, w):  # pragma: no cover - compiled
 def _rows(x, out, w):  # pragma: no cover - compiled
     rows, n = x.shape
     for r in prange(rows):
-        for i in range(n):
-            out[r, i] = _sample(x[r], i, n, w)
+        line, dst = x[r], out[r]
+        edge = min(2, n)
+        for i in range(edge):  # the first two and last two outputs reflect at the borders
+            dst[i] = _sample(line, i, n, w)
+        for i in range(max(edge, n - 2), n):
+            dst[i] = _sample(line, i, n, w)
+        if n > 4:  # the interior: shifted views, one vector loop (the twin's sums in its order)
+            m2, m1, c, p1, p2 = line[0:n - 4], line[1:n - 3], line[2:n - 2], line[3:n - 1], line[4:n]
+            inner = dst[2:n - 2]
+            for i in range(n - 4):
+                inner[i] = ((m2[i] + p2[i]) * w[0] + (m1[i] + p1[i]) * w[1]) + c[i] * w[2]
 
 
 @parallel_kernel
@@ -155,8 +164,63 @@ def dssim_blur_numba(x: torch.Tensor) -> torch.Tensor:
     return torch.from_numpy(out.reshape(n, c, h, w))
 
 
+@parallel_kernel
+def _products(lab1, lab2, out):  # pragma: no cover - compiled
+    """(lab1, lab2, lab1², lab2², lab1·lab2) into ``out`` (5, N, 3, H, W): the blurs' inputs, one pass."""
+    n, c, h, w = lab1.shape
+    for task in prange(n * c * h):
+        i, ch, y = task // (c * h), (task // h) % c, task % h
+        for x in range(w):
+            a, b = lab1[i, ch, y, x], lab2[i, ch, y, x]
+            out[0, i, ch, y, x] = a
+            out[1, i, ch, y, x] = b
+            out[2, i, ch, y, x] = a * a
+            out[3, i, ch, y, x] = b * b
+            out[4, i, ch, y, x] = a * b
+
+
+@parallel_kernel
+def _ssim_map(blurred, out, k):  # pragma: no cover - compiled
+    """The twin's map formula per pixel from the five blurred planes (its operations in its order; ``k``: INV3, C1,
+    C2, 2 in the planes' dtype, as PyTorch applies Python scalars)."""
+    _, n, _, h, w = blurred.shape
+    inv3, c1, c2, two = k[0], k[1], k[2], k[3]
+    for task in prange(n * h):
+        i, y = task // h, task % h
+        for x in range(w):
+            m1 = (blurred[0, i, 0, y, x], blurred[0, i, 1, y, x], blurred[0, i, 2, y, x])
+            m2 = (blurred[1, i, 0, y, x], blurred[1, i, 1, y, x], blurred[1, i, 2, y, x])
+            q11 = (m1[0] * m1[0], m1[1] * m1[1], m1[2] * m1[2])
+            q22 = (m2[0] * m2[0], m2[1] * m2[1], m2[2] * m2[2])
+            q12 = (m1[0] * m2[0], m1[1] * m2[1], m1[2] * m2[2])
+            mu1_sq = (q11[0] + q11[1] + q11[2]) * inv3
+            mu2_sq = (q22[0] + q22[1] + q22[2]) * inv3
+            mu1_mu2 = (q12[0] + q12[1] + q12[2]) * inv3
+            s1 = ((blurred[2, i, 0, y, x] - q11[0]) + (blurred[2, i, 1, y, x] - q11[1])
+                  + (blurred[2, i, 2, y, x] - q11[2])) * inv3
+            s2 = ((blurred[3, i, 0, y, x] - q22[0]) + (blurred[3, i, 1, y, x] - q22[1])
+                  + (blurred[3, i, 2, y, x] - q22[2])) * inv3
+            s12 = ((blurred[4, i, 0, y, x] - q12[0]) + (blurred[4, i, 1, y, x] - q12[1])
+                   + (blurred[4, i, 2, y, x] - q12[2])) * inv3
+            out[i, y, x] = ((two * mu1_mu2 + c1) * (two * s12 + c2)) / ((mu1_sq + mu2_sq + c1) * (s1 + s2 + c2))
+
+
 def dssim_ssim_map_numba(lab1: torch.Tensor, lab2: torch.Tensor) -> torch.Tensor:
-    return dssim_ssim_map_ref(lab1, lab2, dssim_blur_numba)
+    """:func:`~fusedsim.reference.dssim_ref.dssim_ssim_map_ref`, compiled for float32/float64 CPU tensors (N, 3, H,
+    W) of one shape: the five blur inputs in one pass, one blur call over all of them, the formula in one pass
+    (the same bits); anything else through the twin."""
+    if (lab1.device.type != "cpu" or lab1.dtype not in (torch.float32, torch.float64) or lab2.dtype != lab1.dtype
+            or lab1.shape != lab2.shape or lab1.dim() != 4 or lab1.shape[1] != 3 or lab1.requires_grad
+            or lab2.requires_grad):
+        return dssim_ssim_map_ref(lab1, lab2, dssim_blur_numba)
+    a, b = lab1.contiguous().numpy(), lab2.contiguous().numpy()
+    n, c, h, w = a.shape
+    inputs = np.empty((5, n, c, h, w), dtype=a.dtype)
+    _products(a, b, inputs)
+    blurred = dssim_blur_numba(torch.from_numpy(inputs.reshape(5 * n, c, h, w))).numpy().reshape(5, n, c, h, w)
+    out = np.empty((n, h, w), dtype=a.dtype)
+    _ssim_map(blurred, out, np.array([dssim_ref.INV3, dssim_ref.C1, dssim_ref.C2, 2.0], dtype=a.dtype))
+    return torch.from_numpy(out)
 
 
 def dssim_prep_numba(lin: torch.Tensor, alpha: torch.Tensor, has_alpha: bool) -> torch.Tensor:

@@ -191,3 +191,23 @@ def test_interleaved_pixels_reach_the_gpu_contiguous():
     x = torch.randint(0, 256, (1, 24, 31, 3), dtype=torch.uint8).permute(0, 3, 1, 2)
     y = to_device(x, torch.device("cuda"))
     assert y.is_contiguous() and torch.equal(y.cpu(), x)
+
+
+def test_to_device_copies_pageable_memory_when_none_can_be_pinned(monkeypatch):
+    """A machine whose locked-memory limit refuses pinned blocks still gets its pixels (synchronously)."""
+    calls = []
+
+    class FakeCuda:
+        type = "cuda"
+
+    def refuse(*args, **kwargs):
+        calls.append(kwargs.get("pin_memory"))
+        raise RuntimeError("CUDA error: out of memory (cudaHostAlloc)")
+
+    x = torch.arange(12, dtype=torch.uint8).reshape(1, 3, 2, 2)
+    moved = []
+    monkeypatch.setattr(torch, "empty_like", refuse)
+    monkeypatch.setattr(torch.Tensor, "is_pinned", lambda self: False)
+    monkeypatch.setattr(torch.Tensor, "to", lambda self, device, **kw: moved.append(device) or self)
+    out = to_device(x, FakeCuda())
+    assert calls == [True] and len(moved) == 1 and torch.equal(out, x)

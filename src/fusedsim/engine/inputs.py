@@ -32,7 +32,10 @@ def to_device(pixels: torch.Tensor, device: torch.device) -> torch.Tensor:
         return pixels.to(device, non_blocking=True).contiguous()
     import torch
 
-    staging = torch.empty_like(pixels, pin_memory=True)  # same strides when dense (interleaved included)
+    try:
+        staging = torch.empty_like(pixels, pin_memory=True)  # same strides when dense (interleaved included)
+    except RuntimeError:  # no page-locked memory to be had (a locked-memory limit): the same copy, synchronous
+        return pixels.to(device).contiguous()
     try:  # numpy's copy is one thread: torch's would wake its thread pool, which the decoders need
         staging.numpy()[...] = pixels.numpy()
     except (TypeError, RuntimeError):  # a dtype numpy lacks

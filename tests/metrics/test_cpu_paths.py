@@ -26,3 +26,14 @@ def test_metric_on_the_cpu_agrees_with_its_twin(name, rtol):
         twin = metric(ref, dist)
     for got, want in zip(*((r,) if isinstance(r, torch.Tensor) else r for r in (fast, twin))):
         torch.testing.assert_close(got, want, rtol=rtol, atol=1e-14 if rtol else 0.0)
+
+
+def test_butteraugli_cpu_decodes_uint8_codes_as_the_twin():
+    """The compiled path looks codes up in the twin's decoding of the 256 codes; the twin decodes ``codes / 255``
+    with PyTorch's vector pow (every value here: 768 of them, a whole number of vectors)."""
+    from fusedsim.metrics._butteraugli import _cpu_filters, _linear
+    from fusedsim.reference.butteraugli_ref import TWIN_FILTERS
+
+    codes = torch.arange(256, dtype=torch.uint8).repeat(3).reshape(1, 3, 16, 16)
+    image = codes.to(torch.float64) / 255.0
+    assert torch.equal(_linear(image, codes, _cpu_filters()), _linear(image, codes, TWIN_FILTERS))

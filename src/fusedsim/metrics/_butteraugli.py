@@ -15,6 +15,7 @@ device); the Triton kernels are forward-only.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -30,6 +31,7 @@ from fusedsim.reference.butteraugli_ref import (
     butteraugli_norms_ref,
     diffmap_prepared_ref,
     prepare_reference_ref,
+    srgb_to_linear_ref,
 )
 
 __all__ = ["ButteraugliLoss", "ButteraugliResult", "ButteraugliState", "butteraugli", "prepare_butteraugli",
@@ -119,11 +121,24 @@ def _code_standins(*images):
 
 def _linear(image: torch.Tensor, raw: torch.Tensor, filters: ButteraugliFilters) -> torch.Tensor:
     """Linear RGB in the compute dtype; float32 paths decode uint8 codes straight from ``raw`` (one table lookup;
-    ``image`` is then only a checked stand-in, see :func:`_code_standins`)."""
+    ``image`` is then only a checked stand-in, see :func:`_code_standins`). The compiled CPU path (float64) looks
+    uint8 codes up in the twin's float64 decoding of the 256 codes (``image`` is ``codes / 255`` in float64)."""
     dtype = _compute_dtype(raw.device)
+    codes = raw if raw.dim() == 4 else raw.unsqueeze(0)
     if raw.dtype == torch.uint8 and dtype == torch.float32:
-        return filters.linear(raw if raw.dim() == 4 else raw.unsqueeze(0))
+        return filters.linear(codes)
+    if raw.dtype == torch.uint8 and raw.device.type == "cpu" and filters is not TWIN_FILTERS:
+        from fusedsim.cpu._table import lookup_u8
+
+        return lookup_u8(codes, _u8_linear64())
     return filters.linear(image.to(dtype))
+
+
+@functools.lru_cache(maxsize=1)
+def _u8_linear64() -> torch.Tensor:
+    """(256,) float64: :func:`srgb_to_linear_ref` of every code as the metric feeds it (``code / 255.0``,
+    float64). PyTorch's vector ``pow`` decodes every code, as it does all of an image but its last few values."""
+    return srgb_to_linear_ref(torch.arange(256, dtype=torch.float64) / 255.0)
 
 
 def _expand(value, n: int):

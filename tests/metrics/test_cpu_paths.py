@@ -37,3 +37,17 @@ def test_butteraugli_cpu_decodes_uint8_codes_as_the_twin():
     codes = torch.arange(256, dtype=torch.uint8).repeat(3).reshape(1, 3, 16, 16)
     image = codes.to(torch.float64) / 255.0
     assert torch.equal(_linear(image, codes, _cpu_filters()), _linear(image, codes, TWIN_FILTERS))
+
+
+def test_iw_ssim_on_the_cpu_agrees_with_its_twin():
+    """IW-SSIM's windowed moments run compiled on the CPU: the same products, each window's taps summed in order
+    where the twin's conv2d sums them its own way (float64 rounding apart)."""
+    gen = torch.Generator().manual_seed(5)
+    ref = torch.randint(0, 256, (1, 3, 180, 190), generator=gen, dtype=torch.uint8)
+    dist = (ref.to(torch.int16) + torch.randint(-25, 26, ref.shape, generator=gen)).clamp(0, 255).to(torch.uint8)
+    with use_backend("auto"):
+        fast = fusedsim.iw_ssim(ref, dist)
+    with use_backend("reference"):
+        twin = fusedsim.iw_ssim(ref, dist)
+    torch.testing.assert_close(fast, twin, rtol=1e-12, atol=1e-14)
+    assert 0.0 < float(twin) < 1.0

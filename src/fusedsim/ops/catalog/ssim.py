@@ -169,6 +169,8 @@ windowed_moments = register_op(KernelOp(
     examples=_moments_examples,
     differentiable=False,
     tolerance=SSIM_TOLERANCE,
+    # 2-D on the CPU compiled by numba (the same products, the taps summed in window order rather than conv2d's)
+    cpu="fusedsim.cpu.windowed_moments_numba:windowed_moments_numba",
     doc="The five local moments (mu_x, mu_y, E[x²], E[y²], E[xy]) under a separable window, 2-D and 3-D.",
 ))
 

@@ -14,6 +14,7 @@ import torch
 from numba import njit, prange
 
 from fusedsim.cpu._float32 import fma32
+from fusedsim.cpu._opsin_rows import mix_row_clamped
 from fusedsim.cpu._parallel import parallel_kernel
 from fusedsim.reference import xyb_ref
 
@@ -44,20 +45,13 @@ def _cube_root_and_add(x, guess, add, third, four_thirds):  # pragma: no cover -
 def _linear_to_xyb(rgb, out, matrix, bias, neg_cbrt_bias, third, four_thirds, exp_bias, exp_mul, x_off, y_off, b_off,
                    make_positive):  # pragma: no cover - compiled
     n, _, h, w = rgb.shape
-    zero = np.float32(0.0)
     for task in prange(n * h):
         i, y = task // h, task % h
         # one pass per step over a whole row (no branches, no scalar bit casts inside): the loops vectorise
         mixed = np.empty((3, w), dtype=np.float32)
         guess = np.empty((3, w), dtype=np.float32)
         mixed_bits, guess_bits = mixed.view(np.int32), guess.view(np.int32)
-        red, green, blue = rgb[i, 0, y], rgb[i, 1, y], rgb[i, 2, y]
-        for k in range(3):
-            a0, a1, a2 = matrix[k, 0], matrix[k, 1], matrix[k, 2]
-            row = mixed[k]
-            for x in range(w):
-                m = fma32(a0, red[x], fma32(a1, green[x], fma32(a2, blue[x], bias)))
-                row[x] = zero if m < 0 else m
+        mix_row_clamped(matrix, bias, rgb[i, 0, y], rgb[i, 1, y], rgb[i, 2, y], mixed)
         for k in range(3):
             for x in range(w):
                 b = mixed_bits[k, x]

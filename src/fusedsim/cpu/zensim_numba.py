@@ -18,6 +18,7 @@ import torch
 from numba import njit, prange
 
 from fusedsim.cpu._float32 import float32_bits, float32_from_bits, fma32
+from fusedsim.cpu._opsin_rows import mix_row_clamped
 from fusedsim.cpu._parallel import parallel_kernel
 from fusedsim.cpu._table import lookup_u8
 from fusedsim.reference.zensim_f32_ref import (
@@ -211,13 +212,7 @@ def _positive_xyb(rgb, out, m, bias64, ab, x_mul, x_add64, y_add, b_add):  # pra
         mixed = np.empty((3, w), dtype=np.float32)
         seed = np.empty((3, w), dtype=np.int32)
         mixed_bits, start = mixed.view(np.int32), seed.view(np.float32)
-        red, green, blue = rgb[i, 0, y], rgb[i, 1, y], rgb[i, 2, y]
-        for k in range(3):
-            m0, m1, m2 = m[k, 0], m[k, 1], m[k, 2]
-            row = mixed[k]
-            for x in range(w):
-                v = fma32(m0, red[x], fma32(m1, green[x], fma32(m2, blue[x], bias64)))
-                row[x] = v if not v < 0 else zero
+        mix_row_clamped(m, bias64, rgb[i, 0, y], rgb[i, 1, y], rgb[i, 2, y], mixed)
         for k in range(3):
             for x in range(w):
                 seed[k, x] = np.int32((np.int64(mixed_bits[k, x]) & 0x7FFFFFFF) // 3 + 709_958_130)

@@ -31,7 +31,7 @@ from fusedsim.reference.ssimulacra2_ref import (
     ssimulacra2_linear_xyb_ref,
     ssimulacra2_reference_blur_ref,
 )
-from fusedsim.reference.xyb_ref import srgb_u8_to_linear_ref
+from fusedsim.reference.xyb_ref import srgb_u8_linear_table, srgb_u8_to_linear_ref
 
 __all__ = ["error_maps_numba", "ssimulacra2_error_pool_numba", "ssimulacra2_linear_xyb_numba",
            "ssimulacra2_pair_pool_numba", "ssimulacra2_reference_blur_numba"]
@@ -103,11 +103,8 @@ def _blur_inputs(x1, x2, out):  # pragma: no cover - compiled
 
 def _compiled_shapes(x1: torch.Tensor, x2: torch.Tensor, *others: torch.Tensor) -> bool:
     """Whether the compiled maps take these tensors: float32 CPU (N, 3, h, w), the reference side batch 1 or N."""
-    tensors = (x1, x2, *others)
-    if any(t.dtype != torch.float32 or t.device.type != "cpu" or t.dim() != 4 or t.shape[1:] != x2.shape[1:]
-           or t.shape[0] not in (1, x2.shape[0]) for t in tensors):
-        return False
-    return True
+    return not any(t.dtype != torch.float32 or t.device.type != "cpu" or t.dim() != 4 or t.shape[1:] != x2.shape[1:]
+                   or t.shape[0] not in (1, x2.shape[0]) for t in (x1, x2, *others))
 
 
 def error_maps_numba(x1: torch.Tensor, x2: torch.Tensor, mu1: torch.Tensor, mu2: torch.Tensor, s11: torch.Tensor,
@@ -142,7 +139,7 @@ def _srgb_u8_to_linear(codes: torch.Tensor) -> torch.Tensor:
     """:func:`~fusedsim.reference.xyb_ref.srgb_u8_to_linear_ref`: the same table, looked up compiled."""
     if codes.device.type != "cpu":
         return srgb_u8_to_linear_ref(codes)
-    return lookup_u8(codes, srgb_u8_to_linear_ref(torch.arange(256, dtype=torch.uint8)))
+    return lookup_u8(codes, srgb_u8_linear_table(codes.device))
 
 
 def ssimulacra2_linear_xyb_numba(x: torch.Tensor, scale: int) -> torch.Tensor:

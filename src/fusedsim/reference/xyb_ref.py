@@ -20,8 +20,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-__all__ = ["OPSIN_BIAS", "OPSIN_MATRIX", "fma", "linear_to_xyb_ref", "srgb_to_linear_ref", "srgb_u8_to_linear_ref",
-           "uint8_to_unit_ref"]
+__all__ = ["OPSIN_BIAS", "OPSIN_MATRIX", "fma", "linear_to_xyb_ref", "srgb_to_linear_ref", "srgb_u8_linear_table",
+           "srgb_u8_to_linear_ref", "uint8_to_unit_ref"]
 
 
 def _f32(value: float) -> float:
@@ -85,15 +85,21 @@ def srgb_to_linear_ref(v: torch.Tensor) -> torch.Tensor:
 _U8_LINEAR: dict[torch.device, torch.Tensor] = {}
 
 
+def srgb_u8_linear_table(device: torch.device) -> torch.Tensor:
+    """(256,) float32 on ``device``: ``srgb_to_linear_ref(uint8_to_unit_ref(code))`` of every code, computed once
+    per device."""
+    table = _U8_LINEAR.get(device)
+    if table is None:
+        table = _U8_LINEAR[device] = srgb_to_linear_ref(
+            uint8_to_unit_ref(torch.arange(256, dtype=torch.uint8))).to(device)
+    return table
+
+
 def srgb_u8_to_linear_ref(codes: torch.Tensor) -> torch.Tensor:
     """uint8 sRGB samples -> linear float32: ``srgb_to_linear_ref(uint8_to_unit_ref(codes))``, looked up in that
-    function's values for the 256 codes (computed by it once per device: the same bits, without 16 float64
-    passes over the image)."""
-    table = _U8_LINEAR.get(codes.device)
-    if table is None:
-        table = _U8_LINEAR[codes.device] = srgb_to_linear_ref(
-            uint8_to_unit_ref(torch.arange(256, dtype=torch.uint8))).to(codes.device)
-    return table[codes.long()]
+    function's values for the 256 codes (:func:`srgb_u8_linear_table`: the same bits, without 16 float64 passes
+    over the image)."""
+    return srgb_u8_linear_table(codes.device)[codes.long()]
 
 
 def _cube_root_guess(x: torch.Tensor) -> torch.Tensor:

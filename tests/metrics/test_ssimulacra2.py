@@ -34,6 +34,7 @@ from fusedsim.reference.ssimulacra2_ref import (
     ssimulacra2_prepare_ref,
     ssimulacra2_ref,
     ssimulacra2_subscores_prepared_ref,
+    ssimulacra2_subscores_ref,
 )
 from fusedsim.reference.xyb_ref import uint8_to_unit_ref
 
@@ -255,6 +256,29 @@ def test_gpu_default_path_never_synchronises(corpus, kernel_device):
             metric.score(dist)
     finally:
         torch.cuda.set_sync_debug_mode(0)
+
+
+def test_gpu_scales_on_side_streams_give_the_sequential_bits(corpus, kernel_device, monkeypatch):
+    """Large calls run the scales' comparisons on side streams (``ops/side_streams.py``), overlapping: every
+    sub-score must be the one the same kernels give one scale after another on the caller's stream, one-shot and
+    with a prepared reference."""
+    _gpu(kernel_device)
+    from fusedsim.metrics._ssimulacra2 import _steps
+    from fusedsim.ops import side_streams
+
+    ref, _, batch, _ = corpus[0]
+    ref, batch = ref.to(kernel_device), batch.to(kernel_device)
+    sequential = _steps(batch)
+    monkeypatch.setattr(side_streams, "MIN_ELEMENTS", 1)  # the corpus images are small
+    overlapped = _steps(batch)
+    assert overlapped.pair_pool.__wrapped__ is sequential.pair_pool and sequential.gather is list
+    refs = ref.expand_as(batch).contiguous()
+    for _ in range(2):  # the second round reuses the side streams' cached memory
+        assert torch.equal(ssimulacra2_subscores_ref(refs, batch, overlapped),
+                           ssimulacra2_subscores_ref(refs, batch, sequential))
+        state = ssimulacra2_prepare_ref(ref, overlapped)
+        assert torch.equal(ssimulacra2_subscores_prepared_ref(state, batch, overlapped),
+                           ssimulacra2_subscores_prepared_ref(state, batch, sequential))
 
 
 @pytest.mark.parametrize("scale", [0, 1])

@@ -35,6 +35,7 @@ __all__ = ["SSIMULACRA2Loss", "Ssimulacra2Prepared", "prepare_ssimulacra2", "sco
 _NAME = "ssimulacra2"
 _MIN_REASON = "the reference skips every scale of an image smaller than 8 px (it returns 100 for any such pair)"
 _OP_STEPS: Ssimulacra2Steps | None = None
+_SIDE_STEPS: Ssimulacra2Steps | None = None
 
 
 class Ssimulacra2Prepared(NamedTuple):
@@ -46,8 +47,10 @@ class Ssimulacra2Prepared(NamedTuple):
 
 
 def _steps(*tensors: torch.Tensor) -> Ssimulacra2Steps:
-    """The registered ops (Triton on GPUs, the twins on the CPU), or the twins when gradients are needed."""
-    global _OP_STEPS
+    """The registered ops (Triton on GPUs, the twins on the CPU), or the twins when gradients are needed. Large
+    GPU calls take the ops whose scales run on side streams: the smaller scales overlap the largest one's
+    latency-bound vertical pass (:mod:`fusedsim.ops.side_streams`; same values)."""
+    global _OP_STEPS, _SIDE_STEPS
     if any(t.requires_grad for t in tensors):
         return TWIN_STEPS
     if _OP_STEPS is None:
@@ -57,10 +60,16 @@ def _steps(*tensors: torch.Tensor) -> Ssimulacra2Steps:
             ssimulacra2_pair_pool,
             ssimulacra2_reference_blur,
         )
+        from fusedsim.ops.side_streams import concurrent, gather
 
         _OP_STEPS = Ssimulacra2Steps(ssimulacra2_linear_xyb, ssimulacra2_reference_blur, ssimulacra2_error_pool,
                                      ssimulacra2_pair_pool)
-    return _OP_STEPS
+        _SIDE_STEPS = _OP_STEPS._replace(error_pool=concurrent(ssimulacra2_error_pool),
+                                         pair_pool=concurrent(ssimulacra2_pair_pool), gather=gather)
+    from fusedsim.ops.side_streams import MIN_ELEMENTS
+
+    large = tensors[-1].is_cuda and max(t.numel() for t in tensors) >= MIN_ELEMENTS
+    return _SIDE_STEPS if large else _OP_STEPS
 
 
 def _working_image(checked: torch.Tensor) -> torch.Tensor:

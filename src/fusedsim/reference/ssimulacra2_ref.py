@@ -216,6 +216,8 @@ class Ssimulacra2Steps(NamedTuple):
     reference_blur: Callable[[torch.Tensor], torch.Tensor]
     error_pool: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
     pair_pool: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+    #: the scales' pooled results, ready to read (steps that run scales on side streams join them here)
+    gather: Callable[[list[torch.Tensor]], list[torch.Tensor]] = list
 
 
 def ssimulacra2_prepare_ref(ref: torch.Tensor, steps: Ssimulacra2Steps | None = None) -> Ssimulacra2State:
@@ -259,7 +261,7 @@ def ssimulacra2_subscores_prepared_ref(state: Ssimulacra2State, dist: torch.Tens
         per_scale.append(steps.error_pool(state.xyb[scale], x2, state.mu[scale], state.sigma_sq[scale]))
     if not per_scale:
         return torch.zeros(dist.shape[0], 0, dtype=torch.float64, device=dist.device)
-    return torch.stack(per_scale, dim=2).flatten(1)  # (N, 3, S, 2, 3) -> channel-major
+    return torch.stack(steps.gather(per_scale), dim=2).flatten(1)  # (N, 3, S, 2, 3) -> channel-major
 
 
 @functools.lru_cache(maxsize=32)
@@ -298,7 +300,7 @@ def ssimulacra2_subscores_ref(ref: torch.Tensor, dist: torch.Tensor,
                                                            xyb_pyramid_ref(dist, scales, steps.linear_xyb))]
     if not per_scale:
         return torch.zeros(dist.shape[0], 0, dtype=torch.float64, device=dist.device)
-    return torch.stack(per_scale, dim=2).flatten(1)  # (N, 3, S, 2, 3) -> channel-major
+    return torch.stack(steps.gather(per_scale), dim=2).flatten(1)  # (N, 3, S, 2, 3) -> channel-major
 
 
 def ssimulacra2_ref(ref: torch.Tensor, dist: torch.Tensor) -> torch.Tensor:

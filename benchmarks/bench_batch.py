@@ -2,7 +2,7 @@
 
 For N PNG pairs at S x S (default 1000 at 1024², 8-bit RGB, textured + noise so the files decode like photos):
 
-* **compute**: the batch's scoring code (:meth:`PairRunner.run_all`: ``set_reference`` per reference group, each
+* **compute**: the median of ``--compute-runs`` (3) runs of the batch's scoring code (:meth:`PairRunner.run_all`: ``set_reference`` per reference group, each
   pair queued, its values read back ``--ahead`` pairs later) on pre-decoded images, host-to-device copies
   included, no decoding, no output. Time does not depend on the
   pixel values, so a pool of at most 64 decoded images is cycled in the plan's reference/distorted pattern.
@@ -19,7 +19,8 @@ machine has the cores to decode; the decode rate shows the bound.
 4, 8 and 16 workers (at most the CPU count), on the first ``--decode-pairs`` pairs of layout 1; nothing else runs.
 
 Run: ``PYTHONPATH=src python benchmarks/bench_batch.py [--pairs 1000] [--size 1024] [--metric ssim,ssimulacra2]
-[--layouts 1,10] [--workers N] [--decoder auto|threads|processes] [--ahead 0,2] [--decode-only]
+[--layouts 1,10] [--workers N] [--decoder auto|threads|processes] [--ahead 0,2] [--compute-runs 3]
+[--decode-only]
 [--dir /tmp/fusedsim-batch]``.
 Smoke run without a GPU: ``--device cpu --quick`` (numbers meaningless; JSON to a temporary folder).
 """
@@ -79,9 +80,12 @@ def write_table(folder: Path, pairs: int, per_ref: int) -> Path:
     return path
 
 
-def compute_seconds(folder: Path, pairs: int, per_ref: int, metric: str, device: str, ahead: int) -> float:
-    """Seconds of the batch's scoring code (:meth:`PairRunner.run_all`, ``ahead`` pairs queued beyond the one read
-    back) on pre-decoded pairs: host-to-device copies and reading every value back included."""
+def compute_seconds(folder: Path, pairs: int, per_ref: int, metric: str, device: str, ahead: int,
+                    runs: int = 3) -> tuple[float, list[float]]:
+    """Median seconds of ``runs`` runs of the batch's scoring code (:meth:`PairRunner.run_all`, ``ahead`` pairs
+    queued beyond the one read back) on pre-decoded pairs, host-to-device copies and reading every value back
+    included; and every run's seconds. One run moved by up to 2x between runs of the same code on the GPU
+    machines (their hosts' speed drifts), so the ratios take a median."""
     import torch
 
     from fusedsim.engine import Scorer
@@ -102,12 +106,15 @@ def compute_seconds(folder: Path, pairs: int, per_ref: int, metric: str, device:
             yield DecodedPair(PairTask(i, f"r{r}", f"d{i}"), ref=refs[r], ref_key=f"r{i // per_ref}",
                               dist=dists[i % pool])
 
-    if device != "cpu":
-        torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for outcome in runner.run_all(decoded(), ahead):
-        assert not outcome.error, outcome.error
-    return time.perf_counter() - t0
+    times = []
+    for _ in range(runs):
+        if device != "cpu":
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for outcome in runner.run_all(decoded(), ahead):
+            assert not outcome.error, outcome.error
+        times.append(time.perf_counter() - t0)
+    return sorted(times)[len(times) // 2], times
 
 
 def table_tasks(table: Path) -> list:
@@ -193,6 +200,7 @@ def main() -> None:
     parser.add_argument("--ahead", default=None,
                         help="pairs queued beyond the one read back (the batch command's RUN_AHEAD), comma-separated "
                              "to compare (default: the batch command's)")
+    parser.add_argument("--compute-runs", type=int, default=3, help="runs of the compute baseline (median)")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "fusedsim-batch"))
     parser.add_argument("--quick", action="store_true", help="24 pairs at 256² (smoke run)")
@@ -228,13 +236,15 @@ def main() -> None:
         dec, first = decode_seconds(table, args.workers, args.decoder)
         for metric, ahead in ((m, a) for m in args.metric.split(",") for a in aheads):
             batch_pairs.RUN_AHEAD = ahead  # the batch command's default, for the end-to-end runs in this process
-            comp = compute_seconds(folder, args.pairs, per_ref, metric, args.device, ahead)
+            comp, comp_runs = compute_seconds(folder, args.pairs, per_ref, metric, args.device, ahead,
+                                              args.compute_runs)
             e2e = e2e_seconds(table, folder / "out.csv", metric, args.device, args.workers, args.decoder)
             proc = (process_seconds(table, folder / "out.csv", metric, args.device, args.workers, args.decoder)
                     if metric == "ssim" and per_ref == 1 and ahead == default_ahead else None)
             row = {"layout": per_ref, "metric": metric, "pairs": args.pairs, "size": args.size, "ahead": ahead,
                    "workers": args.workers, "decoder": args.decoder, "decoder_used": used,
-                   "decode_first_pair_s": first, "compute_s": comp, "decode_s": dec, "e2e_s": e2e,
+                   "decode_first_pair_s": first, "compute_s": comp, "compute_runs_s": comp_runs,
+                   "decode_s": dec, "e2e_s": e2e,
                    "process_s": proc,
                    "compute_pairs_s": args.pairs / comp, "decode_pairs_s": args.pairs / dec,
                    "e2e_pairs_s": args.pairs / e2e, "e2e_over_compute": e2e / comp,

@@ -40,8 +40,8 @@ def test_butteraugli_cpu_decodes_uint8_codes_as_the_twin():
 
 
 def test_iw_ssim_on_the_cpu_agrees_with_its_twin():
-    """IW-SSIM's windowed moments run compiled on the CPU: the same products, each window's taps summed in order
-    where the twin's conv2d sums them its own way (float64 rounding apart)."""
+    """IW-SSIM's windowed moments and information weights run compiled on the CPU: the same products, each window's
+    taps summed in order where the twin's conv2d sums them its own way (float64 rounding apart)."""
     gen = torch.Generator().manual_seed(5)
     ref = torch.randint(0, 256, (1, 3, 180, 190), generator=gen, dtype=torch.uint8)
     dist = (ref.to(torch.int16) + torch.randint(-25, 26, ref.shape, generator=gen)).clamp(0, 255).to(torch.uint8)
@@ -51,3 +51,25 @@ def test_iw_ssim_on_the_cpu_agrees_with_its_twin():
         twin = fusedsim.iw_ssim(ref, dist)
     torch.testing.assert_close(fast, twin, rtol=1e-12, atol=1e-14)
     assert 0.0 < float(twin) < 1.0
+
+
+def test_iw_ssim_cpu_gram_is_the_same_for_any_thread_count():
+    """The compiled Gram matrix adds its rows' sums in row order, so its bits do not depend on how many threads
+    summed the rows (a reference's prepared state must not change with the machine's core count)."""
+    import numba
+
+    from fusedsim.cpu.iwssim_numba import iwssim_gram_numba
+
+    gen = torch.Generator().manual_seed(6)
+    band = 40.0 * torch.randn(2, 1, 61, 47, generator=gen, dtype=torch.float64)
+    parent = 40.0 * torch.randn(2, 1, 61, 47, generator=gen, dtype=torch.float64)
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = iwssim_gram_numba(band, parent, True)
+        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+        many = iwssim_gram_numba(band, parent, True)
+    finally:
+        numba.set_num_threads(before)
+    assert torch.equal(one, many)
+    assert torch.equal(one, one.transpose(1, 2))

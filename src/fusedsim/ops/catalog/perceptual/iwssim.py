@@ -51,6 +51,7 @@ iwssim_gram = register_op(KernelOp(
     differentiable=False,
     tolerance=IWSSIM_TOLERANCE,
     doc="IW-SSIM's neighbourhood covariance C_u = YᵀY/n (3x3 neighbourhood + parent) per image, (N, K, K).",
+    cpu="fusedsim.cpu.iwssim_numba:iwssim_gram_numba",
 ))
 
 
@@ -131,6 +132,7 @@ iwssim_info = register_op(KernelOp(
     differentiable=False,
     tolerance=IWSSIM_TOLERANCE,
     doc="IW-SSIM's information-content weights of a band pair (N, 1, H, W) on the 'valid' 11x11 region.",
+    cpu="fusedsim.cpu.iwssim_numba:iwssim_info_numba",
 ))
 
 
@@ -268,6 +270,7 @@ iwssim_level = register_op(KernelOp(
     differentiable=False,
     tolerance=IWSSIM_TOLERANCE,
     doc="One IW-SSIM band level: [Σ cs·iw, Σ iw] (N, 2) from the bands, the eigen-correction and the moments.",
+    cpu="fusedsim.cpu.iwssim_numba:iwssim_level_numba",
 ))
 
 
@@ -298,4 +301,5 @@ iwssim_grey8 = register_op(KernelOp(
     differentiable=False,
     tolerance=None,  # the twin's float64 operations in its order, no FMA: bit-identical
     doc="IW-SSIM's grey (N, 1, H, W) float64 from uint8 sRGB (N, 3, H, W) with the given luma coefficients.",
+    cpu="fusedsim.cpu.iwssim_numba:iwssim_grey8_numba",
 ))

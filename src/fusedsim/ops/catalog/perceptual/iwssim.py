@@ -188,6 +188,7 @@ iwssim_reduce = register_op(KernelOp(
     differentiable=False,
     tolerance=None,  # the twin's two binom5 passes, the taps in its order, no FMA: bit-identical
     doc="IW-SSIM's pyramid reduce (buildLpyr's corrDn): binom5 along W then H, every 2nd sample, one launch.",
+    cpu="fusedsim.cpu.iwssim_pyramid_numba:iwssim_reduce_numba",
 ))
 
 
@@ -214,6 +215,7 @@ iwssim_band = register_op(KernelOp(
     tolerance=None,  # the twin's non-zero taps in its order, no FMA, zero sums made +0 as its zero taps do
     doc="One IW-SSIM Laplacian band: img - expand(lo) (buildLpyr's two upConv passes and the difference), one "
         "launch.",
+    cpu="fusedsim.cpu.iwssim_pyramid_numba:iwssim_band_numba",
 ))
 
 

@@ -36,6 +36,7 @@ _NAME = "ssimulacra2"
 _MIN_REASON = "the reference skips every scale of an image smaller than 8 px (it returns 100 for any such pair)"
 _OP_STEPS: Ssimulacra2Steps | None = None
 _SIDE_STEPS: Ssimulacra2Steps | None = None
+_side_streams = None  # fusedsim.ops.side_streams, imported with the ops (its MIN_ELEMENTS is read per call)
 
 
 class Ssimulacra2Prepared(NamedTuple):
@@ -50,26 +51,26 @@ def _steps(*tensors: torch.Tensor) -> Ssimulacra2Steps:
     """The registered ops (Triton on GPUs, the twins on the CPU), or the twins when gradients are needed. Large
     GPU calls take the ops whose scales run on side streams: the smaller scales overlap the largest one's
     latency-bound vertical pass (:mod:`fusedsim.ops.side_streams`; same values)."""
-    global _OP_STEPS, _SIDE_STEPS
+    global _OP_STEPS, _SIDE_STEPS, _side_streams
     if any(t.requires_grad for t in tensors):
         return TWIN_STEPS
     if _OP_STEPS is None:
+        from fusedsim.ops import side_streams
         from fusedsim.ops.catalog import (
             ssimulacra2_error_pool,
             ssimulacra2_linear_xyb,
             ssimulacra2_pair_pool,
             ssimulacra2_reference_blur,
         )
-        from fusedsim.ops.side_streams import concurrent, gather
 
         _OP_STEPS = Ssimulacra2Steps(ssimulacra2_linear_xyb, ssimulacra2_reference_blur, ssimulacra2_error_pool,
                                      ssimulacra2_pair_pool)
-        _SIDE_STEPS = _OP_STEPS._replace(error_pool=concurrent(ssimulacra2_error_pool),
-                                         pair_pool=concurrent(ssimulacra2_pair_pool), gather=gather)
-    from fusedsim.ops.side_streams import MIN_ELEMENTS
-
-    large = tensors[-1].is_cuda and max(t.numel() for t in tensors) >= MIN_ELEMENTS
-    return _SIDE_STEPS if large else _OP_STEPS
+        _SIDE_STEPS = _OP_STEPS._replace(error_pool=side_streams.concurrent(ssimulacra2_error_pool),
+                                         pair_pool=side_streams.concurrent(ssimulacra2_pair_pool),
+                                         gather=side_streams.gather)
+        _side_streams = side_streams
+    image = tensors[0]  # the image being scored: no prepared reference state is larger
+    return _SIDE_STEPS if image.is_cuda and image.numel() >= _side_streams.MIN_ELEMENTS else _OP_STEPS
 
 
 def _working_image(checked: torch.Tensor) -> torch.Tensor:

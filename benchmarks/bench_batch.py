@@ -2,8 +2,9 @@
 
 For N PNG pairs at S x S (default 1000 at 1024², 8-bit RGB, textured + noise so the files decode like photos):
 
-* **compute**: the median of ``--compute-runs`` (3) runs of the batch's scoring code (:meth:`PairRunner.run_all`: ``set_reference`` per reference group, each
-  pair queued, its values read back ``--ahead`` pairs later) on pre-decoded images, host-to-device copies
+* **compute**: the median of ``--compute-runs`` (3) runs of the batch's scoring code (:meth:`PairRunner.run_all`:
+  ``set_reference`` per reference group, pairs queued in groups of ``--group`` (one call per perceptual metric),
+  values read back ``--ahead`` pairs later) on pre-decoded images, host-to-device copies
   included, no decoding, no output. Time does not depend on the
   pixel values, so a pool of at most 64 decoded images is cycled in the plan's reference/distorted pattern.
 * **decode**: :func:`fusedsim.engine.batch_pairs.decode_ahead` alone with the same workers and ``--decoder`` (the
@@ -19,7 +20,7 @@ machine has the cores to decode; the decode rate shows the bound.
 4, 8 and 16 workers (at most the CPU count), on the first ``--decode-pairs`` pairs of layout 1; nothing else runs.
 
 Run: ``PYTHONPATH=src python benchmarks/bench_batch.py [--pairs 1000] [--size 1024] [--metric ssim,ssimulacra2]
-[--layouts 1,10] [--workers N] [--decoder auto|threads|processes] [--ahead 0,2] [--compute-runs 3]
+[--layouts 1,10] [--workers N] [--decoder auto|threads|processes] [--ahead 0,2] [--group 1,8] [--compute-runs 3]
 [--decode-only]
 [--dir /tmp/fusedsim-batch]``.
 Smoke run without a GPU: ``--device cpu --quick`` (numbers meaningless; JSON to a temporary folder).
@@ -81,7 +82,7 @@ def write_table(folder: Path, pairs: int, per_ref: int) -> Path:
 
 
 def compute_seconds(folder: Path, pairs: int, per_ref: int, metric: str, device: str, ahead: int,
-                    runs: int = 3) -> tuple[float, list[float]]:
+                    runs: int = 3, group: int | None = None) -> tuple[float, list[float]]:
     """Median seconds of ``runs`` runs of the batch's scoring code (:meth:`PairRunner.run_all`, ``ahead`` pairs
     queued beyond the one read back) on pre-decoded pairs, host-to-device copies and reading every value back
     included; and every run's seconds. One run moved by up to 2x between runs of the same code on the GPU
@@ -111,7 +112,7 @@ def compute_seconds(folder: Path, pairs: int, per_ref: int, metric: str, device:
         if device != "cpu":
             torch.cuda.synchronize()
         t0 = time.perf_counter()
-        for outcome in runner.run_all(decoded(), ahead):
+        for outcome in runner.run_all(decoded(), ahead, group):
             assert not outcome.error, outcome.error
         times.append(time.perf_counter() - t0)
     return sorted(times)[len(times) // 2], times
@@ -200,6 +201,9 @@ def main() -> None:
     parser.add_argument("--ahead", default=None,
                         help="pairs queued beyond the one read back (the batch command's RUN_AHEAD), comma-separated "
                              "to compare (default: the batch command's)")
+    parser.add_argument("--group", default=None,
+                        help="pairs of one size handed to the scorer together (the batch command's GROUP), "
+                             "comma-separated to compare (default: the batch command's)")
     parser.add_argument("--compute-runs", type=int, default=3, help="runs of the compute baseline (median)")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "fusedsim-batch"))
@@ -230,18 +234,23 @@ def main() -> None:
 
     default_ahead = batch_pairs.RUN_AHEAD
     aheads = [int(x) for x in args.ahead.split(",")] if args.ahead else [default_ahead]
+    default_group = batch_pairs.GROUP
+    groups = [int(x) for x in args.group.split(",")] if args.group else [default_group]
     rows = []
     for per_ref in (int(x) for x in args.layouts.split(",")):
         table = write_table(folder, args.pairs, per_ref)
         dec, first = decode_seconds(table, args.workers, args.decoder)
-        for metric, ahead in ((m, a) for m in args.metric.split(",") for a in aheads):
-            batch_pairs.RUN_AHEAD = ahead  # the batch command's default, for the end-to-end runs in this process
+        for metric, ahead, group in ((m, a, g) for m in args.metric.split(",") for a in aheads for g in groups):
+            # the batch command's defaults, for the end-to-end runs in this process
+            batch_pairs.RUN_AHEAD, batch_pairs.GROUP = ahead, group
             comp, comp_runs = compute_seconds(folder, args.pairs, per_ref, metric, args.device, ahead,
-                                              args.compute_runs)
+                                              args.compute_runs, group)
             e2e = e2e_seconds(table, folder / "out.csv", metric, args.device, args.workers, args.decoder)
             proc = (process_seconds(table, folder / "out.csv", metric, args.device, args.workers, args.decoder)
-                    if metric == "ssim" and per_ref == 1 and ahead == default_ahead else None)
+                    if metric == "ssim" and per_ref == 1 and ahead == default_ahead and group == default_group
+                    else None)
             row = {"layout": per_ref, "metric": metric, "pairs": args.pairs, "size": args.size, "ahead": ahead,
+                   "group": group,
                    "workers": args.workers, "decoder": args.decoder, "decoder_used": used,
                    "decode_first_pair_s": first, "compute_s": comp, "compute_runs_s": comp_runs,
                    "decode_s": dec, "e2e_s": e2e,
@@ -250,7 +259,8 @@ def main() -> None:
                    "e2e_pairs_s": args.pairs / e2e, "e2e_over_compute": e2e / comp,
                    "bound_s": max(comp, dec), "e2e_over_bound": e2e / max(comp, dec)}
             rows.append(row)
-            print(f"{per_ref:>2}/ref {metric:<12} ahead {ahead} {used:<9} compute {row['compute_pairs_s']:8.1f} pairs/s  decode "
+            print(f"{per_ref:>2}/ref {metric:<12} ahead {ahead} group {group} {used:<9} "
+                  f"compute {row['compute_pairs_s']:8.1f} pairs/s  decode "
                   f"{row['decode_pairs_s']:8.1f} pairs/s  end-to-end {row['e2e_pairs_s']:8.1f} pairs/s  "
                   f"e2e/compute {row['e2e_over_compute']:.2f}  e2e/bound {row['e2e_over_bound']:.2f}"
                   + (f"  whole process {proc:.1f} s" if proc else ""), flush=True)

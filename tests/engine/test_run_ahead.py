@@ -149,7 +149,7 @@ def test_pairs_queued_ahead_on_the_gpu_keep_their_own_values(metric):
         _, dist = image_pair(size, size + 8, seed=50 + i)
         pairs.append(DecodedPair(PairTask(i, f"r{i // 2}", f"d{i}"), ref=ref, ref_key=f"r{i // 2}", dist=dist))
     one_by_one = [_runner([metric], "cuda").run(p) for p in pairs]
-    queued = list(_runner([metric], "cuda").run_all(iter(pairs), ahead=2))
+    queued = list(_runner([metric], "cuda").run_all(iter(pairs), ahead=2, group=1))  # groups: test_groups.py
     assert [q.values for q in queued] == [o.values for o in one_by_one]
     assert len({next(iter(o.values.values())) for o in one_by_one}) > 1  # the pairs do differ
 

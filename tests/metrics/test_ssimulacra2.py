@@ -276,7 +276,7 @@ def test_gpu_scales_on_side_streams_give_the_sequential_bits(corpus, kernel_devi
     for _ in range(2):  # the second round reuses the side streams' cached memory
         assert torch.equal(ssimulacra2_subscores_ref(refs, batch, overlapped),
                            ssimulacra2_subscores_ref(refs, batch, sequential))
-        state = ssimulacra2_prepare_ref(ref, overlapped)
+        state = ssimulacra2_prepare_ref(ref[None], overlapped)
         assert torch.equal(ssimulacra2_subscores_prepared_ref(state, batch, overlapped),
                            ssimulacra2_subscores_prepared_ref(state, batch, sequential))
 

@@ -39,7 +39,9 @@ metric) gets NaN and its error message, and the run goes on; --fail-fast
 stops at the first one. Pairs sharing a reference are scored together and
 the prepared reference is reused (equal pixels under another path too).
 Images are decoded ahead of scoring in worker threads or worker processes
-(--decoder), and the GPU computes a pair while the next ones are queued.
+(--decoder), and the GPU computes a pair while the next ones are queued. On
+a GPU the perceptual metrics score up to 8 consecutive pairs of one size in
+one call (against their shared reference, or each against its own).
 
 Exit status: 0 when every pair was scored, 1 when some failed, 2 on a usage
 error (nothing scored).

@@ -263,6 +263,9 @@ def _decode_threads(tasks: Sequence[PairTask], workers: int, prefetch: int) -> I
 #: pairs :meth:`PairRunner.run_all` queues beyond the one whose values it reads back: while the device computes,
 #: the host receives, converts and queues the next pairs (reading a value back waits for the device)
 RUN_AHEAD = 2
+#: consecutive pairs of one size that :meth:`PairRunner.run_all` hands to the scorer together
+#: (:meth:`~fusedsim.engine.Scorer.submit_group`: one call per perceptual metric instead of one per pair)
+GROUP = 8
 
 
 class PairRunner:
@@ -272,7 +275,8 @@ class PairRunner:
         self.scorer = scorer
         self.columns = list(columns)
         self._ref_key = ""
-        self.prepared = 0  # references prepared (a reused one is not counted again)
+        self._ref: ImageData | None = None  # the scorer's reference, whose pixels hash to _ref_key
+        self.prepared = 0  # references taken (a reused one is not counted again)
 
     def _failed(self, task: PairTask, error: str) -> PairOutcome:
         return PairOutcome(task.index, {c: math.nan for c in self.columns}, "", error)
@@ -281,21 +285,92 @@ class PairRunner:
         """Score one decoded pair; errors (bad files, sizes, metric errors) are returned in the outcome."""
         return self._outcome(self._submit(pair))
 
-    def run_all(self, pairs: Iterable[DecodedPair], ahead: int | None = None) -> Iterator[PairOutcome]:
+    def run_all(self, pairs: Iterable[DecodedPair], ahead: int | None = None,
+                group: int | None = None) -> Iterator[PairOutcome]:
         """Outcomes of ``pairs`` in order, each read back only after up to ``ahead`` later pairs were queued
         (default :data:`RUN_AHEAD`; 0: one pair at a time), so the device computes while the host receives and
-        queues the next pairs. A pair whose values are not read back yet is not in the outcomes: stopping early
-        loses no finished row."""
+        queues the next pairs. Up to ``group`` consecutive pairs of one size (default :data:`GROUP`; 1: one at a
+        time) are queued together, either all against one reference or each with its own (see :meth:`_groups`);
+        with ``ahead`` > 0 the last group stays queued while the one before it is read back. A pair whose values
+        are not read back yet is not in the outcomes: stopping early loses no finished row."""
         ahead = RUN_AHEAD if ahead is None else ahead
+        group = GROUP if group is None else group
         if ahead < 0:
             raise ValueError(f"ahead must be >= 0; got {ahead}")
+        if group < 1:
+            raise ValueError(f"group must be >= 1; got {group}")
+        if not getattr(self.scorer, "scores_groups", False):  # no metric would take a group in one call
+            group = 1
         queued: deque[tuple[PairTask, Any]] = deque()
-        for pair in pairs:
-            queued.append(self._submit(pair))
-            if len(queued) > ahead:
+        for members in self._groups(pairs, group):
+            queued.extend(self._submit_group(members) if len(members) > 1 else [self._submit(members[0])])
+            keep = max(ahead, len(members)) if ahead else 0
+            while len(queued) > keep:
                 yield self._outcome(queued.popleft())
         while queued:
             yield self._outcome(queued.popleft())
+
+    @staticmethod
+    def _groups(pairs: Iterable[DecodedPair], size: int) -> Iterator[list[DecodedPair]]:
+        """Consecutive pairs in groups of at most ``size``: decoded pairs of one size, channel count and bit depth
+        that either all share a reference (same pixel hash) or each differ from the previous pair's (one
+        reference per pair, as in a list of unrelated pairs). A pair that failed to decode or whose images do not
+        match is a group of its own (its error is reported as usual)."""
+        members: list[DecodedPair] = []
+        for pair in pairs:
+            if members and not PairRunner._joins(members, pair, size):
+                yield members
+                members = []
+            members.append(pair)
+            if not PairRunner._groupable(pair):
+                yield members
+                members = []
+        if members:
+            yield members
+
+    @staticmethod
+    def _groupable(pair: DecodedPair) -> bool:
+        ref, dist = pair.ref, pair.dist
+        return (not pair.error and ref is not None and dist is not None and ref.width == dist.width
+                and ref.height == dist.height and ref.channels == dist.channels and ref.bit_depth == dist.bit_depth)
+
+    @staticmethod
+    def _joins(members: list[DecodedPair], pair: DecodedPair, size: int) -> bool:
+        first, last = members[0], members[-1]
+        if len(members) >= size or not PairRunner._groupable(pair):
+            return False
+        a, b = first.ref, pair.ref
+        assert a is not None and b is not None
+        if (a.width, a.height, a.channels, a.bit_depth) != (b.width, b.height, b.channels, b.bit_depth):
+            return False
+        same = pair.ref_key == last.ref_key
+        if len(members) == 1:  # the second pair decides: one shared reference, or one reference per pair
+            return True
+        return same if first.ref_key == last.ref_key else not same
+
+    def _submit_group(self, members: list[DecodedPair]) -> list[tuple[PairTask, Any]]:
+        """Like :meth:`_submit` for every pair of a group from :meth:`_groups`."""
+        shared = members[0].ref_key == members[-1].ref_key
+        if shared:
+            ref = self._reference(members[0])
+            pairs = [(ref, m.dist) for m in members]
+        else:
+            pairs = [(m.ref, m.dist) for m in members]
+            self._ref_key, self._ref = "", None  # the scorer's reference changes pair by pair
+            self.prepared += len(members)
+        try:
+            pending = self.scorer.submit_group(pairs)
+        except Exception as exc:  # e.g. a metric's minimum size: every pair of the group fails the same way
+            return [(m.task, _error_text(exc)) for m in members]
+        return [(m.task, p if not isinstance(p, Exception) else _error_text(p)) for m, p in zip(members, pending)]
+
+    def _reference(self, pair: DecodedPair) -> ImageData:
+        """The reference object for ``pair``: the prepared one when the pixels hash the same (reused state)."""
+        if pair.ref_key != self._ref_key or self._ref is None:
+            assert pair.ref is not None
+            self._ref_key, self._ref = pair.ref_key, pair.ref
+            self.prepared += 1
+        return self._ref
 
     def _submit(self, pair: DecodedPair) -> tuple[PairTask, Any]:
         """``(task, PendingScore)``, or ``(task, error text)`` for a pair that failed before its values (the
@@ -307,11 +382,8 @@ class PairRunner:
         assert pair.ref is not None and pair.dist is not None
         try:
             check_image_pair(pair.ref, pair.dist)
-            if pair.ref_key != self._ref_key:
-                self._ref_key = ""
-                self.scorer.set_reference(pair.ref)
-                self._ref_key = pair.ref_key
-                self.prepared += 1
+            if pair.ref_key != self._ref_key or self._ref is None:
+                self.scorer.set_reference(self._reference(pair))
             return pair.task, self.scorer.submit_prepared(pair.dist)
         except Exception as exc:  # one bad pair must not stop the batch
             return pair.task, _error_text(exc)

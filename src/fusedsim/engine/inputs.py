@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
     from fusedsim.metrics.registry import MetricSpec
 
-__all__ = ["check_min_size", "metric_input", "result_values", "srgb", "to_device"]
+__all__ = ["check_min_size", "metric_input", "pair_output", "result_values", "srgb", "to_device"]
 
 
 def to_device(pixels: torch.Tensor, device: torch.device) -> torch.Tensor:
@@ -66,6 +66,14 @@ def result_values(spec: MetricSpec, out: Any) -> float | dict[str, float]:
     if len(spec.outputs) == 1 and not hasattr(out, "_fields"):
         return float(out.reshape(-1)[0]) if hasattr(out, "reshape") else float(out)
     return {field: float(getattr(out, field).reshape(-1)[0]) for field in spec.outputs}
+
+
+def pair_output(out: Any, index: int) -> Any:
+    """Pair ``index``'s part of a batched metric output: tensors ``(N, ...)`` sliced to ``(1, ...)`` (views: no
+    copy, no device wait), NamedTuple records field by field."""
+    if hasattr(out, "_fields"):
+        return type(out)(*(pair_output(value, index) for value in out))
+    return out[index:index + 1]
 
 
 def check_min_size(specs: list[MetricSpec], width: int, height: int) -> None:

@@ -79,7 +79,7 @@ register_metric(MetricSpec(
             "map is the result's distmap field",
     outputs=("max_norm", "pnorm3"), higher_is_better=False, identical_value=0.0, value_range=(0.0, math.inf),
     differentiable=True, min_size=8, min_size_reason="libjxl's butteraugli returns an all-zero map below 8 px",
-    halo_rows=None, bytes_per_pixel=160.0, cached_reference=True,
+    halo_rows=None, bytes_per_pixel=160.0, cached_reference=True, prepared_broadcasts=True,
     prepare="fusedsim.metrics._butteraugli:prepare_butteraugli",
     score_prepared="fusedsim.metrics._butteraugli:score_prepared_butteraugli",
     params=(("intensity_target", 80.0), ("hf_asymmetry", 0.8)),
@@ -94,7 +94,7 @@ register_metric(MetricSpec(
     differentiable=True, min_size=8,
     min_size_reason="the reference skips every scale of an image smaller than 8 px (it returns 100 for any such "
                     "pair)",
-    halo_rows=None, bytes_per_pixel=240.0, cached_reference=True,
+    halo_rows=None, bytes_per_pixel=240.0, cached_reference=True, prepared_broadcasts=True,
     prepare="fusedsim.metrics._ssimulacra2:prepare_ssimulacra2",
     score_prepared="fusedsim.metrics._ssimulacra2:score_prepared_ssimulacra2",
 ))
@@ -106,7 +106,7 @@ register_metric(MetricSpec(
             "features, 228 weights; 100 = identical",
     outputs=("zensim",), higher_is_better=True, identical_value=100.0, value_range=(-math.inf, 100.0),
     differentiable=True, min_size=1, min_size_reason="any size (sides under 64 px are mirror-padded, as upstream)",
-    halo_rows=None, bytes_per_pixel=200.0, cached_reference=True,
+    halo_rows=None, bytes_per_pixel=200.0, cached_reference=True, prepared_broadcasts=True,
     prepare="fusedsim.metrics._zensim:prepare_zensim",
     score_prepared="fusedsim.metrics._zensim:score_prepared_zensim",
 ))
@@ -144,7 +144,7 @@ register_metric(MetricSpec(
             "masking; JOD, 10 = identical",
     outputs=("jod",), higher_is_better=True, identical_value=10.0, value_range=(-math.inf, 10.0),
     differentiable=True, min_size=2, min_size_reason="the Laplacian pyramid needs 2 px per side",
-    halo_rows=None, bytes_per_pixel=160.0, cached_reference=True,
+    halo_rows=None, bytes_per_pixel=160.0, cached_reference=True, prepared_broadcasts=True,
     prepare="fusedsim.metrics._cvvdp:prepare_cvvdp",
     score_prepared="fusedsim.metrics._cvvdp:score_prepared_cvvdp",
     params=(("display", "standard_4k"),),

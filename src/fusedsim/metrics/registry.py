@@ -59,6 +59,8 @@ class MetricSpec:
         bytes_per_pixel, fixed_bytes: working-set estimate ``bytes_per_pixel * h * w * channels + fixed_bytes``
             (inputs included; see :meth:`working_set_bytes`).
         cached_reference: whether the metric can prepare a reference once and score many distorted inputs.
+        prepared_broadcasts: whether ``score_prepared`` scores ``(N, ...)`` distorted images against a reference
+            prepared from one image (the engine then scores a group of pairs sharing it in one call).
         prepare, score_prepared: ``"module:function"`` of the cached-reference pair (required when
             ``cached_reference`` is True; see the module docstring).
         params: the metric's keyword parameters and their defaults, for ``--help`` and the engine.
@@ -89,6 +91,7 @@ class MetricSpec:
     bytes_per_pixel: float = 0.0
     fixed_bytes: int = 0
     cached_reference: bool = False
+    prepared_broadcasts: bool = False
     prepare: str | None = None
     score_prepared: str | None = None
     params: tuple[tuple[str, Any], ...] = ()
@@ -153,7 +156,8 @@ class MetricSpec:
             "differentiable": self.differentiable, "devices": list(self.devices), "min_size": self.min_size,
             "min_size_reason": self.min_size_reason, "halo_rows": self.halo_rows,
             "bytes_per_pixel": self.bytes_per_pixel, "fixed_bytes": self.fixed_bytes,
-            "cached_reference": self.cached_reference, "compute": self.compute,
+            "cached_reference": self.cached_reference, "prepared_broadcasts": self.prepared_broadcasts,
+            "compute": self.compute,
             "params": {key: value for key, value in self.params}, "planes": list(self.planes),
         }
 

@@ -41,6 +41,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from fusedsim.engine.batch_pairs import (
+    GROUP,
     DecodedPair,
     PairTask,
     _error_text,
@@ -61,9 +62,9 @@ Job = tuple[bool, str]  # (is a reference, path)
 Decoded = tuple["ImageData | None", str, str]  # (image, pixel hash of a reference, error)
 #: jobs per loader item (see the module docstring): one shared-memory hand-over per chunk instead of per image
 CHUNK_JOBS = 4
-#: slots beyond the loader's chunks in flight: the chunks whose images the consumer still holds (the pair being
-#: scored, its reference, the scorer's prepared reference)
-SPARE_SLOTS = 4
+#: slots beyond the loader's chunks in flight: the chunks whose images the consumer still holds (the pairs of the
+#: group being gathered, their reference, the scorer's prepared reference)
+SPARE_SLOTS = 4 + 2 * GROUP // CHUNK_JOBS
 _ALIGN = 64  # byte alignment of each image inside a packed chunk (float32 views need 4)
 
 

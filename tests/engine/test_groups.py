@@ -98,8 +98,22 @@ def test_grouped_scores_equal_one_pair_at_a_time(metric, per_ref, monkeypatch, g
         for column, value in e.values.items():
             assert _equal(g.values[column], value) or abs(g.values[column] - value) <= 1e-12 * abs(value), column
     # shared: r0 r0 r0 | r1 | r1 (fails) | r1 r2 (own references) ; own: 0 1 2 | 3 | 4 (fails) | 5 6
-    # against one prepared reference, a metric whose state serves one image only scores pair by pair
-    assert calls.images == ([3, 1, 2] if per_ref == 1 or spec.prepared_broadcasts else [1, 1, 1, 1, 2])
+    assert calls.images == [3, 1, 2]
+
+
+def test_a_prepared_state_for_one_image_only_scores_a_shared_group_pair_by_pair(monkeypatch, groups_on_cpu):
+    """A metric whose prepared reference serves one image (``prepared_broadcasts=False``) is scored pair by pair
+    against a shared reference, and still in one call when each pair has its own reference."""
+    from dataclasses import replace
+
+    spec = replace(get_metric("ssimulacra2"), prepared_broadcasts=False)
+    for per_ref, images in ((3, [1, 1, 1, 1, 1]), (1, [3, 2])):
+        pairs = [_pair(i, f"r{i // per_ref}") for i in range(5)]
+        runner = _runner(["ssimulacra2"])
+        runner.scorer.specs = [spec]
+        calls = _CountCalls(monkeypatch, spec)
+        got = list(runner.run_all(iter(pairs), group=3))
+        assert calls.images == images and not any(o.error for o in got)
 
 
 def test_a_group_out_of_memory_goes_pair_by_pair(groups_on_cpu):

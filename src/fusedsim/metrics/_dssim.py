@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from fusedsim.metrics.srgb_input import srgb_image, srgb_pair
+from fusedsim.metrics.srgb_input import prepared_batch, prepared_images, repeat_prepared, srgb_image, srgb_pair
 from fusedsim.ops import op
 from fusedsim.reference import dssim_ref as spec
 
@@ -182,9 +182,7 @@ def score_prepared_dssim(state: DSSIMReference, dist: torch.Tensor) -> torch.Ten
     """:func:`dssim` of ``dist`` against a prepared reference (same values as the one-shot call)."""
     if not isinstance(state, DSSIMReference):
         raise TypeError(f"{_NAME}: state must come from prepare_dssim; got {type(state).__name__}")
-    if not isinstance(dist, torch.Tensor) or tuple(dist.shape) != state.shape:
-        shape = tuple(dist.shape) if isinstance(dist, torch.Tensor) else type(dist).__name__
-        raise ValueError(f"{_NAME}: dist must have the reference's shape {state.shape}; got {shape}")
+    count = prepared_batch(state.shape, state.batched, dist, _NAME)
     rgb, alpha = _split_alpha(dist)
     image, _ = _image(rgb, alpha, "dist", state.dtype)
     if _compute_dtype(image) != state.dtype:
@@ -194,7 +192,9 @@ def score_prepared_dssim(state: DSSIMReference, dist: torch.Tensor) -> torch.Ten
     if image.device != state.scales[0].device:
         raise ValueError(f"{_NAME}: dist is on {image.device} but the reference on {state.scales[0].device}")
     grad = torch.is_grad_enabled() and image.requires_grad  # gradients for dist: its side runs the twin
-    out = _compare(state.scales, _side(image, _alpha(alpha, image, "dist"), grad, _raw(rgb)), grad)
+    held = prepared_images(state.shape, state.batched)
+    scales = state.scales if count == held else repeat_prepared(state.scales, count)
+    out = _compare(scales, _side(image, _alpha(alpha, image, "dist"), grad, _raw(rgb)), grad)
     return out if state.batched else out[0]
 
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from fusedsim.metrics.srgb_input import srgb_image, srgb_pair
+from fusedsim.metrics.srgb_input import prepared_batch, prepared_images, repeat_prepared, srgb_image, srgb_pair
 from fusedsim.ops import op
 from fusedsim.reference import iwssim_ref as spec
 
@@ -215,15 +215,16 @@ def score_prepared_iw_ssim(state: IWSSIMReference, dist: torch.Tensor) -> torch.
     """:func:`iw_ssim` of ``dist`` against a prepared reference (same values as the one-shot call)."""
     if not isinstance(state, IWSSIMReference):
         raise TypeError(f"{_NAME}: state must come from prepare_iw_ssim; got {type(state).__name__}")
-    if not isinstance(dist, torch.Tensor) or tuple(dist.shape) != state.shape:
-        shape = tuple(dist.shape) if isinstance(dist, torch.Tensor) else type(dist).__name__
-        raise ValueError(f"{_NAME}: dist must have the reference's shape {state.shape}; got {shape}")
+    count = prepared_batch(state.shape, state.batched, dist, _NAME)
     dist_v, _ = _as_rgb(dist)
     image, _, raw = _image(dist_v, "dist")
     if image.device != state.bands[0].device:
         raise ValueError(f"{_NAME}: dist is on {image.device} but the reference on {state.bands[0].device}")
     grad = torch.is_grad_enabled() and image.requires_grad  # gradients for dist: the twin computes its side
-    out = _score(state.bands, state.parents, state.eigs, _grey(image, state.is_grey, state.luma, raw), _Fns(grad))
+    bands, parents, eigs = state.bands, state.parents, state.eigs
+    if count != prepared_images(state.shape, state.batched):
+        bands, parents, eigs = (repeat_prepared(t, count) for t in (bands, parents, eigs))
+    out = _score(bands, parents, eigs, _grey(image, state.is_grey, state.luma, raw), _Fns(grad))
     return out if state.batched else out[0]
 
 

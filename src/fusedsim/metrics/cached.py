@@ -68,7 +68,9 @@ class Metric:
         return self
 
     def score(self, dist: torch.Tensor) -> Any:
-        """Score ``dist`` against the reference given to :meth:`set_reference`."""
+        """Score ``dist`` against the reference given to :meth:`set_reference`. A reference of one image
+        ``(1, 3, H, W)`` scores a batch ``(N, 3, H, W)`` of distorted images, one value each, in one call (for the
+        metrics whose spec has ``prepared_broadcasts``: every perceptual metric)."""
         if not self._has_reference:
             raise RuntimeError(f"{self.spec.name}: call set_reference(ref) before score(dist)")
         dist = self._to_device(dist, "dist")

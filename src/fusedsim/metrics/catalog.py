@@ -117,7 +117,7 @@ register_metric(MetricSpec(
     summary="DSSIM (kornelski/dssim 3.5.0): multi-scale SSIM in its scaled L*a*b*, 1/SSIM - 1; 0 = identical",
     outputs=("dssim",), higher_is_better=False, identical_value=0.0, value_range=(0.0, math.inf),
     differentiable=True, min_size=1, min_size_reason="any size (images under 8 px use one scale, as dssim)",
-    halo_rows=None, bytes_per_pixel=160.0, cached_reference=True,
+    halo_rows=None, bytes_per_pixel=160.0, cached_reference=True, prepared_broadcasts=True,
     prepare="fusedsim.metrics._dssim:prepare_dssim",
     score_prepared="fusedsim.metrics._dssim:score_prepared_dssim",
 ))
@@ -131,7 +131,7 @@ register_metric(MetricSpec(
     differentiable=True, min_size=176,
     min_size_reason="5 pyramid levels, each at least as large as the 11x11 window (the authors' code refuses "
                     "smaller)",
-    halo_rows=None, bytes_per_pixel=120.0, cached_reference=True,
+    halo_rows=None, bytes_per_pixel=120.0, cached_reference=True, prepared_broadcasts=True,
     prepare="fusedsim.metrics._iwssim:prepare_iw_ssim",
     score_prepared="fusedsim.metrics._iwssim:score_prepared_iw_ssim",
     params=(("luma", "matlab"),),

@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import torch
 
-__all__ = ["SRGBPair", "srgb_image", "srgb_pair"]
+__all__ = ["SRGBPair", "prepared_batch", "prepared_images", "repeat_prepared", "srgb_image", "srgb_pair"]
 
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
@@ -99,3 +99,29 @@ def srgb_pair(ref: object, dist: object, metric: str, *, min_size: int = 1, min_
     if _floating_dtype(ref.dtype, dtype) != _floating_dtype(dist.dtype, dtype):
         raise TypeError(f"{metric}: ref and dist must have the same dtype; got {ref.dtype} and {dist.dtype}")
     return SRGBPair(ref_t, dist_t, ref_batched and dist_batched)
+
+
+def prepared_batch(state_shape: tuple[int, ...], batched: bool, dist: object, metric: str) -> int:
+    """How many distorted images ``dist`` holds for a reference prepared from an image of ``state_shape``: the
+    same shape, or ``(N, ...)`` against a batched reference of one image (every image scored against it). Raises
+    ``ValueError`` naming the metric otherwise."""
+    if isinstance(dist, torch.Tensor):
+        shape = tuple(dist.shape)
+        if shape == tuple(state_shape):
+            return shape[0] if batched else 1
+        if batched and state_shape[0] == 1 and len(shape) == 4 and shape[1:] == tuple(state_shape[1:]):
+            return shape[0]
+    got = tuple(dist.shape) if isinstance(dist, torch.Tensor) else type(dist).__name__
+    raise ValueError(f"{metric}: dist must have the reference's shape {tuple(state_shape)} (or (N, ...) when the "
+                     f"reference holds one image); got {got}")
+
+
+def prepared_images(state_shape: tuple[int, ...], batched: bool) -> int:
+    """Images a reference prepared from an image of ``state_shape`` holds."""
+    return state_shape[0] if batched else 1
+
+
+def repeat_prepared(tensors, count: int) -> tuple:
+    """A prepared reference's per-image tensors ``(1, ...)`` repeated for ``count`` distorted images (``None``
+    entries kept): the kernels read both sides with the same batch index."""
+    return tuple(None if t is None else t.expand(count, *t.shape[1:]).contiguous() for t in tensors)

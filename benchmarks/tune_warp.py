@@ -28,10 +28,7 @@ SHAPES = [(1, 1, 192, 160, 224), (1, 1, 384, 320, 448), (2, 16, 128, 128, 128)]
 # {}: the shipped geometry; the others override some of its fields
 VARIANTS = [{}, dict(tiled_min_channels=10**9), dict(tiled_min_channels=1), dict(tiled_maxnreg=None),
             dict(tiled_maxnreg=32), dict(tiled_block=128, tiled_warps=4, tile_3d=(4, 1)),
-            dict(tiled_block=256, tiled_warps=8, tile_3d=(4, 2)), dict(tiled_block=64, tiled_warps=2, tile_3d=(2, 1)),
-            # the channel loop software-pipelined: the next channels' gathers issued before this channel's store
-            dict(channel_stages=2), dict(channel_stages=3), dict(channel_stages=2, tiled_maxnreg=None),
-            dict(channel_stages=2, tiled_maxnreg=64), dict(channel_stages=3, tiled_maxnreg=64)]
+            dict(tiled_block=256, tiled_warps=8, tile_3d=(4, 2)), dict(tiled_block=64, tiled_warps=2, tile_3d=(2, 1))]
 
 
 def main() -> None:

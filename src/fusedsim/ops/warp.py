@@ -56,7 +56,6 @@ class ForwardLaunch:
     tiled_maxnreg: int | None = 40
     tile_2d: tuple[int, int] = (4, 1)  # (rows, slices) per tile
     tile_3d: tuple[int, int] = (2, 2)
-    channel_stages: int = 1  # software-pipelining stages of the loop over channels (1: none)
 
 
 # backward: small programs again (H200, 192×160×224 with the image gradient: 256/4 0.653 ms -> 32/1 0.468 ms)
@@ -258,9 +257,9 @@ def _warp_fwd_kernel(img, aff, grd, out, C, ID, IH, IW, OD, OH, OW, NVOX,
                      NDIM: tl.constexpr, HAS_AFFINE: tl.constexpr, HAS_GRID: tl.constexpr, IS_DISP: tl.constexpr,
                      ADD_GRID: tl.constexpr, MODE: tl.constexpr, PAD: tl.constexpr, ALIGN: tl.constexpr,
                      INDEX64: tl.constexpr, DT: tl.constexpr, BLOCK: tl.constexpr, TILE_Y: tl.constexpr,
-                     TILE_Z: tl.constexpr, STAGES: tl.constexpr):
+                     TILE_Z: tl.constexpr):
     """Program (voxel block, batch entry): BLOCK voxels in memory order (TILE_Y = 0) or a tile of TILE_Y rows by
-    TILE_Z slices (see :class:`ForwardLaunch`); the channel loop is software-pipelined over STAGES stages."""
+    TILE_Z slices (see :class:`ForwardLaunch`)."""
     b = tl.program_id(1)
     if INDEX64:
         b = b.to(tl.int64)
@@ -292,7 +291,7 @@ def _warp_fwd_kernel(img, aff, grd, out, C, ID, IH, IW, OD, OH, OW, NVOX,
     plane = src  # channel pointers advance by their strides: 64-bit arithmetic, no c·stride product
     if MODE == 0:  # every corner is the base offset plus a scalar: one address per voxel, not eight
         base, inx0, inx1, iny0, iny1, inz0, inz1 = _corner_base(z0, y0, x0, ID, IH, IW, isd, ish, isw, INDEX64)
-    for c in tl.range(0, C, num_stages=STAGES):
+    for c in range(C):
         if MODE == 0:
             acc = _trilinear_sample(plane, base, isd, ish, isw, valid, inx0, inx1, iny0, iny1, inz0, inz1,
                                     wx0, wx1, wy0, wy1, wz0, wz1, NDIM, DT)
@@ -525,16 +524,16 @@ class WarpPlan:
         self._bwd: dict[tuple[bool, bool, bool], tuple[Launcher, int, int]] = {}
 
     def _forward_launcher(self, device, launch: ForwardLaunch) -> tuple[Launcher, tuple[int, int, int]]:
-        """The forward's launcher and its (BLOCK, TILE_Y, TILE_Z, STAGES) (TILE_Y = 0: voxels in memory order)."""
+        """The forward's launcher and its (BLOCK, TILE_Y, TILE_Z) (TILE_Y = 0: voxels in memory order)."""
         if self.c < launch.tiled_min_channels:
             grid = (triton.cdiv(self.nvox, launch.block), self.batch)
-            return Launcher(_warp_fwd_kernel, grid, num_warps=launch.warps), (launch.block, 0, 1, 1)
+            return Launcher(_warp_fwd_kernel, grid, num_warps=launch.warps), (launch.block, 0, 1)
         ty, tz = launch.tile_3d if self.nd == 3 else launch.tile_2d
         _, _, _, _, od, oh, ow, _ = self.sizes
         tiles = triton.cdiv(ow, launch.tiled_block // (ty * tz)) * triton.cdiv(oh, ty) * triton.cdiv(od, tz)
         launcher = Launcher(_warp_fwd_kernel, (tiles, self.batch), num_warps=launch.tiled_warps,
                             **register_cap(device, launch.tiled_maxnreg))
-        return launcher, (launch.tiled_block, ty, tz, launch.channel_stages)
+        return launcher, (launch.tiled_block, ty, tz)
 
     def _present(self, image, affine, grid):
         """Stand-ins for absent tensors (never read: the kernel's flags skip them)."""

@@ -29,7 +29,10 @@ SAVED_VARIANTS = [{}, dict(saved_bwd_lanes=False, saved_bwd_maxnreg=80), dict(sa
                   dict(saved_bwd_maxnreg=64), dict(saved_bwd_maxnreg=80), dict(bwd_unroll=True),
                   dict(bwd_tile=(128, 64, 4)), dict(bwd_tile=(128, 32, 4))]
 # the fused L1 + SSIM training pair (ssim_weight 0.2): the saving forward's register cap ({}: the shipped 128)
-L1_VARIANTS = [{}, dict(save_maxnreg=120), dict(save_maxnreg=136), dict(save_maxnreg=112), dict(save_maxnreg=None)]
+# and its tiles and unrolling (the fused L1 adds per-row work and registers to the saving forward)
+L1_VARIANTS = [{}, dict(save_maxnreg=120), dict(save_maxnreg=136), dict(save_maxnreg=112), dict(save_maxnreg=None),
+               dict(fwd_tile=(128, 128, 4)), dict(fwd_tile=(128, 64, 4)), dict(fwd_tile=(128, 32, 4)),
+               dict(fwd_tile=(64, 64, 2)), dict(fwd_tile=(128, 64, 8)), dict(fwd_unroll=False)]
 
 
 def main() -> None:
@@ -61,7 +64,8 @@ def main() -> None:
                 print(rows[-1], flush=True)
         if "saved" in parts:
             rows += _saved_maps(shape, x, y, win, g, SAVED_VARIANTS)
-        if "l1" in parts:
+        if "l1" in parts:  # SSIM alone first: the fused loss's goal is to cost no more
+            rows += _saved_maps(shape, x, y, win, g, [{}]) if "saved" not in parts else []
             rows += _saved_maps(shape, x, y, win, g, L1_VARIANTS, ssim_weight=0.2)
     write_json("tune-ssim", {"meta": metadata(), "rows": rows}, os.environ.get("OUT"))
 

@@ -6,7 +6,8 @@
   consecutive pairs is decoded and hashed once.
 * :class:`PairRunner` scores decoded pairs with a :class:`~fusedsim.engine.Scorer`; it prepares a reference only
   when the xxhash of its decoded pixels differs from the prepared one, so equal images under different paths
-  reuse the state too. A failing pair becomes an outcome with NaN values and the error, never an exception.
+  reuse the state too. Consecutive pairs of one size go to the scorer in groups (one call per perceptual metric
+  on a GPU). A failing pair becomes an outcome with NaN values and the error, never an exception.
 
 The local CLI path and the Ray actors (:mod:`fusedsim.engine.ray_batch`) run this same code.
 """

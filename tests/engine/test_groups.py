@@ -47,7 +47,8 @@ def test_groups_share_a_reference_or_have_one_each():
 
 def test_a_failed_or_mismatched_pair_is_a_group_of_its_own():
     pairs = [_pair(0, "a"), _pair(1, "a"), _pair(2, "a", error="d2.png: cannot read image"), _pair(3, "a"),
-             _pair(4, "a", dist_size=(40, 40)), _pair(5, "a"), _pair(6, "b", size=(48, 48)), _pair(7, "c", size=(48, 48))]
+             _pair(4, "a", dist_size=(40, 40)), _pair(5, "a"), _pair(6, "b", size=(48, 48)),
+             _pair(7, "c", size=(48, 48))]
     # pair 6 has another size than pair 5's group: a new group, which pair 7 (same size, own reference) joins
     assert _indices(PairRunner._groups(iter(pairs), 8)) == [[0, 1], [2], [3], [4], [5], [6, 7]]
 

@@ -204,23 +204,16 @@ class Scorer:
         ref, dist = self._ref, _check_image(dist, "dist")
         check_image_pair(ref, dist)
         check_min_size(self.specs, ref.width, ref.height)
-        raw: dict[str, Any] = {}
-        backends: dict[str, str] = {}
-        downgrades: list[str] = []
-        try:
-            for spec in self.specs:
-                raw[spec.name], backends[spec.name] = self._run_ladder(spec, ref, dist, downgrades)
-        finally:
-            self._dist_inputs.clear()
-        return PendingScore(self.specs, raw, backends, downgrades)
+        return self._submit_pair(ref, dist, {}, 0)
 
     def submit_group(self, pairs: Sequence[tuple[ImageData, ImageData]]) -> list[PendingScore | Exception]:
         """Queue ``pairs`` ``(ref, dist)``, all of one size, channel count and bit depth, as :meth:`submit_prepared`
         would one by one, with one call per perceptual metric for the whole group where the metric's first step
         is full mode and the group's working set fits its budget (else pair by pair). Either every pair shares
         one reference object (it becomes the scorer's reference, prepared once, and the distorted images are
-        stacked against it) or each has its own (both sides are stacked and scored one-shot). Returns per pair its :class:`PendingScore`, or the exception that pair
-        raised on the host; a device error in a shared call is reported by every pair of the group."""
+        stacked against it) or each has its own (both sides are stacked and scored one-shot). Returns per pair
+        its :class:`PendingScore`, or the exception that pair raised on the host; a device error in a shared call
+        is reported by every pair of the group."""
         if not pairs:
             return []
         ref0 = _check_image(pairs[0][0], "ref")
@@ -243,24 +236,31 @@ class Scorer:
             self._dist_inputs.clear()
         pending: list[PendingScore | Exception] = []
         for i, (ref, dist) in enumerate(pairs):
-            raw: dict[str, Any] = {}
-            backends: dict[str, str] = {}
-            downgrades: list[str] = []
             try:
-                for spec in self.specs:
-                    if spec.name in grouped:
-                        outputs, backends[spec.name] = grouped[spec.name]
-                        raw[spec.name] = outputs[i]
-                    else:
-                        if ref is not self._ref:
-                            self.set_reference(ref)
-                        raw[spec.name], backends[spec.name] = self._run_ladder(spec, ref, dist, downgrades)
-                pending.append(PendingScore(self.specs, raw, backends, downgrades))
+                pending.append(self._submit_pair(ref, dist, grouped, i))
             except Exception as exc:  # this pair's own error; the others go on
                 pending.append(exc)
-            finally:
-                self._dist_inputs.clear()
         return pending
+
+    def _submit_pair(self, ref: ImageData, dist: ImageData, grouped: Mapping[str, tuple[list[Any], str]],
+                     index: int) -> PendingScore:
+        """One pair's :class:`PendingScore`: for the metrics in ``grouped`` (``{metric: (outputs, backend)}`` of
+        a group call) its part ``index``, for the others the ladder (``ref`` becomes the scorer's reference)."""
+        raw: dict[str, Any] = {}
+        backends: dict[str, str] = {}
+        downgrades: list[str] = []
+        try:
+            for spec in self.specs:
+                if spec.name in grouped:
+                    outputs, backends[spec.name] = grouped[spec.name]
+                    raw[spec.name] = outputs[index]
+                    continue
+                if ref is not self._ref:
+                    self.set_reference(ref)
+                raw[spec.name], backends[spec.name] = self._run_ladder(spec, ref, dist, downgrades)
+        finally:
+            self._dist_inputs.clear()
+        return PendingScore(self.specs, raw, backends, downgrades)
 
     def _groupable(self, spec: MetricSpec) -> bool:
         # perceptual metrics return one value per image of a stacked call (image metrics return the mean)

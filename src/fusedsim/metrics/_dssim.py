@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from fusedsim.metrics.srgb_input import prepared_batch, prepared_images, repeat_prepared, srgb_image, srgb_pair
+from fusedsim.metrics.srgb_input import prepared_batch, repeat_prepared, srgb_image, srgb_pair
 from fusedsim.ops import op
 from fusedsim.reference import dssim_ref as spec
 
@@ -192,9 +192,8 @@ def score_prepared_dssim(state: DSSIMReference, dist: torch.Tensor) -> torch.Ten
     if image.device != state.scales[0].device:
         raise ValueError(f"{_NAME}: dist is on {image.device} but the reference on {state.scales[0].device}")
     grad = torch.is_grad_enabled() and image.requires_grad  # gradients for dist: its side runs the twin
-    held = prepared_images(state.shape, state.batched)
-    scales = state.scales if count == held else repeat_prepared(state.scales, count)
-    out = _compare(scales, _side(image, _alpha(alpha, image, "dist"), grad, _raw(rgb)), grad)
+    dist_scales = _side(image, _alpha(alpha, image, "dist"), grad, _raw(rgb))
+    out = _compare(repeat_prepared(state.scales, count), dist_scales, grad)
     return out if state.batched else out[0]
 
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from fusedsim.metrics.srgb_input import prepared_batch, prepared_images, repeat_prepared, srgb_image, srgb_pair
+from fusedsim.metrics.srgb_input import prepared_batch, repeat_prepared, srgb_image, srgb_pair
 from fusedsim.ops import op
 from fusedsim.reference import iwssim_ref as spec
 
@@ -221,9 +221,7 @@ def score_prepared_iw_ssim(state: IWSSIMReference, dist: torch.Tensor) -> torch.
     if image.device != state.bands[0].device:
         raise ValueError(f"{_NAME}: dist is on {image.device} but the reference on {state.bands[0].device}")
     grad = torch.is_grad_enabled() and image.requires_grad  # gradients for dist: the twin computes its side
-    bands, parents, eigs = state.bands, state.parents, state.eigs
-    if count != prepared_images(state.shape, state.batched):
-        bands, parents, eigs = (repeat_prepared(t, count) for t in (bands, parents, eigs))
+    bands, parents, eigs = (repeat_prepared(t, count) for t in (state.bands, state.parents, state.eigs))
     out = _score(bands, parents, eigs, _grey(image, state.is_grey, state.luma, raw), _Fns(grad))
     return out if state.batched else out[0]
 

@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import torch
 
-__all__ = ["SRGBPair", "prepared_batch", "prepared_images", "repeat_prepared", "srgb_image", "srgb_pair"]
+__all__ = ["SRGBPair", "prepared_batch", "repeat_prepared", "srgb_image", "srgb_pair"]
 
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
@@ -116,12 +116,9 @@ def prepared_batch(state_shape: tuple[int, ...], batched: bool, dist: object, me
                      f"reference holds one image); got {got}")
 
 
-def prepared_images(state_shape: tuple[int, ...], batched: bool) -> int:
-    """Images a reference prepared from an image of ``state_shape`` holds."""
-    return state_shape[0] if batched else 1
-
-
 def repeat_prepared(tensors, count: int) -> tuple:
-    """A prepared reference's per-image tensors ``(1, ...)`` repeated for ``count`` distorted images (``None``
-    entries kept): the kernels read both sides with the same batch index."""
-    return tuple(None if t is None else t.expand(count, *t.shape[1:]).contiguous() for t in tensors)
+    """A prepared reference's per-image tensors repeated for ``count`` distorted images (the kernels read both
+    sides with the same batch index): a tensor of one image ``(1, ...)`` is repeated, one that already holds
+    ``count`` (or ``None``) is kept as it is."""
+    return tuple(t if t is None or t.shape[0] == count else t.expand(count, *t.shape[1:]).contiguous()
+                 for t in tensors)

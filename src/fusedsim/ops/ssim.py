@@ -49,14 +49,14 @@ from fusedsim.reference.ssim_ref import compute_dtype
 
 # Ints that vary between calls of one plan (upstream-gradient offsets and strides) are not specialised on.
 _VARYING = ["g_off_s", "g_off_cs", "gsn", "gsc"]
-_RBLOCK = 256  # partial sums read per step by the reducing program
+_RBLOCK_PER_WARP = 256  # partial sums read per step by the reducing program, per warp (8 a thread)
 # Shortest forward row segment per program when the grid is small (benchmarks/tune_ssim.py; NOTES.md)
 FWD_MIN_ROWS = 32
 # Register caps of the training pair (forward saving the gradient maps, backward filtering them): uncapped, both
 # run at 3-4 programs per multiprocessor; capped they fit more (H200, Triton 3.6, 5x5x1080x1920: forward
-# 0.83 -> 0.69 ms at 120, with the fused L1 term 0.87 -> 0.77 ms at 128; backward with lane-shifted taps
-# 0.71 -> 0.55 ms at 72; benchmarks/NOTES.md).
-SAVE_MAXNREG, SAVE_L1_MAXNREG, SAVED_BWD_MAXNREG = 120, 128, 72
+# 0.83 -> 0.69 ms at 120, the same cap with the fused L1 term; backward with lane-shifted taps 0.71 -> 0.55 ms
+# at 72; benchmarks/NOTES.md).
+SAVE_MAXNREG, SAVED_BWD_MAXNREG = 120, 72
 
 
 @functools.cache
@@ -162,8 +162,7 @@ class SSIMPlan:
     """Launch geometry, kernels and constants of one SSIM computation, fixed by shapes, strides, dtypes and
     options. ``forward(x, y, win) -> (out, ())``; ``backward((x, y, win), saved, g, needs) -> (dx, dy, None)``.
     Tuning knobs: ``fwd_tile`` / ``bwd_tile`` = (columns, rows, warps), ``fwd_unroll`` / ``bwd_unroll``,
-    ``save_maxnreg`` / ``saved_bwd_maxnreg`` (register caps of the training pair; None: uncapped; "auto": the
-    measured cap, with or without the L1 term),
+    ``save_maxnreg`` / ``saved_bwd_maxnreg`` (register caps of the training pair; None: uncapped),
     ``saved_bwd_lanes`` (the 2-D backward from saved maps takes its W taps by warp shuffles where the tile allows;
     False: by shifted loads).
     ``ms`` = (levels, level): a level of the fused MS-SSIM path (:class:`MSSSIMPlan`), whose
@@ -172,7 +171,7 @@ class SSIMPlan:
     def __init__(self, shape, sx, sy, dtype: torch.dtype, device: torch.device, taps: int, c1: float, c2: float,
                  valid: bool, symmetric: bool, reduce: int, ssim_weight: float = -1.0, up_shape=None, *,
                  fwd_tile=None, bwd_tile=None, fwd_unroll: bool = True, bwd_unroll: bool = False,
-                 ms: tuple[int, int] | None = None, save_maxnreg: int | str | None = "auto",
+                 ms: tuple[int, int] | None = None, save_maxnreg: int | None = SAVE_MAXNREG,
                  saved_bwd_maxnreg: int | None = SAVED_BWD_MAXNREG, saved_bwd_lanes: bool = True) -> None:
         self.shape, self.dtype, self.device = tuple(shape), dtype, device
         self.device_index = (device.index if device.index is not None else torch.cuda.current_device()
@@ -215,14 +214,13 @@ class SSIMPlan:
         self._fwd = Launcher(fwd_kernel, grid, raw_pointers=True, num_warps=warps, enable_fp_fusion=True)
         w_hi, w_lo = _split(ssim_weight if self.with_l1 else 0.0)
         self._fwd_tail = (c, d, h, w, do, ho, wo, *self.sx, *self.sy, c1, c2, self.count, self.l1_count, w_hi, w_lo,
-                          self.off, block_w, rows, self.acc_tl, reduce == REDUCE_NONE, self.with_l1, reduce, _RBLOCK)
+                          self.off, block_w, rows, self.acc_tl, reduce == REDUCE_NONE, self.with_l1, reduce,
+                          _RBLOCK_PER_WARP * warps)
         # forward + saved gradient maps (training): scalar reductions of single-scale SSIM, 2-D and 3-D; the backward
         # then filters the maps instead of recomputing the statistics (benchmarks/NOTES.md, "Saved gradient maps")
         self.saves_maps = not self.ms_levels and reduce in (REDUCE_MEAN, REDUCE_IMAGE, REDUCE_CHANNEL)
         self._maps_plane = (n * c * do, ho, wo)  # a saved map's slot
         self._saved_bwd_cap = register_cap(device, saved_bwd_maxnreg)
-        if save_maxnreg == "auto":
-            save_maxnreg = SAVE_L1_MAXNREG if self.with_l1 else SAVE_MAXNREG
         save_cap = {} if self.three_d else register_cap(device, save_maxnreg)  # caps measured on the 2-D kernels
         self._fwd_saving = {
             (ax, ay): Launcher(fwd_kernel, grid, raw_pointers=True, num_warps=warps, enable_fp_fusion=True,

@@ -52,19 +52,23 @@ SSIM_TERMS = [
 def _l1_row(k: int, prefix: str) -> list[str]:
     """Fused L1: add |x - y| of the input row in registers ``{prefix}*`` for the pixels this program owns.
 
-    Rows: [o0, o0 + RS), the last row segment up to H. Columns: the centre tap's column (``cols``); in ``valid``
-    mode the grid spans only the output width, so the last column strip also owns the columns beyond it, read
-    from tap K-1 (column ``cols + K - 1``). (Summing it per output row from two aligned reloads instead measured
-    1-2% slower in the saving forward: benchmarks/NOTES.md.)"""
+    The row test is on the loop counter (uniform per program, no per-pixel mask). ``same``: a program sums the
+    rows it streams from step K-1 on (the first row segment from step K//2), i.e. from its first output row's
+    centre row + K//2 on; the segments' sums then tile the image once, and rows or columns past the image read
+    zeros, so no column test either. ``valid``: the rows [o0, o0 + output rows), the last row segment up to H;
+    columns: the first tap's (``cols``), and the last column strip also owns the columns past the output width,
+    read from tap K-1 (column ``cols + K - 1``). (A per-pixel row test, the previous hook, cost the saving
+    forward ~8% at 5x5x1080x1920; summing per output row from two aligned reloads 1-2%: benchmarks/NOTES.md.)"""
     r = k // 2
     return [
         "if WITH_L1:",
-        f"    own = ({prefix}ry >= o0) & ({prefix}ry < row_hi)",
         "    if OFF == 0:",
-        f"        acc_l1 += tl.where(cm{r} & own, tl.abs({prefix}x{r}.to(ACC) - {prefix}y{r}.to(ACC)), 0.0)",
+        "        l1_on = (t >= l1_t0) & (t < steps)",
+        f"        acc_l1 += tl.where(l1_on, tl.abs({prefix}x{r}.to(ACC) - {prefix}y{r}.to(ACC)), 0.0)",
         "    else:",
-        f"        acc_l1 += tl.where(cm0 & own, tl.abs({prefix}x0.to(ACC) - {prefix}y0.to(ACC)), 0.0)",
-        f"        tail = cm{k - 1} & own & (cols + {k - 1} >= wlim)",
+        "        l1_on = t < l1_t1",
+        f"        acc_l1 += tl.where(cm0 & l1_on, tl.abs({prefix}x0.to(ACC) - {prefix}y0.to(ACC)), 0.0)",
+        f"        tail = cm{k - 1} & l1_on & (cols + {k - 1} >= wlim)",
         f"        acc_l1 += tl.where(tail, tl.abs({prefix}x{k - 1}.to(ACC) - {prefix}y{k - 1}.to(ACC)), 0.0)",
     ]
 
@@ -95,50 +99,47 @@ def _l1_tap_3d(k: int):
     return lines
 
 
-def _plane_sum(buf: str, base: str) -> list[str]:
-    return [
-        "acc = tl.zeros([RBLOCK], ACC)",
-        "for start in range(0, per_plane, RBLOCK):",
-        "    idx = start + tl.arange(0, RBLOCK)",
-        f"    acc += tl.load({buf} + {base} + idx, mask=idx < per_plane, other=0.0, cache_modifier='.cg')",
-    ]
-
-
-# The last program to finish reduces all partial sums in a fixed order (deterministic, one launch).
+# The last program to finish reduces all partial sums in a fixed order (deterministic, one launch). The partial
+# sums of the planes averaged into one output value are contiguous (one plane for the per-plane statistics and
+# per-channel values, an image's C planes per image, all planes for the mean), so each output value is one sweep
+# of RBLOCK-wide loads: the SSIM, cs and L1 sums loaded side by side, one reduction per value at the end. (Plane
+# by plane and quantity by quantity, the sweeps were serial L2 round trips: 50-75 at 5x5 planes.)
 _LAST_PROGRAM_REDUCE = [
     "tl.debug_barrier()",
     "done = tl.atomic_add(CNT, 1, sem='acq_rel', scope='gpu')",
     "if done == nprog - 1:",
     "    per_plane = DO * tl.num_programs(1) * tl.num_programs(0)",
     "    planes = tl.num_programs(2) // DO",
-    "    zero = tl.sum(tl.zeros([RBLOCK], ACC), axis=0)",
-    "    total = zero",
     "    w_s = tl.cast(w_hi, ACC) + tl.cast(w_lo, ACC)",
-    "    for ni in range(0, planes // C):",
-    "        img = zero",
-    "        for ci in range(0, C):",
-    "            p = ni * C + ci",
-    "            base = p * per_plane",
-    *indent(_plane_sum("PART", "base"), 3),
-    "            s_mean = tl.sum(acc, axis=0) / count",
-    *indent(_plane_sum("PART", "nprog + base"), 3),
-    "            cs_mean = tl.sum(acc, axis=0) / count",
+    "    group = 1",  # planes averaged into one output value
+    "    if REDUCE == 2:",
+    "        group = C",
+    "    if REDUCE == 1:",
+    "        group = planes",
+    "    span = group * per_plane",
+    "    for gi in range(0, planes // group):",
+    "        base = gi * span",
+    "        acc = tl.zeros([RBLOCK], ACC)",
+    "        acc_c = tl.zeros([RBLOCK], ACC)",
+    "        acc_l = tl.zeros([RBLOCK], ACC)",
+    "        for start in range(0, span, RBLOCK):",
+    "            idx = start + tl.arange(0, RBLOCK)",
+    "            in_span = idx < span",
+    "            acc += tl.load(PART + base + idx, mask=in_span, other=0.0, cache_modifier='.cg')",
+    "            if REDUCE == 0:",
+    "                acc_c += tl.load(PART + nprog + base + idx, mask=in_span, other=0.0, cache_modifier='.cg')",
+    "            if WITH_L1:",
+    "                acc_l += tl.load(PART + 2 * nprog + base + idx, mask=in_span, other=0.0, cache_modifier='.cg')",
+    "        s_mean = tl.sum(acc, axis=0) / count / group",
+    "        if REDUCE == 0:",
+    "            tl.store(RESULT + gi, s_mean)",
+    "            tl.store(RESULT + planes + gi, tl.sum(acc_c, axis=0) / count)",
+    "        else:",
     "            val = s_mean",
     "            if WITH_L1:",
-    *indent(_plane_sum("PART", "2 * nprog + base"), 4),
-    "                l1_mean = tl.sum(acc, axis=0) / l1_count",
+    "                l1_mean = tl.sum(acc_l, axis=0) / l1_count / group",
     "                val = (1.0 - w_s) * l1_mean + w_s * (1.0 - s_mean)",
-    "            if REDUCE == 0:",
-    "                tl.store(RESULT + p, s_mean)",
-    "                tl.store(RESULT + planes + p, cs_mean)",
-    "            if REDUCE == 3:",
-    "                tl.store(RESULT + p, val)",
-    "            img += val",
-    "        if REDUCE == 2:",
-    "            tl.store(RESULT + ni, img / C)",
-    "        total += img",
-    "    if REDUCE == 1:",
-    "        tl.store(RESULT, total / planes)",
+    "            tl.store(RESULT + gi, val)",
     "    tl.atomic_xchg(CNT, 0)",
 ]
 
@@ -192,8 +193,11 @@ def render_forward(k: int, three_d: bool, name: str, unroll: bool = True, ms_lev
     )
     body = stats_prologue(k, three_d)
     body += ["acc_s = tl.zeros([BW], ACC)", "acc_cs = tl.zeros([BW], ACC)", "acc_l1 = tl.zeros([BW], ACC)",
-             # the L1 term's ownership: the last row segment owns the rows past the output grid (``valid``), the
-             # last column strip the columns past wlim, in 3-D the last depth slice the slices past it
+             # the L1 term's ownership (:func:`_l1_row`, :func:`_l1_tap_3d`): the first row segment owns the rows
+             # above its first output's centre row (``same``), the last row segment the rows past the output grid
+             # (``valid``), the last column strip the columns past wlim, in 3-D the last depth slice the slices past it
+             f"l1_t0 = tl.where(pid_h == 0, {k // 2}, {k - 1})",
+             f"l1_t1 = tl.where(pid_h == tl.num_programs(1) - 1, steps, steps - {k - 1})",
              "row_hi = tl.where(pid_h == tl.num_programs(1) - 1, H, tl.minimum(o0 + RS, H))",
              "wlim = tl.num_programs(0) * BW"]
     if three_d:
@@ -203,7 +207,8 @@ def render_forward(k: int, three_d: bool, name: str, unroll: bool = True, ms_lev
         *SSIM_TERMS,
         "s = lum * cs",
         "acc_s += tl.where(col_ok, s, 0.0)",
-        "acc_cs += tl.where(col_ok, cs, 0.0)",
+        "if REDUCE == 0:",  # cs is an output of the per-plane statistics only
+        "    acc_cs += tl.where(col_ok, cs, 0.0)",
         "if WRITE_MAP:",
         "    tl.store(MAP + (pid_p.to(tl.int64) * HO + o) * WO + cols, s.to(MAP.dtype.element_ty), mask=col_ok)",
         "if SAVE_AX or SAVE_AY:",
@@ -214,10 +219,15 @@ def render_forward(k: int, three_d: bool, name: str, unroll: bool = True, ms_lev
     body += [
         "lin = (pid_p * tl.num_programs(1) + pid_h) * tl.num_programs(0) + pid_w",
         "nprog = tl.num_programs(0) * tl.num_programs(1) * tl.num_programs(2)",
-        "tl.store(PART + lin, tl.sum(acc_s, axis=0))",
-        "tl.store(PART + nprog + lin, tl.sum(acc_cs, axis=0))",
-        "if WITH_L1:",
-        "    tl.store(PART + 2 * nprog + lin, tl.sum(acc_l1, axis=0))",
+        # two partial sums reduced side by side: one exchange between the warps instead of two
+        "if REDUCE == 0:",
+        "    pair = tl.sum(tl.join(acc_s, acc_cs), axis=0)",
+        "    tl.store(PART + tl.arange(0, 2) * nprog + lin, pair)",
+        "elif WITH_L1:",
+        "    pair = tl.sum(tl.join(acc_s, acc_l1), axis=0)",
+        "    tl.store(PART + tl.arange(0, 2) * (2 * nprog) + lin, pair)",
+        "else:",
+        "    tl.store(PART + lin, tl.sum(acc_s, axis=0))",
         "if REDUCE >= 0:",
         *indent(_LAST_PROGRAM_REDUCE if not ms_levels else _LAST_PROGRAM_REDUCE[:-1] + _ms_combine(ms_levels)
                 + _LAST_PROGRAM_REDUCE[-1:]),

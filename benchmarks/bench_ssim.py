@@ -290,6 +290,9 @@ def make_step(loss_fn: Callable[[Tensor, Tensor], Tensor], h: int, w: int, devic
     return step
 
 
+PEER_STEP = "+ fused_ssim"  # the training variant the others are paired with
+
+
 def train_variants(skip: set[str]) -> tuple[dict[str, Callable[[Tensor, Tensor], Tensor]], dict[str, str]]:
     variants: dict[str, Callable[[Tensor, Tensor], Tensor]] = {"L1 only": l1}
     missing: dict[str, str] = {}
@@ -346,10 +349,17 @@ def run_train(sizes: list[tuple[int, int]], steps: int, warmup: int, repeats: in
                 sync(device)
                 times[name].append((time.perf_counter() - t0) * 1e3 / steps)
         base = statistics.median(times["L1 only"]) if times.get("L1 only") else None
+        peer = times.get(PEER_STEP)
         for name, ts in times.items():
             ms = statistics.median(ts)
-            rows.append({"size": [h, w], "variant": name, "ms_per_step": ms, "runs_ms": ts,
-                         "ssim_share_ms": None if base is None or name == "L1 only" else ms - base})
+            row = {"size": [h, w], "variant": name, "ms_per_step": ms, "runs_ms": ts,
+                   "ssim_share_ms": None if base is None or name == "L1 only" else ms - base}
+            if peer is not None and name != PEER_STEP:
+                # paired by round (the two ran back to back): robust to the host's drift between rounds
+                diffs = [a - b for a, b in zip(ts, peer)]
+                row["minus_peer_paired_ms"] = statistics.median(diffs)
+                row["rounds_faster_than_peer"] = sum(d < 0 for d in diffs)
+            rows.append(row)
             print(f"  train {w}x{h} {name}: {ms:.3f} ms/step", flush=True)
         rows += [{"size": [h, w], "variant": n, "error": e} for n, e in errors.items()]
         rows += [{"size": [h, w], "variant": n, "missing": e} for n, e in missing.items()]
@@ -391,6 +401,10 @@ def goals(rows: list[dict], ratios: list[dict], train: list[dict]) -> list[tuple
         if name == "+ fusedsim.fused_ssim" and share is not None and theirs is not None:
             pairs.append((f"{size[1]}x{size[0]} ({share:.3f} vs {theirs:.3f} ms)", theirs - share))
     out.append(("training step: SSIM share <= fused-ssim's (margin)", verdict(pairs, 0.0, " ms")))
+    paired = [(f"{r['size'][1]}x{r['size'][0]} (faster in {r['rounds_faster_than_peer']} of {len(r['runs_ms'])} "
+               f"rounds)", -r["minus_peer_paired_ms"]) for r in train
+              if r["variant"] == "+ fusedsim.fused_ssim" and "minus_peer_paired_ms" in r]
+    out.append(("training step: fused-ssim's step - ours, paired by round (margin)", verdict(paired, 0.0, " ms")))
     return out
 
 
@@ -419,8 +433,11 @@ def print_report(rows: list[dict], ratios: list[dict], checks: list[dict], train
         for r in train:
             size = f"{r['size'][1]}x{r['size'][0]}"
             extra = r.get("missing") or r.get("error")
+            paired = ("" if "minus_peer_paired_ms" not in r else
+                      f"  vs fused-ssim paired {r['minus_peer_paired_ms']:+.3f} "
+                      f"(faster in {r['rounds_faster_than_peer']}/{len(r['runs_ms'])})")
             print(f"  {size:10} {r['variant']:24} " + (f"  {extra}" if extra else
-                  f"{r['ms_per_step']:.3f}  share {fmt(r.get('ssim_share_ms'))}"))
+                  f"{r['ms_per_step']:.3f}  share {fmt(r.get('ssim_share_ms'))}{paired}"))
     print("\nGoals (issue 6), this run:")
     for goal, result in goals(rows, ratios, train):
         print(f"  {goal}: {result}")

@@ -69,7 +69,10 @@ def binom_taps(device: torch.device) -> torch.Tensor:
 
 
 @functools.lru_cache(maxsize=128)
-def _launcher(planes: int, ho: int, wo: int, dtype: torch.dtype, step: int, along_w: bool) -> Launcher:
+def _launcher(planes: int, ho: int, wo: int, dtype: torch.dtype, step: int, along_w: bool,
+              ints: tuple[int, ...]) -> Launcher:
+    """One launcher per grid, dtype and integer arguments (``ints``: the input's size and strides): a launcher
+    reuses the kernel it compiled first, which Triton specialised on them (1 and multiples of 16 are constants)."""
     grid = (triton.cdiv(wo, BW), triton.cdiv(ho, BH), planes)
     return Launcher(_binom_kernel, grid, num_warps=4, enable_fp_fusion=False)
 
@@ -86,6 +89,6 @@ def iwssim_binom(x: torch.Tensor, dim: int, step: int) -> torch.Tensor:
     ho, wo = (h, -(-w // step)) if along_w else (-(-h // step), w)
     out = torch.empty((n, c, ho, wo), dtype=x.dtype, device=x.device)
     if out.numel():
-        _launcher(n * c, ho, wo, x.dtype, step, along_w)(
+        _launcher(n * c, ho, wo, x.dtype, step, along_w, (h, w, *x.stride()))(
             x, binom_taps(x.device), out, h, w, ho, wo, x.stride(0), x.stride(1), x.stride(2), step, along_w, BH, BW)
     return out

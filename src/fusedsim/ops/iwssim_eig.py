@@ -125,7 +125,9 @@ def _iwssim_eig_kernel(G, SIZES, OUT, N, KS, MAX_SWEEPS: tl.constexpr, KP: tl.co
 
 
 @functools.lru_cache(maxsize=64)
-def _launcher(programs: int) -> Launcher:
+def _launcher(programs: int, n: int, ks: int) -> Launcher:
+    """One launcher per grid and integer arguments: a launcher reuses the kernel it compiled first, which Triton
+    specialised on N and KS (N = 1 and KS % 16 == 0 become constants)."""
     return Launcher(_iwssim_eig_kernel, (programs,), num_warps=4)
 
 
@@ -142,7 +144,7 @@ def _run(grams: torch.Tensor, sizes: tuple[int, ...]) -> torch.Tensor:
     g = grams.to(torch.float64).contiguous()
     out = torch.empty((levels, n, ks + 1, ks), dtype=torch.float64, device=grams.device)
     if out.numel():
-        _launcher(levels * n)(g, _sizes(sizes, grams.device), out, n, ks, MAX_SWEEPS, KP)
+        _launcher(levels * n, n, ks)(g, _sizes(sizes, grams.device), out, n, ks, MAX_SWEEPS, KP)
     return out
 
 

@@ -59,7 +59,9 @@ def _enlarge_kernel(X, IY, WY, IX, WX, OUT, HO, WO, sxp, sxh, sxw, BLOCK_H: tl.c
 
 
 @functools.lru_cache(maxsize=128)
-def _launcher(planes: int, ho: int, wo: int, dtype: torch.dtype) -> Launcher:
+def _launcher(planes: int, ho: int, wo: int, dtype: torch.dtype, strides: tuple[int, ...]) -> Launcher:
+    """One launcher per grid, dtype and strides: a launcher reuses the kernel it compiled first, which Triton
+    specialised on the integer arguments (a stride of 1 becomes a constant)."""
     grid = (triton.cdiv(wo, BW), triton.cdiv(ho, BH), planes)
     return Launcher(_enlarge_kernel, grid, num_warps=4, enable_fp_fusion=False)
 
@@ -75,5 +77,6 @@ def iwssim_enlarge(parent: torch.Tensor, height: int, width: int) -> torch.Tenso
         iy, wy = enlarge_taps(m, height, parent.device)
         ix, wx = enlarge_taps(mw, width, parent.device)
         xp = parent.reshape(n * c, m, mw)  # a view for the usual layouts
-        _launcher(n * c, height, width, parent.dtype)(xp, iy, wy, ix, wx, out, height, width, *xp.stride(), BH, BW)
+        _launcher(n * c, height, width, parent.dtype, xp.stride())(xp, iy, wy, ix, wx, out, height, width,
+                                                                  *xp.stride(), BH, BW)
     return out

@@ -113,7 +113,9 @@ def _planes(x: torch.Tensor) -> torch.Tensor:
 
 
 @functools.lru_cache(maxsize=128)
-def _launcher(kind: str, planes: int, ho: int, wo: int, dtype: torch.dtype) -> Launcher:
+def _launcher(kind: str, planes: int, ho: int, wo: int, dtype: torch.dtype, strides: tuple[int, ...]) -> Launcher:
+    """One launcher per grid, dtype and strides: a launcher reuses the kernel it compiled first, which Triton
+    specialised on the integer arguments (a stride of 1 becomes a constant)."""
     kernel = _reduce_kernel if kind == "reduce" else _band_kernel
     grid = (triton.cdiv(wo, BW), triton.cdiv(ho, BH), planes)
     return Launcher(kernel, grid, num_warps=4, enable_fp_fusion=False)
@@ -132,8 +134,8 @@ def iwssim_reduce(x: torch.Tensor) -> torch.Tensor:
     out = torch.empty((n, c, ho, wo), dtype=x.dtype, device=x.device)
     if out.numel():
         xp = _planes(x)
-        _launcher("reduce", n * c, ho, wo, x.dtype)(xp, binom_taps(x.device), out, h, w, ho, wo, *xp.stride(),
-                                                    BH, BW)
+        _launcher("reduce", n * c, ho, wo, x.dtype, xp.stride())(
+            xp, binom_taps(x.device), out, h, w, ho, wo, *xp.stride(), BH, BW)
     return out
 
 
@@ -147,6 +149,6 @@ def iwssim_band(img: torch.Tensor, lo: torch.Tensor) -> torch.Tensor:
     out = torch.empty((n, c, h, w), dtype=img.dtype, device=img.device)
     if out.numel():
         ip, lp = _planes(img), _planes(lo)
-        _launcher("band", n * c, h, w, img.dtype)(ip, lp, binom_taps(img.device), out, h, w, lp.shape[1],
-                                                  lp.shape[2], *ip.stride(), *lp.stride(), BH, BW)
+        _launcher("band", n * c, h, w, img.dtype, ip.stride() + lp.stride())(
+            ip, lp, binom_taps(img.device), out, h, w, lp.shape[1], lp.shape[2], *ip.stride(), *lp.stride(), BH, BW)
     return out

@@ -89,6 +89,7 @@ def iwssim_binom(x: torch.Tensor, dim: int, step: int) -> torch.Tensor:
     ho, wo = (h, -(-w // step)) if along_w else (-(-h // step), w)
     out = torch.empty((n, c, ho, wo), dtype=x.dtype, device=x.device)
     if out.numel():
-        _launcher(n * c, ho, wo, x.dtype, step, along_w, (h, w, *x.stride()))(
-            x, binom_taps(x.device), out, h, w, ho, wo, x.stride(0), x.stride(1), x.stride(2), step, along_w, BH, BW)
+        strides = x.stride()
+        _launcher(n * c, ho, wo, x.dtype, step, along_w, (h, w, *strides))(
+            x, binom_taps(x.device), out, h, w, ho, wo, *strides, step, along_w, BH, BW)
     return out

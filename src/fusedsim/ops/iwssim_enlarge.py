@@ -77,6 +77,7 @@ def iwssim_enlarge(parent: torch.Tensor, height: int, width: int) -> torch.Tenso
         iy, wy = enlarge_taps(m, height, parent.device)
         ix, wx = enlarge_taps(mw, width, parent.device)
         xp = parent.reshape(n * c, m, mw)  # a view for the usual layouts
-        _launcher(n * c, height, width, parent.dtype, xp.stride())(xp, iy, wy, ix, wx, out, height, width,
-                                                                  *xp.stride(), BH, BW)
+        strides = xp.stride()
+        _launcher(n * c, height, width, parent.dtype, strides)(xp, iy, wy, ix, wx, out, height, width, *strides,
+                                                               BH, BW)
     return out

@@ -134,8 +134,9 @@ def iwssim_reduce(x: torch.Tensor) -> torch.Tensor:
     out = torch.empty((n, c, ho, wo), dtype=x.dtype, device=x.device)
     if out.numel():
         xp = _planes(x)
-        _launcher("reduce", n * c, ho, wo, x.dtype, xp.stride())(
-            xp, binom_taps(x.device), out, h, w, ho, wo, *xp.stride(), BH, BW)
+        strides = xp.stride()
+        _launcher("reduce", n * c, ho, wo, x.dtype, strides)(
+            xp, binom_taps(x.device), out, h, w, ho, wo, *strides, BH, BW)
     return out
 
 
@@ -149,6 +150,7 @@ def iwssim_band(img: torch.Tensor, lo: torch.Tensor) -> torch.Tensor:
     out = torch.empty((n, c, h, w), dtype=img.dtype, device=img.device)
     if out.numel():
         ip, lp = _planes(img), _planes(lo)
-        _launcher("band", n * c, h, w, img.dtype, ip.stride() + lp.stride())(
-            ip, lp, binom_taps(img.device), out, h, w, lp.shape[1], lp.shape[2], *ip.stride(), *lp.stride(), BH, BW)
+        strides = ip.stride() + lp.stride()
+        _launcher("band", n * c, h, w, img.dtype, strides)(
+            ip, lp, binom_taps(img.device), out, h, w, lp.shape[1], lp.shape[2], *strides, BH, BW)
     return out

@@ -30,21 +30,33 @@ class CallTable:
             return build()
         call = self._calls.get(key)
         if call is None:
-            call = build()
-            if len(self._calls) >= self._limit:
-                self._calls.clear()
-            self._calls[key] = call
+            call = self._add(key, build())
+        return call
+
+    def for_pair(self, options: tuple, a: object, b: object, build: Callable[[], Callable]) -> Callable:
+        """The call for tensors like ``a``, ``b`` with hashable ``options``: keyed by the options and the metadata
+        that fixes validation and the kernel plan (shapes, strides, dtypes, devices, the requested backend). Not
+        tensors, or an unhashable option: ``build()``, whose validation names the argument."""
+        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+            return build()
+        key = (options, a.shape, b.shape, a.stride(), b.stride(), a.dtype, b.dtype, a.device, b.device,
+               requested_backend())
+        try:
+            call = self._calls.get(key)
+        except TypeError:
+            return build()
+        if call is None:
+            call = self._add(key, build())
+        return call
+
+    def _add(self, key: tuple, call: Callable) -> Callable:
+        if len(self._calls) >= self._limit:
+            self._calls.clear()
+        self._calls[key] = call
         return call
 
     def clear(self) -> None:
         self._calls.clear()
-
-
-def pair_key(a: object, b: object) -> tuple | None:
-    """Metadata that fixes validation and the kernel plan: shapes, strides, dtypes, devices and the backend."""
-    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
-        return None
-    return (a.shape, b.shape, a.stride(), b.stride(), a.dtype, b.dtype, a.device, b.device, requested_backend())
 
 
 class KernelCall:
@@ -64,10 +76,7 @@ class KernelCall:
         idx = self.device_index
         if idx is not None and idx != torch._C._cuda_getDevice():  # Triton launches on the current device
             with torch.cuda.device(idx):
-                return self._run(x, y)
-        return self._run(x, y)
-
-    def _run(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+                return self(x, y)
         if (x.requires_grad or y.requires_grad) and torch.is_grad_enabled():
             return self.op.run_plan(self.plan, x, y, *self.extra)
         return self.plan.forward(x, y, *self.extra)[0]
@@ -85,4 +94,4 @@ class TwinCall:
         return self.fn(x, y, self.win, *self.scalars)
 
 
-__all__ = ["CallTable", "KernelCall", "TwinCall", "pair_key"]
+__all__ = ["CallTable", "KernelCall", "TwinCall"]

@@ -104,6 +104,24 @@ def test_backend_environment_variable_is_checked(monkeypatch):
         fusedsim.ssim(*_pair())
 
 
+def test_backend_environment_variable_is_read_on_every_call(monkeypatch):
+    """The variable's parsed values are cached by raw value: a change after earlier calls still takes effect."""
+    from fusedsim.backend import requested_backend
+
+    monkeypatch.delenv("FUSEDSIM_BACKEND", raising=False)
+    assert requested_backend() == "auto"
+    monkeypatch.setenv("FUSEDSIM_BACKEND", " Reference ")
+    assert requested_backend() == "reference"
+    with fusedsim.use_backend("triton"):
+        assert requested_backend() == "triton"
+    monkeypatch.setenv("FUSEDSIM_BACKEND", "")
+    assert requested_backend() == "auto"
+    monkeypatch.setenv("FUSEDSIM_BACKEND", "bad")
+    for _ in range(2):  # a cached bad value raises again
+        with pytest.raises(ValueError, match="FUSEDSIM_BACKEND must be one of"):
+            requested_backend()
+
+
 def test_reductions_shapes_and_consistency():
     x, y = _pair((2, 3, 24, 25))
     per_channel = fusedsim.ssim(x, y, data_range=1.0, reduction="channel")

@@ -86,7 +86,7 @@ class Launcher:
     when it differs, and keeps its compiled kernels per device."""
 
     __slots__ = ("kernel", "grid", "options", "_fast", "_compiled", "_tensor_pos", "_first", "_stream_of", "_knobs",
-                 "_raw")
+                 "_raw", "_direct")
 
     def __init__(self, kernel, grid: Sequence[int], raw_pointers: bool = False, **options) -> None:
         self.kernel = kernel
@@ -94,12 +94,21 @@ class Launcher:
         self.grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
         self.options = options
         self._fast = _fast_launch_supported() and _is_compiled_kernel(kernel)
-        self._compiled: dict[int, object] = {}
+        self._compiled: dict[int, tuple] = {}
         self._tensor_pos: tuple[int, ...] | None = None
         self._first = -1  # position of the first tensor argument (-1: none)
         self._stream_of: Callable[[int], int] | None = None
+        self._direct: Callable[[tuple], None] | None = None  # made at the first launch (:func:`_direct_launch`)
 
     def __call__(self, *args) -> None:
+        direct = self._direct
+        if direct is not None:
+            direct(args)
+            return
+        self._call(args)
+
+    def _call(self, args: tuple) -> None:
+        """Every launch the direct path does not take: the first, a new device or alignment, launch hooks."""
         if self._tensor_pos is None:
             self._bind(args)
         device = args[self._first].get_device() if self._first >= 0 else -1  # -1: CPU (the interpreter)
@@ -117,6 +126,8 @@ class Launcher:
 
             self._stream_of = triton.runtime.driver.active.get_current_stream
             self._knobs = triton.knobs.runtime
+            if self._tensor_pos:
+                self._direct = _direct_launch(self, len(args))
 
     def _launch(self, args: tuple, device: int) -> None:
         if not self._fast:
@@ -133,11 +144,12 @@ class Launcher:
             call_args = args
             for i in self._tensor_pos:
                 aligned = (aligned << 1) | (args[i].data_ptr() & 15 == 0)
-        compiled = self._compiled.get(aligned)
-        if compiled is None:
-            self._compiled[aligned] = self.kernel[self.grid](*args, **self.options)
+        entry = self._compiled.get(aligned)
+        if entry is None:
+            compiled = self.kernel[self.grid](*args, **self.options)
+            self._compiled[aligned] = _launch_entry(compiled)
             return
-        # exactly Triton's own launch (JITFunction.run) minus argument binding and specialisation
+        direct, compiled = entry
         stream = self._stream_of(device)
         knobs = self._knobs
         grid = self.grid
@@ -147,5 +159,79 @@ class Launcher:
             compiled.run(grid[0], grid[1], grid[2], stream, compiled.function, compiled.packed_metadata, metadata,
                          enter, exit_, *args)
             return
+        if direct is not None:
+            c_launch, function, head = direct
+            c_launch(grid[0], grid[1], grid[2], stream, function, *head, *call_args)
+            return
+        # exactly Triton's own launch (JITFunction.run) minus argument binding and specialisation
         compiled.run(grid[0], grid[1], grid[2], stream, compiled.function, compiled.packed_metadata, None, None, None,
                      *call_args)
+
+
+# The argument layout of the C launch function that Triton 3.4-3.6 compile per kernel: grid, stream, function,
+# cooperative and PDL flags, global and profile scratch, packed metadata, launch metadata, the two launch hooks,
+# then the kernel arguments (triton/backends/nvidia/driver.py, ``_BASE_ARGS_FORMAT``).
+_C_LAUNCH_LAYOUT = "iiiKKppOOOOOO"
+
+
+def _launch_entry(compiled) -> tuple:
+    """(direct, compiled) for a compiled kernel. ``direct`` = (C launch function, CUfunction, the arguments between
+    the function and the kernel's) when the kernel needs no scratch memory and the launcher has the C layout
+    above: the launch then skips Triton's Python launcher object, whose call builds two closures and looks up two
+    allocators on every launch (about a tenth of the host time of an SSIM training call). Otherwise None: the
+    launch goes through ``compiled.run`` as Triton's own does."""
+    run = compiled.run  # loads the module on the current device
+    c_launch = getattr(run, "launch", None)
+    if (c_launch is None or type(run).__name__ != "CudaLauncher" or _c_launch_layout(run) != _C_LAUNCH_LAYOUT
+            or getattr(run, "global_scratch_size", 1) or getattr(run, "profile_scratch_size", 1)):
+        return None, compiled
+    head = (run.launch_cooperative_grid, run.launch_pdl, None, None, compiled.packed_metadata, None, None, None)
+    return (c_launch, compiled.function, head), compiled
+
+
+def _direct_launch(launcher: Launcher, n_args: int) -> Callable[[tuple], None]:
+    """The launcher's steady-state launch, generated for its argument layout: read the tensors' device and
+    addresses, find the compiled kernel for their alignment and call Triton's C launch function with them (see
+    :func:`_launch_entry`), with no per-tensor loop or argument list. Anything else (another argument count,
+    device or alignment, a kernel without a direct entry, an installed launch hook) goes to ``Launcher._call``."""
+    pos = launcher._tensor_pos
+    first = pos[0]
+    lines = ["def direct(args):",
+             f"    if len(args) != {n_args}:",
+             "        return slow(args)",
+             f"    device = args[{first}].get_device()",
+             "    if device < 0 or device != current_device():",
+             "        return slow(args)"]
+    lines += [f"    p{i} = args[{i}].data_ptr()" for i in pos]
+    key = "device"
+    for i in pos:
+        key = f"({key} << 1) | (p{i} & 15 == 0)"
+    lines += [f"    entry = compiled.get({key})",
+              "    if entry is None:",
+              "        return slow(args)",
+              "    enter, exit_ = knobs.launch_enter_hook, knobs.launch_exit_hook",
+              "    if (enter is not None and (type(enter) is not chain or enter.calls)) or (",
+              "            exit_ is not None and (type(exit_) is not chain or exit_.calls)):",
+              "        return slow(args)"]
+    last = pos[-1]
+    passed = ", ".join((f"p{i}" if launcher._raw else f"args[{i}]") if i in pos else f"args[{i}]"
+                       for i in range(last + 1))
+    passed += f", *args[{last + 1}:]" if last + 1 < n_args else ""
+    g0, g1, g2 = launcher.grid
+    lines += ["    direct, kernel = entry",
+              "    if direct is None:  # Triton's launcher object (other layouts, scratch memory)",
+              f"        kernel.run({g0}, {g1}, {g2}, stream_of(device), kernel.function, kernel.packed_metadata, None, "
+              f"None, None, {passed})",
+              "        return",
+              "    c_launch, function, head = direct",
+              f"    c_launch({g0}, {g1}, {g2}, stream_of(device), function, *head, {passed})"]
+    namespace = {"slow": launcher._call, "current_device": torch._C._cuda_getDevice, "compiled": launcher._compiled,
+                 "knobs": launcher._knobs, "chain": type(launcher._knobs.launch_enter_hook),
+                 "stream_of": launcher._stream_of}
+    exec(compile("\n".join(lines), f"<fusedsim-launch-{getattr(launcher.kernel, '__name__', 'kernel')}>", "exec"), namespace)  # noqa: S102
+    return namespace["direct"]
+
+
+def _c_launch_layout(run) -> str | None:
+    module = __import__(type(run).__module__, fromlist=["_BASE_ARGS_FORMAT"])
+    return getattr(module, "_BASE_ARGS_FORMAT", None)

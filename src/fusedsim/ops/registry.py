@@ -137,7 +137,7 @@ class KernelOp:
         """Eager call with a plan the caller already holds (the lean path of the public functions)."""
         if not self.differentiable:
             return plan.forward(*tensors)[0]
-        return PlannedFunction.apply(plan, *tensors)
+        return apply_planned(plan, *tensors)
 
 
 class PlannedFunction(torch.autograd.Function):
@@ -161,6 +161,30 @@ class PlannedFunction(torch.autograd.Function):
         tensors, saved = stored[: ctx.n_tensors], stored[ctx.n_tensors:]
         grads = ctx.plan.backward(tensors, saved, grad_out, ctx.needs_input_grad[1:])
         return (None, *grads)
+
+
+def _direct_apply():
+    """``PlannedFunction.apply`` without its Python front (a signature bind check and a generator over the
+    arguments on every call, about a microsecond of a training call's host time): the C entry, reached when no
+    functorch transform is active, after the one thing the front does then, unwrapping dead functorch wrappers.
+    Under a transform (or a PyTorch without these entry points) the public ``apply``, which handles it."""
+    functorch = getattr(torch._C, "_functorch", None)
+    unwrap = getattr(functorch, "unwrap_if_dead", None)
+    active = getattr(torch._C, "_are_functorch_transforms_active", None)
+    if unwrap is None or active is None:
+        return PlannedFunction.apply
+    c_apply = super(torch.autograd.Function, PlannedFunction).apply
+    public_apply = PlannedFunction.apply
+
+    def apply(plan, *tensors):
+        if active():
+            return public_apply(plan, *tensors)
+        return c_apply(plan, *map(unwrap, tensors))
+
+    return apply
+
+
+apply_planned = _direct_apply()
 
 
 _CUSTOM_OPS: set[str] = set()  # ops whose custom ops exist

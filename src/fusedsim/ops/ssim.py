@@ -222,9 +222,11 @@ class SSIMPlan:
         self._maps_plane = (n * c * do, ho, wo)  # a saved map's slot
         self._saved_bwd_cap = register_cap(device, saved_bwd_maxnreg)
         save_cap = {} if self.three_d else register_cap(device, save_maxnreg)  # caps measured on the 2-D kernels
+        # per (save ax, save ay): the launcher, the maps' shape and the scalar tail, fixed so a training call
+        # binds only its tensors
         self._fwd_saving = {
-            (ax, ay): Launcher(fwd_kernel, grid, raw_pointers=True, num_warps=warps, enable_fp_fusion=True,
-                               **save_cap)
+            (ax, ay): (Launcher(fwd_kernel, grid, raw_pointers=True, num_warps=warps, enable_fp_fusion=True,
+                                **save_cap), (2 + ax + ay, *self._maps_plane), (*self._fwd_tail, ax, ay))
             for ax, ay in ((True, False), (False, True), (True, True))
         } if self.saves_maps else {}
         self._bwd: dict = {}
@@ -255,20 +257,25 @@ class SSIMPlan:
                 self._fwd(x, y, win, part, counter, out, part, part, *self._fwd_tail, False, False, *ms_args)
             else:
                 maps, save_ax, save_ay = grad_maps
-                self._fwd_saving[(save_ax, save_ay)](x, y, win, part, counter, out, part, maps, *self._fwd_tail,
-                                                      save_ax, save_ay)
+                launcher, _, tail = self._fwd_saving[(save_ax, save_ay)]
+                launcher(x, y, win, part, counter, out, part, maps, *tail)
         return out, ()
 
     def forward_for_grad(self, needs, x: torch.Tensor, y: torch.Tensor, win: torch.Tensor):
         """The forward of a call that will be differentiated (``needs``: which of x, y need a gradient): where the
         plan can, it also writes the unit gradient maps (bm, cm, ax and/or ay; (slots, N*C*DO, HO, WO),
         accumulation dtype, 12-16 bytes a pixel) and returns them as the saved state, so the backward only
-        filters them."""
-        need_dx, need_dy = bool(needs[0]), bool(needs[1])
-        if not self.saves_maps or not (need_dx or need_dy):
+        filters them. (:meth:`forward` with ``grad_maps``, inlined: this is a training step's host path.)"""
+        saving = self._fwd_saving.get((needs[0], needs[1]))
+        if saving is None:  # no gradient asked for, or a plan that recomputes in its backward
             return self.forward(x, y, win)
-        maps = torch.empty((2 + need_dx + need_dy, *self._maps_plane), dtype=self.acc, device=x.device)
-        return self.forward(x, y, win, grad_maps=(maps, need_dx, need_dy))[0], (maps,)
+        launcher, maps_shape, tail = saving
+        device = x.device
+        part, counter = stream_scratch_and_counter(device, self.device_index, self.part_len, self.acc)
+        out = torch.empty(self.out_shape, dtype=self.acc, device=device)
+        maps = torch.empty(maps_shape, dtype=self.acc, device=device)
+        launcher(x, y, win, part, counter, out, part, maps, *tail)
+        return out, (maps,)
 
     @staticmethod
     def _check_saved(maps: torch.Tensor, slots: int) -> None:
@@ -313,11 +320,11 @@ class SSIMPlan:
         if self.three_d:
             return (*self._backward_3d(x, y, win, g, need_dx, need_dy, saved[0] if saved else None), None)
         if saved:
-            return (*self._backward_saved(x, y, win, saved[0], g, need_dx, need_dy), None)
+            return self._backward_saved(x, y, win, saved[0], g, need_dx, need_dy)
         return (*self._backward_2d(x, y, win, g, need_dx, need_dy, g_offset, up, buffers, ms_args), None)
 
     def _backward_saved(self, x, y, win, maps, g, need_dx, need_dy):
-        """dx, dy (2-D) from the unit gradient maps of :meth:`forward_for_grad`."""
+        """(dx, dy, None) (2-D) from the unit gradient maps of :meth:`forward_for_grad`."""
         entry = self._bwd.get((need_dx, need_dy))
         if entry is None:
             entry = self._bwd[(need_dx, need_dy)] = self._saved_backward_entry(need_dx, need_dy)
@@ -326,12 +333,13 @@ class SSIMPlan:
             self._check_saved(maps, slots)
         dx = torch.empty(self.shape, dtype=self.dtype, device=self.device) if need_dx else maps
         dy = torch.empty(self.shape, dtype=y.dtype, device=self.device) if need_dy else maps
+        adjoint = win if self.symmetric else self._adjoint_window(win)
         if self.reduce == REDUCE_MEAN:  # a 0-d upstream gradient: the layout is fixed
-            launcher(x, y, maps, self._adjoint_window(win), g, 0, 0, 0, 0, *constants, dx, dy, *tail)
+            launcher(x, y, maps, adjoint, g, 0, 0, 0, 0, *constants, dx, dy, *tail)
         else:
             G, off_s, off_cs, gsn, gsc = self._grad_layout(g)[:5]
-            launcher(x, y, maps, self._adjoint_window(win), G, off_s, off_cs, gsn, gsc, *constants, dx, dy, *tail)
-        return (dx if need_dx else None), (dy if need_dy else None)
+            launcher(x, y, maps, adjoint, G, off_s, off_cs, gsn, gsc, *constants, dx, dy, *tail)
+        return (dx if need_dx else None), (dy if need_dy else None), None
 
     def _saved_backward_entry(self, need_dx: bool, need_dy: bool):
         """(launcher, map slots, the constant scalars after the upstream layout, the arguments after dx/dy) of the

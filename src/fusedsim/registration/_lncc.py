@@ -13,7 +13,7 @@ import math
 
 import torch
 
-from fusedsim._calls import CallTable, KernelCall, TwinCall, pair_key
+from fusedsim._calls import CallTable, KernelCall, TwinCall
 from fusedsim._validation import check_choice, check_image_pair
 from fusedsim.backend import choose_backend
 from fusedsim.reference.lncc_ref import (
@@ -91,14 +91,9 @@ def lncc_loss(pred: torch.Tensor, target: torch.Tensor, kernel_size: int = 9, ke
     options = (kernel_size, kernel_type, sigma, smooth_nr, smooth_dr, reduction, convention)
     if torch.compiler.is_compiling():
         return _build(pred, target, options, traced=True)(pred, target)
-    key = pair_key(pred, target)
-    if key is not None:
-        try:  # types too: True == 1 must not reuse a call validated for kernel_size=1
-            key = ("lncc", *((type(v), v) for v in options), *key)
-            hash(key)
-        except TypeError:  # an unhashable option: validation names it
-            key = None
-    return _CALLS.get(key, lambda: _build(pred, target, options))(pred, target)
+    # types too: True == 1 must not reuse a call validated for kernel_size=1
+    typed = ("lncc", *((type(v), v) for v in options))
+    return _CALLS.for_pair(typed, pred, target, lambda: _build(pred, target, options))(pred, target)
 
 
 def _build(pred: torch.Tensor, target: torch.Tensor, options: tuple, traced: bool = False):

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from fusedsim._calls import CallTable, KernelCall, TwinCall, pair_key
+from fusedsim._calls import CallTable, KernelCall, TwinCall
 from fusedsim._validation import (
     check_choice,
     check_image_pair,
@@ -172,11 +172,8 @@ def fused_ssim(img1: torch.Tensor, img2: torch.Tensor, padding: str = "same", tr
     if torch.compiler.is_compiling():
         call = _build_fused_ssim(img1, img2, padding, window_size, window_sigma, reduction, traced=True)
     else:
-        key = pair_key(img1, img2)
-        if key is not None:
-            key = ("fused_ssim", padding, window_size, window_sigma, reduction, *key)
-        call = _CALLS.get(key, lambda: _build_fused_ssim(img1, img2, padding, window_size, window_sigma,
-                                                           reduction))
+        call = _CALLS.for_pair(("fused_ssim", padding, window_size, window_sigma, reduction), img1, img2,
+                               lambda: _build_fused_ssim(img1, img2, padding, window_size, window_sigma, reduction))
     if train or not torch.is_grad_enabled():
         out = call(img1, img2)
     else:
@@ -217,10 +214,9 @@ def ssim(X: torch.Tensor, Y: torch.Tensor, data_range: float = 255, size_average
     if torch.compiler.is_compiling():
         call = _build_ssim(X, Y, win, *options, traced=True)
     else:
-        key = pair_key(X, Y)
-        cacheable = key is not None and win is None and type(data_range) in (int, float)
-        call = _CALLS.get(("ssim", *options, *key) if cacheable else None,
-                            lambda: _build_ssim(X, Y, win, *options))
+        build = lambda: _build_ssim(X, Y, win, *options)  # noqa: E731
+        cacheable = win is None and type(data_range) in (int, float)
+        call = _CALLS.for_pair(("ssim", *options), X, Y, build) if cacheable else build()
     out = call(X, Y)
     if check_finite:
         raise_if_not_finite(out if reduction != "none" else out.sum(), {"X": X, "Y": Y})
@@ -283,12 +279,11 @@ def ms_ssim(X: torch.Tensor, Y: torch.Tensor, data_range: float = 255, size_aver
     if torch.compiler.is_compiling():
         call = _build_ms_ssim(X, Y, win, weights, *options, traced=True)
     else:
-        key = pair_key(X, Y)
-        cacheable = (key is not None and win is None and type(data_range) in (int, float)
+        build = lambda: _build_ms_ssim(X, Y, win, weights, *options)  # noqa: E731
+        cacheable = (win is None and type(data_range) in (int, float)
                      and (weights is None or isinstance(weights, (list, tuple))))
         wkey = tuple(weights) if isinstance(weights, (list, tuple)) else None
-        call = _CALLS.get(("ms_ssim", wkey, *options, *key) if cacheable else None,
-                            lambda: _build_ms_ssim(X, Y, win, weights, *options))
+        call = _CALLS.for_pair(("ms_ssim", wkey, *options), X, Y, build) if cacheable else build()
     out = call(X, Y)
     if check_finite:
         raise_if_not_finite(out, {"X": X, "Y": Y})

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import torch
 
-from fusedsim._calls import pair_key
 from fusedsim._validation import (
     check_choice,
     check_image_pair,
@@ -41,11 +40,9 @@ def l1_ssim_loss(pred: torch.Tensor, target: torch.Tensor, ssim_weight: float = 
     if torch.compiler.is_compiling():
         call = _build(pred, target, ssim_weight, window_size, padding, reduction, window_sigma, traced=True)
     else:
-        key = pair_key(pred, target)
-        if key is not None:
-            key = ("l1_ssim_loss", ssim_weight, window_size, padding, reduction, window_sigma, *key)
-        call = _CALLS.get(key, lambda: _build(pred, target, ssim_weight, window_size, padding, reduction,
-                                                window_sigma))
+        call = _CALLS.for_pair(("l1_ssim_loss", ssim_weight, window_size, padding, reduction, window_sigma), pred,
+                               target, lambda: _build(pred, target, ssim_weight, window_size, padding, reduction,
+                                                      window_sigma))
     out = call(pred, target)
     if check_finite:
         raise_if_not_finite(out, {"pred": pred, "target": target})

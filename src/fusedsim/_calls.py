@@ -62,15 +62,18 @@ class CallTable:
 class KernelCall:
     """One op with its plan and fixed extra tensors (window, weights): ``call(x, y)``."""
 
-    __slots__ = ("device_index", "extra", "op", "plan")
+    __slots__ = ("device_index", "extra", "op", "plan", "_with_grad")
 
     def __init__(self, op_name: str, x: torch.Tensor, y: torch.Tensor, extra: tuple, scalars: tuple) -> None:
         from fusedsim.ops import op
+        from fusedsim.ops.registry import apply_planned
 
         self.op = op(op_name)
         self.plan = self.op.make_plan((x, y, *extra), scalars)
         self.extra = extra
         self.device_index = x.device.index if x.device.type == "cuda" else None
+        # what a call that records a graph runs: the op's run_plan, without its frame
+        self._with_grad = apply_planned if self.op.differentiable else self.op.run_plan
 
     def __call__(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         idx = self.device_index
@@ -78,7 +81,7 @@ class KernelCall:
             with torch.cuda.device(idx):
                 return self(x, y)
         if (x.requires_grad or y.requires_grad) and torch.is_grad_enabled():
-            return self.op.run_plan(self.plan, x, y, *self.extra)
+            return self._with_grad(self.plan, x, y, *self.extra)
         return self.plan.forward(x, y, *self.extra)[0]
 
 

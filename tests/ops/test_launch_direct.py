@@ -40,7 +40,7 @@ class FakeLauncher:
         self.kernel = types.SimpleNamespace(__name__="fake_kernel")
         self.slow_calls: list[tuple] = []
 
-    def _call(self, args: tuple) -> None:
+    def _call(self, *args) -> None:
         self.slow_calls.append(args)
 
 
@@ -67,7 +67,7 @@ def test_raw_launch_passes_addresses_and_the_rest_unchanged(on_device_zero):
     launcher._compiled[_key(0, 4096, 4112)] = ((lambda *a: seen.append(a), "fn", head), None)
     direct = _direct(launcher, 5)
     a, b = FakeTensor(4096), FakeTensor(4112)
-    direct((a, 7, b, 1.5, "tail"))
+    direct(a, 7, b, 1.5, "tail")
     assert seen == [(3, 2, 1, 1000, "fn", *head, 4096, 7, 4112, 1.5, "tail")]
     assert launcher.slow_calls == []
 
@@ -77,7 +77,7 @@ def test_tensor_launch_passes_the_tensors(on_device_zero):
     seen = []
     launcher._compiled[_key(0, 64)] = ((lambda *a: seen.append(a), "fn", ()), None)
     t = FakeTensor(64)
-    _direct(launcher, 2)((5, t))
+    _direct(launcher, 2)(5, t)
     assert seen == [(3, 2, 1, 1000, "fn", 5, t)]
 
 
@@ -86,7 +86,7 @@ def test_without_a_direct_entry_it_uses_tritons_launcher_object(on_device_zero):
     seen = []
     kernel = types.SimpleNamespace(run=lambda *a: seen.append(a), function="fn", packed_metadata="packed")
     launcher._compiled[_key(0, 32)] = (None, kernel)
-    _direct(launcher, 2)((FakeTensor(32), 9))
+    _direct(launcher, 2)(FakeTensor(32), 9)
     assert seen == [(3, 2, 1, 1000, "fn", "packed", None, None, None, 32, 9)]
 
 
@@ -110,7 +110,7 @@ def test_everything_else_takes_the_full_path(on_device_zero, case):
         launcher._knobs.launch_exit_hook.add(print)
     else:
         launcher._knobs.launch_enter_hook = print  # Triton < 3.5 stores a bare callable
-    direct(args)
+    direct(*args)
     assert launched == []
     assert launcher.slow_calls == [args]
 
@@ -170,7 +170,7 @@ def test_direct_launch_on_the_gpu():
             out = torch.empty(n, device="cuda")
             launcher(x, y, out, n, scale, 256)
             torch.testing.assert_close(out, x + scale * y, rtol=0, atol=1e-6)
-    assert launcher._direct is not None
+    assert launcher.fast != launcher._call  # the generated launch is bound
     assert len(launcher._compiled) == 2
     seen = []
     hook = knobs.runtime.launch_enter_hook

@@ -86,7 +86,7 @@ class Launcher:
     when it differs, and keeps its compiled kernels per device."""
 
     __slots__ = ("kernel", "grid", "options", "_fast", "_compiled", "_tensor_pos", "_first", "_stream_of", "_knobs",
-                 "_raw", "_direct")
+                 "_raw", "fast")
 
     def __init__(self, kernel, grid: Sequence[int], raw_pointers: bool = False, **options) -> None:
         self.kernel = kernel
@@ -98,16 +98,14 @@ class Launcher:
         self._tensor_pos: tuple[int, ...] | None = None
         self._first = -1  # position of the first tensor argument (-1: none)
         self._stream_of: Callable[[int], int] | None = None
-        self._direct: Callable[[tuple], None] | None = None  # made at the first launch (:func:`_direct_launch`)
+        # ``launcher.fast(*args)`` launches like ``launcher(*args)`` one Python frame sooner (for hot paths): the
+        # launcher itself until the first launch binds the generated steady-state launch (:func:`_direct_launch`)
+        self.fast: Callable[..., None] = self._call
 
     def __call__(self, *args) -> None:
-        direct = self._direct
-        if direct is not None:
-            direct(args)
-            return
-        self._call(args)
+        self.fast(*args)
 
-    def _call(self, args: tuple) -> None:
+    def _call(self, *args) -> None:
         """Every launch the direct path does not take: the first, a new device or alignment, launch hooks."""
         if self._tensor_pos is None:
             self._bind(args)
@@ -127,7 +125,7 @@ class Launcher:
             self._stream_of = triton.runtime.driver.active.get_current_stream
             self._knobs = triton.knobs.runtime
             if self._tensor_pos:
-                self._direct = _direct_launch(self, len(args))
+                self.fast = _direct_launch(self, len(args))
 
     def _launch(self, args: tuple, device: int) -> None:
         if not self._fast:
@@ -189,30 +187,30 @@ def _launch_entry(compiled) -> tuple:
     return (c_launch, compiled.function, head), compiled
 
 
-def _direct_launch(launcher: Launcher, n_args: int) -> Callable[[tuple], None]:
+def _direct_launch(launcher: Launcher, n_args: int) -> Callable[..., None]:
     """The launcher's steady-state launch, generated for its argument layout: read the tensors' device and
     addresses, find the compiled kernel for their alignment and call Triton's C launch function with them (see
     :func:`_launch_entry`), with no per-tensor loop or argument list. Anything else (another argument count,
     device or alignment, a kernel without a direct entry, an installed launch hook) goes to ``Launcher._call``."""
     pos = launcher._tensor_pos
     first = pos[0]
-    lines = ["def direct(args):",
+    lines = ["def direct(*args):",
              f"    if len(args) != {n_args}:",
-             "        return slow(args)",
+             "        return slow(*args)",
              f"    device = args[{first}].get_device()",
              "    if device < 0 or device != current_device():",
-             "        return slow(args)"]
+             "        return slow(*args)"]
     lines += [f"    p{i} = args[{i}].data_ptr()" for i in pos]
     key = "device"
     for i in pos:
         key = f"({key} << 1) | (p{i} & 15 == 0)"
     lines += [f"    entry = compiled.get({key})",
               "    if entry is None:",
-              "        return slow(args)",
+              "        return slow(*args)",
               "    enter, exit_ = knobs.launch_enter_hook, knobs.launch_exit_hook",
               "    if (enter is not None and (type(enter) is not chain or enter.calls)) or (",
               "            exit_ is not None and (type(exit_) is not chain or exit_.calls)):",
-              "        return slow(args)"]
+              "        return slow(*args)"]
     last = pos[-1]
     passed = ", ".join((f"p{i}" if launcher._raw else f"args[{i}]") if i in pos else f"args[{i}]"
                        for i in range(last + 1))

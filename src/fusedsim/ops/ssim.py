@@ -274,7 +274,7 @@ class SSIMPlan:
         part, counter = stream_scratch_and_counter(device, self.device_index, self.part_len, self.acc)
         out = torch.empty(self.out_shape, dtype=self.acc, device=device)
         maps = torch.empty(maps_shape, dtype=self.acc, device=device)
-        launcher(x, y, win, part, counter, out, part, maps, *tail)
+        launcher.fast(x, y, win, part, counter, out, part, maps, *tail)
         return out, (maps,)
 
     @staticmethod
@@ -315,18 +315,20 @@ class SSIMPlan:
         gradient of the MS-SSIM value."""
         x, y, win = tensors[:3]
         need_dx, need_dy = bool(needs[0]), bool(needs[1])
+        if saved and not self.three_d:  # 2-D, from the unit gradient maps of forward_for_grad: a training step
+            return self._backward_saved(x, y, win, saved[0], g, need_dx, need_dy)
         if not (need_dx or need_dy):
             return None, None, None
         if self.three_d:
             return (*self._backward_3d(x, y, win, g, need_dx, need_dy, saved[0] if saved else None), None)
-        if saved:
-            return self._backward_saved(x, y, win, saved[0], g, need_dx, need_dy)
         return (*self._backward_2d(x, y, win, g, need_dx, need_dy, g_offset, up, buffers, ms_args), None)
 
     def _backward_saved(self, x, y, win, maps, g, need_dx, need_dy):
         """(dx, dy, None) (2-D) from the unit gradient maps of :meth:`forward_for_grad`."""
         entry = self._bwd.get((need_dx, need_dy))
         if entry is None:
+            if not (need_dx or need_dy):
+                return None, None, None
             entry = self._bwd[(need_dx, need_dy)] = self._saved_backward_entry(need_dx, need_dy)
         launcher, slots, constants, tail = entry
         if maps.shape[0] != slots:
@@ -335,10 +337,10 @@ class SSIMPlan:
         dy = torch.empty(self.shape, dtype=y.dtype, device=self.device) if need_dy else maps
         adjoint = win if self.symmetric else self._adjoint_window(win)
         if self.reduce == REDUCE_MEAN:  # a 0-d upstream gradient: the layout is fixed
-            launcher(x, y, maps, adjoint, g, 0, 0, 0, 0, *constants, dx, dy, *tail)
+            launcher.fast(x, y, maps, adjoint, g, 0, 0, 0, 0, *constants, dx, dy, *tail)
         else:
             G, off_s, off_cs, gsn, gsc = self._grad_layout(g)[:5]
-            launcher(x, y, maps, adjoint, G, off_s, off_cs, gsn, gsc, *constants, dx, dy, *tail)
+            launcher.fast(x, y, maps, adjoint, G, off_s, off_cs, gsn, gsc, *constants, dx, dy, *tail)
         return (dx if need_dx else None), (dy if need_dy else None), None
 
     def _saved_backward_entry(self, need_dx: bool, need_dy: bool):

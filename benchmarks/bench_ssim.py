@@ -293,6 +293,33 @@ def make_step(loss_fn: Callable[[Tensor, Tensor], Tensor], h: int, w: int, devic
 PEER_STEP = "+ fused_ssim"  # the training variant the others are paired with
 
 
+def step_host_and_gpu_us(step: Callable[[], None], device: str, steps: int = 12, repeats: int = 5) -> dict:
+    """Where a step's time goes. host: µs per step to enqueue ``steps`` steps behind a GPU sleep (the host runs
+    ahead, so this is its own cost; few enough steps that the launch queue never fills), median of ``repeats``.
+    gpu: µs of kernel time per step (torch.profiler, 10 steps), and kernels per step. A step whose host time
+    exceeds its GPU time is host-bound: its wall time is the host's."""
+    if device != "cuda":
+        return {}
+    from torch.profiler import ProfilerActivity, profile
+
+    hosts = []
+    for _ in range(repeats):
+        torch.cuda.synchronize()
+        torch.cuda._sleep(200_000_000)  # ~0.1 s of GPU time: longer than the steps take to enqueue
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            step()
+        hosts.append((time.perf_counter() - t0) * 1e6 / steps)
+        torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(10):
+            step()
+        torch.cuda.synchronize()
+    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    return {"host_us_per_step": statistics.median(hosts), "host_runs_us": hosts,
+            "gpu_kernel_us_per_step": sum(e.device_time for e in kernels) / 10, "kernels_per_step": len(kernels) / 10}
+
+
 def train_variants(skip: set[str]) -> tuple[dict[str, Callable[[Tensor, Tensor], Tensor]], dict[str, str]]:
     variants: dict[str, Callable[[Tensor, Tensor], Tensor]] = {"L1 only": l1}
     missing: dict[str, str] = {}
@@ -353,7 +380,8 @@ def run_train(sizes: list[tuple[int, int]], steps: int, warmup: int, repeats: in
         for name, ts in times.items():
             ms = statistics.median(ts)
             row = {"size": [h, w], "variant": name, "ms_per_step": ms, "runs_ms": ts,
-                   "ssim_share_ms": None if base is None or name == "L1 only" else ms - base}
+                   "ssim_share_ms": None if base is None or name == "L1 only" else ms - base,
+                   **step_host_and_gpu_us(steps_fn[name], device)}
             if peer is not None and name != PEER_STEP:
                 # paired by round (the two ran back to back): robust to the host's drift between rounds
                 diffs = [a - b for a, b in zip(ts, peer)]
@@ -429,15 +457,19 @@ def print_report(rows: list[dict], ratios: list[dict], checks: list[dict], train
         what = c.get("error") or f"{c['value_abs_diff']:.2e}  {c['grad_rel_diff']:.2e}"
         print(f"  {'x'.join(map(str, c['shape'])):16} {c['pair'][0]} vs {c['pair'][1]}: {what}")
     if train:
-        print("\nTraining step (ms/step, wall clock; SSIM share = step - L1-only step):")
+        print("\nTraining step (ms/step, wall clock; SSIM share = step - L1-only step; host: enqueue time per step, "
+              "gpu: kernel time per step):")
         for r in train:
             size = f"{r['size'][1]}x{r['size'][0]}"
             extra = r.get("missing") or r.get("error")
             paired = ("" if "minus_peer_paired_ms" not in r else
                       f"  vs fused-ssim paired {r['minus_peer_paired_ms']:+.3f} "
                       f"(faster in {r['rounds_faster_than_peer']}/{len(r['runs_ms'])})")
+            split = ("" if "host_us_per_step" not in r else
+                     f"  host {r['host_us_per_step'] / 1e3:.3f}  gpu {r['gpu_kernel_us_per_step'] / 1e3:.3f} "
+                     f"({r['kernels_per_step']:.0f} kernels)")
             print(f"  {size:10} {r['variant']:24} " + (f"  {extra}" if extra else
-                  f"{r['ms_per_step']:.3f}  share {fmt(r.get('ssim_share_ms'))}{paired}"))
+                  f"{r['ms_per_step']:.3f}  share {fmt(r.get('ssim_share_ms'))}{split}{paired}"))
     print("\nGoals (issue 6), this run:")
     for goal, result in goals(rows, ratios, train):
         print(f"  {goal}: {result}")

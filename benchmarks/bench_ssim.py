@@ -293,31 +293,19 @@ def make_step(loss_fn: Callable[[Tensor, Tensor], Tensor], h: int, w: int, devic
 PEER_STEP = "+ fused_ssim"  # the training variant the others are paired with
 
 
-def step_host_and_gpu_us(step: Callable[[], None], device: str, steps: int = 12, repeats: int = 5) -> dict:
-    """Where a step's time goes. host: µs per step to enqueue ``steps`` steps behind a GPU sleep (the host runs
-    ahead, so this is its own cost; few enough steps that the launch queue never fills), median of ``repeats``.
-    gpu: µs of kernel time per step (torch.profiler, 10 steps), and kernels per step. A step whose host time
-    exceeds its GPU time is host-bound: its wall time is the host's."""
+def step_gpu_us(step: Callable[[], None], device: str) -> dict:
+    """GPU kernel time per step (torch.profiler over 10 steps) and kernels per step: a step whose CPU time
+    exceeds its GPU time is host-bound, and its wall time is the host's."""
     if device != "cuda":
         return {}
     from torch.profiler import ProfilerActivity, profile
 
-    hosts = []
-    for _ in range(repeats):
-        torch.cuda.synchronize()
-        torch.cuda._sleep(200_000_000)  # ~0.1 s of GPU time: longer than the steps take to enqueue
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            step()
-        hosts.append((time.perf_counter() - t0) * 1e6 / steps)
-        torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(10):
             step()
         torch.cuda.synchronize()
     kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-    return {"host_us_per_step": statistics.median(hosts), "host_runs_us": hosts,
-            "gpu_kernel_us_per_step": sum(e.device_time for e in kernels) / 10, "kernels_per_step": len(kernels) / 10}
+    return {"gpu_kernel_us_per_step": sum(e.device_time for e in kernels) / 10, "kernels_per_step": len(kernels) / 10}
 
 
 def train_variants(skip: set[str]) -> tuple[dict[str, Callable[[Tensor, Tensor], Tensor]], dict[str, str]]:
@@ -367,21 +355,24 @@ def run_train(sizes: list[tuple[int, int]], steps: int, warmup: int, repeats: in
             except Exception as exc:
                 errors[name] = f"{type(exc).__name__}: {str(exc)[:200]}"
         times: dict[str, list[float]] = {name: [] for name in steps_fn}
+        cpu: dict[str, list[float]] = {name: [] for name in steps_fn}  # process CPU time: every thread's host work
         for _ in range(repeats):
             for name, step in steps_fn.items():
                 sync(device)
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 for _ in range(steps):
                     step()
+                c1 = time.process_time()
                 sync(device)
                 times[name].append((time.perf_counter() - t0) * 1e3 / steps)
+                cpu[name].append((c1 - c0) * 1e3 / steps)
         base = statistics.median(times["L1 only"]) if times.get("L1 only") else None
         peer = times.get(PEER_STEP)
         for name, ts in times.items():
             ms = statistics.median(ts)
             row = {"size": [h, w], "variant": name, "ms_per_step": ms, "runs_ms": ts,
                    "ssim_share_ms": None if base is None or name == "L1 only" else ms - base,
-                   **step_host_and_gpu_us(steps_fn[name], device)}
+                   "cpu_ms_per_step": statistics.median(cpu[name]), **step_gpu_us(steps_fn[name], device)}
             if peer is not None and name != PEER_STEP:
                 # paired by round (the two ran back to back): robust to the host's drift between rounds
                 diffs = [a - b for a, b in zip(ts, peer)]
@@ -457,7 +448,7 @@ def print_report(rows: list[dict], ratios: list[dict], checks: list[dict], train
         what = c.get("error") or f"{c['value_abs_diff']:.2e}  {c['grad_rel_diff']:.2e}"
         print(f"  {'x'.join(map(str, c['shape'])):16} {c['pair'][0]} vs {c['pair'][1]}: {what}")
     if train:
-        print("\nTraining step (ms/step, wall clock; SSIM share = step - L1-only step; host: enqueue time per step, "
+        print("\nTraining step (ms/step, wall clock; SSIM share = step - L1-only step; cpu: process CPU time per step, "
               "gpu: kernel time per step):")
         for r in train:
             size = f"{r['size'][1]}x{r['size'][0]}"
@@ -465,9 +456,9 @@ def print_report(rows: list[dict], ratios: list[dict], checks: list[dict], train
             paired = ("" if "minus_peer_paired_ms" not in r else
                       f"  vs fused-ssim paired {r['minus_peer_paired_ms']:+.3f} "
                       f"(faster in {r['rounds_faster_than_peer']}/{len(r['runs_ms'])})")
-            split = ("" if "host_us_per_step" not in r else
-                     f"  host {r['host_us_per_step'] / 1e3:.3f}  gpu {r['gpu_kernel_us_per_step'] / 1e3:.3f} "
-                     f"({r['kernels_per_step']:.0f} kernels)")
+            split = f"  cpu {r['cpu_ms_per_step']:.3f}" if "cpu_ms_per_step" in r else ""
+            if "gpu_kernel_us_per_step" in r:
+                split += f"  gpu {r['gpu_kernel_us_per_step'] / 1e3:.3f} ({r['kernels_per_step']:.0f} kernels)"
             print(f"  {size:10} {r['variant']:24} " + (f"  {extra}" if extra else
                   f"{r['ms_per_step']:.3f}  share {fmt(r.get('ssim_share_ms'))}{split}{paired}"))
     print("\nGoals (issue 6), this run:")

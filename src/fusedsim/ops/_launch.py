@@ -7,6 +7,10 @@ only specialisation that can still change between calls is the 16-byte alignment
 compiled kernels are kept per alignment pattern. Launch hooks (profilers) are honoured as in Triton's own launch.
 Under Triton's interpreter, or on a Triton older than 3.4 (another launcher interface), every launch goes through
 ``kernel[grid]``.
+
+The steady-state launch is Python generated per argument layout (:func:`_direct_launch`); where Triton's C launch
+function has a known layout (3.4-3.6) it is called directly, skipping Triton's Python launcher object
+(:func:`_launch_entry`).
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ function has a known layout (3.4-3.6) it is called directly, skipping Triton's P
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -235,5 +236,5 @@ def _direct_launch(launcher: Launcher, n_args: int) -> Callable[..., None]:
 
 
 def _c_launch_layout(run) -> str | None:
-    module = __import__(type(run).__module__, fromlist=["_BASE_ARGS_FORMAT"])
-    return getattr(module, "_BASE_ARGS_FORMAT", None)
+    """The C argument layout that the module defining ``run``'s class declares, if any."""
+    return getattr(sys.modules.get(type(run).__module__), "_BASE_ARGS_FORMAT", None)

@@ -236,12 +236,11 @@ class SSIMPlan:
 
     # ----------------------------------------------------------------------------------------------- forward
     def forward(self, x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, out: torch.Tensor | None = None,
-                part: torch.Tensor | None = None, counter: torch.Tensor | None = None, ms_args: tuple = (),
-                grad_maps: tuple | None = None):
+                part: torch.Tensor | None = None, counter: torch.Tensor | None = None, ms_args: tuple = ()):
         """``out``, ``part`` (``part_len`` values of the accumulation dtype) and ``counter`` (:func:`_counter`)
         may be given by a caller that runs several plans (MS-SSIM: one allocation for all levels). ``ms_args``:
         the last fused MS-SSIM level's (all statistics, weights, MS-SSIM output, planes per group, reduce).
-        ``grad_maps``: (maps, save_ax, save_ay) to write the unit gradient maps into (:meth:`forward_for_grad`)."""
+        The forward that also writes the unit gradient maps is :meth:`forward_for_grad`."""
         if part is None and counter is None and self.reduce != REDUCE_NONE:
             part, counter = stream_scratch_and_counter(x.device, self.device_index, self.part_len, self.acc)
         elif part is None:
@@ -253,19 +252,14 @@ class SSIMPlan:
         else:
             if counter is None:
                 counter = _counter(self.device, self.device_index)
-            if grad_maps is None:
-                self._fwd(x, y, win, part, counter, out, part, part, *self._fwd_tail, False, False, *ms_args)
-            else:
-                maps, save_ax, save_ay = grad_maps
-                launcher, _, tail = self._fwd_saving[(save_ax, save_ay)]
-                launcher(x, y, win, part, counter, out, part, maps, *tail)
+            self._fwd(x, y, win, part, counter, out, part, part, *self._fwd_tail, False, False, *ms_args)
         return out, ()
 
     def forward_for_grad(self, needs, x: torch.Tensor, y: torch.Tensor, win: torch.Tensor):
         """The forward of a call that will be differentiated (``needs``: which of x, y need a gradient): where the
         plan can, it also writes the unit gradient maps (bm, cm, ax and/or ay; (slots, N*C*DO, HO, WO),
         accumulation dtype, 12-16 bytes a pixel) and returns them as the saved state, so the backward only
-        filters them. (:meth:`forward` with ``grad_maps``, inlined: this is a training step's host path.)"""
+        filters them."""
         saving = self._fwd_saving.get((needs[0], needs[1]))
         if saving is None:  # no gradient asked for, or a plan that recomputes in its backward
             return self.forward(x, y, win)
@@ -315,10 +309,10 @@ class SSIMPlan:
         gradient of the MS-SSIM value."""
         x, y, win = tensors[:3]
         need_dx, need_dy = bool(needs[0]), bool(needs[1])
-        if saved and not self.three_d:  # 2-D, from the unit gradient maps of forward_for_grad: a training step
-            return self._backward_saved(x, y, win, saved[0], g, need_dx, need_dy)
         if not (need_dx or need_dy):
             return None, None, None
+        if saved and not self.three_d:  # 2-D, from the unit gradient maps of forward_for_grad: a training step
+            return self._backward_saved(x, y, win, saved[0], g, need_dx, need_dy)
         if self.three_d:
             return (*self._backward_3d(x, y, win, g, need_dx, need_dy, saved[0] if saved else None), None)
         return (*self._backward_2d(x, y, win, g, need_dx, need_dy, g_offset, up, buffers, ms_args), None)
@@ -327,8 +321,6 @@ class SSIMPlan:
         """(dx, dy, None) (2-D) from the unit gradient maps of :meth:`forward_for_grad`."""
         entry = self._bwd.get((need_dx, need_dy))
         if entry is None:
-            if not (need_dx or need_dy):
-                return None, None, None
             entry = self._bwd[(need_dx, need_dy)] = self._saved_backward_entry(need_dx, need_dy)
         launcher, slots, constants, tail = entry
         if maps.shape[0] != slots:

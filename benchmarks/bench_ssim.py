@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import statistics
 import sys
 import time
@@ -356,8 +357,9 @@ def run_train(sizes: list[tuple[int, int]], steps: int, warmup: int, repeats: in
                 errors[name] = f"{type(exc).__name__}: {str(exc)[:200]}"
         times: dict[str, list[float]] = {name: [] for name in steps_fn}
         cpu: dict[str, list[float]] = {name: [] for name in steps_fn}  # process CPU time: every thread's host work
+        order = random.Random(0)  # each round runs the variants in a new order: no variant always follows another
         for _ in range(repeats):
-            for name, step in steps_fn.items():
+            for name, step in order.sample(list(steps_fn.items()), len(steps_fn)):
                 sync(device)
                 t0, c0 = time.perf_counter(), time.process_time()
                 for _ in range(steps):
@@ -377,12 +379,21 @@ def run_train(sizes: list[tuple[int, int]], steps: int, warmup: int, repeats: in
                 # paired by round (the two ran back to back): robust to the host's drift between rounds
                 diffs = [a - b for a, b in zip(ts, peer)]
                 row["minus_peer_paired_ms"] = statistics.median(diffs)
+                row["minus_peer_paired_ci95_ms"] = median_ci95(diffs)
                 row["rounds_faster_than_peer"] = sum(d < 0 for d in diffs)
             rows.append(row)
             print(f"  train {w}x{h} {name}: {ms:.3f} ms/step", flush=True)
         rows += [{"size": [h, w], "variant": n, "error": e} for n, e in errors.items()]
         rows += [{"size": [h, w], "variant": n, "missing": e} for n, e in missing.items()]
     return rows
+
+
+def median_ci95(values: list[float], resamples: int = 2000) -> list[float]:
+    """A 95% bootstrap interval of the median (percentile method, fixed seed): how far the paired difference of a
+    host-bound step could move with other rounds of the same run."""
+    rng = random.Random(1)
+    medians = sorted(statistics.median(rng.choices(values, k=len(values))) for _ in range(resamples))
+    return [medians[int(0.025 * resamples)], medians[int(0.975 * resamples) - 1]]
 
 
 # -------------------------------------------------------------------------------------------------- report
@@ -453,9 +464,11 @@ def print_report(rows: list[dict], ratios: list[dict], checks: list[dict], train
         for r in train:
             size = f"{r['size'][1]}x{r['size'][0]}"
             extra = r.get("missing") or r.get("error")
+            ci = r.get("minus_peer_paired_ci95_ms")
             paired = ("" if "minus_peer_paired_ms" not in r else
                       f"  vs fused-ssim paired {r['minus_peer_paired_ms']:+.3f} "
-                      f"(faster in {r['rounds_faster_than_peer']}/{len(r['runs_ms'])})")
+                      + (f"[{ci[0]:+.3f}, {ci[1]:+.3f}] " if ci else "")
+                      + f"(faster in {r['rounds_faster_than_peer']}/{len(r['runs_ms'])})")
             split = f"  cpu {r['cpu_ms_per_step']:.3f}" if "cpu_ms_per_step" in r else ""
             if "gpu_kernel_us_per_step" in r:
                 split += f"  gpu {r['gpu_kernel_us_per_step'] / 1e3:.3f} ({r['kernels_per_step']:.0f} kernels)"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 from pathlib import Path
 
@@ -28,6 +29,7 @@ BWD_TILES = [None, (128, 128, 4), (128, 64, 4), (128, 32, 4)]
 SAVED_VARIANTS = [{}, dict(saved_bwd_lanes=False, saved_bwd_maxnreg=80), dict(saved_bwd_maxnreg=None),
                   dict(saved_bwd_maxnreg=64), dict(saved_bwd_maxnreg=80), dict(bwd_unroll=True),
                   dict(bwd_tile=(128, 64, 4)), dict(bwd_tile=(128, 32, 4))]
+ROW_SWEEP = (32, 48, 57, 64, 96, 103, 128, 144, 155, 256)
 # the fused L1 + SSIM training pair (ssim_weight 0.2): the saving forward's register cap ({}: the shipped 120)
 # and its tiles and unrolling (the fused L1 adds per-row work and registers to the saving forward)
 L1_VARIANTS = [{}, dict(save_maxnreg=128), dict(save_maxnreg=136), dict(save_maxnreg=112), dict(save_maxnreg=None),
@@ -38,7 +40,7 @@ L1_VARIANTS = [{}, dict(save_maxnreg=128), dict(save_maxnreg=136), dict(save_max
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--shape", action="append", help="N,C,H,W (repeatable); default: the training shapes")
-    parser.add_argument("--parts", default="fwd,bwd,saved,l1", help="comma list of fwd, bwd, saved, l1")
+    parser.add_argument("--parts", default="fwd,bwd,saved,l1", help="comma list of fwd, bwd, saved, l1, rows")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
     shapes = [tuple(int(v) for v in s.split(",")) for s in args.shape] if args.shape else SHAPES
@@ -64,10 +66,50 @@ def main() -> None:
                 print(rows[-1], flush=True)
         if "saved" in parts:
             rows += _saved_maps(shape, x, y, win, g, SAVED_VARIANTS)
+        if "rows" in parts:
+            rows += _rows_sweep(shape, x, y, win, g)
         if "l1" in parts:  # SSIM alone first: the fused loss's goal is to cost no more
             rows += _saved_maps(shape, x, y, win, g, [{}]) if "saved" not in parts else []
             rows += _saved_maps(shape, x, y, win, g, L1_VARIANTS, ssim_weight=0.2)
     write_json("tune-ssim", {"meta": metadata(), "rows": rows}, os.environ.get("OUT"))
+
+
+def _kernel_us(fn, calls: int = 30) -> list[float]:
+    """Median GPU time (µs) of each kernel ``fn`` launches, in launch order (torch.profiler: no host time, no L2
+    flush; inputs stay as a training step leaves them)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    kernels = [e.device_time for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    per_call = len(kernels) // calls
+    return [statistics.median(kernels[i::per_call]) for i in range(per_call)]
+
+
+def _rows_sweep(shape, x, y, win, g) -> list[dict]:
+    """Output rows per program of the inference forward, the saving forward, the saved-maps backward and the
+    recomputing backward (the same value for all; the shipped choices first, ``None``): kernel time per row count,
+    to check the makespan model that picks them (``ops/waves.py``). Rows are a launch argument, so no row count
+    compiles a kernel of its own."""
+    out = []
+    for r in (None, *ROW_SWEEP):
+        tile = None if r is None else (128, r, 4)
+        plan = SSIMPlan(shape, x.stride(), y.stride(), x.dtype, x.device, 11, 1e-4, 9e-4, False, True, 1,
+                        fwd_tile=tile, bwd_tile=tile)
+        infer = _kernel_us(lambda: plan.forward(x, y, win))
+        pair = _kernel_us(lambda: plan.backward((x, y, win), plan.forward_for_grad((True, False), x, y, win)[1], g,
+                                                (True, False)))
+        recompute = _kernel_us(lambda: plan.backward((x, y, win), (), g, (True, False)))
+        chosen = {"fwd_rows": plan._fwd_tail[-6], "bwd_saved_rows": plan._saved_backward_entry(True, False)[3][-3],
+                  "bwd_recompute_rows": plan._backward_entry(True, False, False)[3]}
+        out.append({"shape": shape, "kernel": "rows", "rows": r, **chosen, "infer_us": infer[-1],
+                    "fwd_save_us": pair[0], "bwd_saved_us": pair[-1], "bwd_recompute_us": recompute[-1]})
+        print(out[-1], flush=True)
+    return out
 
 
 def _saved_maps(shape, x, y, win, g, variants: list[dict], ssim_weight: float = -1.0) -> list[dict]:

@@ -132,6 +132,36 @@ def test_saved_gradient_maps_backward(kernel_device, needs, valid, tile):
     assert [d is not None for d in got] == list(needs)
 
 
+def test_any_rows_per_program(kernel_device):
+    """Rows per program are a launch argument (chosen per shape, ``ops/waves.py``): segments of 5 and 7 rows
+    split 17 rows unevenly (a last segment of 2 and 3 rows), and the forward, the saving forward, the saved-maps
+    and the recomputing backward all equal the twin. On a GPU both row counts run one compiled kernel each."""
+    from fusedsim.ops.ssim import SSIMPlan, _kernel, _saved_backward_kernel
+    from fusedsim.reference.ssim_ref import gaussian_window, ssim_reduce_ref
+
+    x, y = _pair((1, 2, 17, 21), kernel_device, seed=13)
+    win = gaussian_window(5, 1.5, device=kernel_device).expand(2, -1).contiguous()
+    xr, yr = x.detach().clone().requires_grad_(), y.detach().clone().requires_grad_()
+    ref = ssim_reduce_ref(xr, yr, win, 1e-4, 9e-4, False, True, 1, 0.2)
+    want = torch.autograd.grad(ref, xr)[0]
+    g = torch.ones((), dtype=torch.float64, device=kernel_device)
+    compiled = []
+    for rows in (5, 7):
+        plan = SSIMPlan(x.shape, x.stride(), y.stride(), x.dtype, x.device, 5, 1e-4, 9e-4, False, True, 1, 0.2,
+                        fwd_tile=(16, rows, 1), bwd_tile=(16, rows, 1))
+        torch.testing.assert_close(plan.forward(x, y, win)[0], ref.detach(), atol=1e-9, rtol=1e-9)
+        out, saved = plan.forward_for_grad((True, False), x, y, win)
+        torch.testing.assert_close(out, ref.detach(), atol=1e-9, rtol=1e-9)
+        torch.testing.assert_close(plan.backward((x, y, win), saved, g, (True, False))[0], want, atol=1e-9,
+                                   rtol=1e-8)
+        torch.testing.assert_close(plan.backward((x, y, win), (), g, (True, False))[0], want, atol=1e-9, rtol=1e-8)
+        if kernel_device == "cuda":
+            kernels = (_kernel("fwd", 5, False, True), _saved_backward_kernel(5, ("bm", "cm", "ax"), False, False))
+            compiled.append([sum(len(entry[0]) for entry in k.device_caches.values()) for k in kernels])
+    if compiled:
+        assert compiled[0] == compiled[1]
+
+
 def test_expanded_upstream_gradient(kernel_device):
     """A per-image result summed by the caller hands the kernel a stride-0 gradient: read it in place."""
     x, y = _pair((3, 2, 14, 15), kernel_device, seed=13)

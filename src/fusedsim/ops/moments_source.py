@@ -250,7 +250,7 @@ def depth_taps(k: int, shift: str, limit: str) -> list[str]:
 STATS_SIG = (
     "X, Y, WIN, {outputs}, C, D, H, W, DO, HO, WO, "
     "sxn, sxc, sxd, sxh, sxw, syn, syc, syd, syh, syw, {scalars}"
-    "OFF: tl.constexpr, BW: tl.constexpr, RS: tl.constexpr, ACC: tl.constexpr{flags}"
+    "OFF: tl.constexpr, BW: tl.constexpr, RS, ACC: tl.constexpr{flags}"
 )
 
 

@@ -45,10 +45,12 @@ from fusedsim.ops.ssim_source import (
 )
 from fusedsim.ops.stream_buffers import stream_counter as _counter
 from fusedsim.ops.stream_buffers import stream_scratch, stream_scratch_and_counter
+from fusedsim.ops.waves import resident_programs, segment_rows
 from fusedsim.reference.ssim_ref import compute_dtype
 
-# Ints that vary between calls of one plan (upstream-gradient offsets and strides) are not specialised on.
-_VARYING = ["g_off_s", "g_off_cs", "gsn", "gsc"]
+# Ints that vary between calls of one plan (upstream-gradient offsets and strides) are not specialised on, nor are
+# the rows per program (RS, chosen per shape by ops/waves.py: one compiled kernel serves every choice).
+_VARYING = ["g_off_s", "g_off_cs", "gsn", "gsc", "RS"]
 _RBLOCK_PER_WARP = 256  # partial sums read per step by the reducing program, per warp (8 a thread)
 # Shortest forward row segment per program when the grid is small (benchmarks/tune_ssim.py; NOTES.md)
 FWD_MIN_ROWS = 32
@@ -66,7 +68,7 @@ def _kernel(kind: str, taps: int, three_d: bool, unroll: bool = True, ms_levels:
     renderers = {"fwd": lambda: render_forward(taps, three_d, name, unroll=unroll, ms_levels=ms_levels),
                  "grad_maps": lambda: render_grad_maps(taps, three_d, name),
                  "grad_conv": lambda: render_grad_conv(taps, three_d, name)}
-    varying = {"grad_maps": _VARYING, "grad_conv": ["g_off_s", "gsn", "gsc"]}.get(kind, ())
+    varying = {"grad_maps": _VARYING, "grad_conv": ["g_off_s", "gsn", "gsc"]}.get(kind, ["RS"])
     return jit_from_source(name, renderers[kind](), do_not_specialize=varying)
 
 
@@ -112,20 +114,17 @@ def _sm_count(device: torch.device) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 0
 
 
-def _rows_per_program(out_rows: int, other_programs: int, device: torch.device, min_rows: int) -> int:
-    """128 output rows per program, halved (down to ``min_rows``: the K-1 halo rows each program re-reads make
-    shorter segments costlier) while the grid would fill fewer than 4 programs per multiprocessor: batch-1 images
-    and the small MS-SSIM levels otherwise leave most of the GPU idle."""
-    rows, target = 128, 4 * _sm_count(device)
-    while rows > min_rows and other_programs * triton.cdiv(out_rows, rows) < target:
-        rows //= 2
-    return rows
+# Registers per thread of the forward, which set how many of its programs share a multiprocessor in the
+# rows-per-program model (ops/waves.py): uncapped, 128 at K = 11 on Triton 3.6; the saving forward is capped at
+# 120, the same 4 programs of 4 warps. The saved-maps backward's is its cap, SAVED_BWD_MAXNREG.
+FWD_REGISTERS = 128
 
 
 def _backward_rows(rows_total: int, other_programs: int, device: torch.device, halo: int) -> int:
-    """Rows per program of the fused backward: the fewest waves times the rows each program streams (its rows
-    plus the 2(K-1) halo), at 3 resident programs per multiprocessor (158 registers per thread). Measured at
-    the training shapes and the MS-SSIM levels (benchmarks/NOTES.md)."""
+    """Rows per program of the recomputing fused backward: the fewest waves times the rows each program streams
+    (its rows plus the 2(K-1) halo), at 3 resident programs per multiprocessor (158 registers per thread), among
+    128, 64 and 32. Measured at the training shapes and the MS-SSIM levels (benchmarks/NOTES.md); the makespan
+    model of the other kernels chose worse for this one at batch 1 (it is bound by its work, not its waves)."""
     slots = 3 * _sm_count(device)
     if not slots:
         return 128
@@ -137,13 +136,26 @@ def _backward_rows(rows_total: int, other_programs: int, device: torch.device, h
     return min((128, 64, 32), key=lambda rows: (cost(rows), -rows))
 
 
+def _segment_rows(out_rows: int, strips: int, planes: int, device: torch.device | None, halo: int, registers: int,
+                  warps: int, min_rows: int) -> int:
+    """Output rows per program that minimise the grid's estimated makespan (:func:`waves.segment_rows`) on this
+    GPU; 128 without one (Triton's interpreter)."""
+    sms = _sm_count(device) if device is not None else 0
+    if not sms:
+        return 128
+    slots = resident_programs(registers, warps) * sms
+    return segment_rows(out_rows, strips, planes, slots, halo, min_rows)
+
+
 def _tile(width: int, out_rows: int = 0, planes: int = 0, device: torch.device | None = None,
-          min_rows: int = 128) -> tuple[int, int, int]:
-    """(columns per program, output rows per program, warps): one column per thread."""
+          min_rows: int = 128, *, halo: int = 0, registers: int = FWD_REGISTERS) -> tuple[int, int, int]:
+    """(columns per program, output rows per program, warps): one column per thread; rows by the makespan model
+    when a device is given, else 128."""
     block_w = min(128, max(16, triton.next_power_of_2(width)))
-    rows = 128 if device is None else _rows_per_program(out_rows, planes * triton.cdiv(width, block_w), device,
-                                                        min_rows)
-    return block_w, rows, max(1, block_w // 32)
+    warps = max(1, block_w // 32)
+    rows = 128 if device is None else _segment_rows(out_rows, triton.cdiv(width, block_w), planes, device, halo,
+                                                    registers, warps, min_rows)
+    return block_w, rows, warps
 
 
 def _strides5(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...]:
@@ -204,7 +216,7 @@ class SSIMPlan:
         self.ms_levels, ms_level = ms if ms is not None else (0, -1)
         fwd_ms = self.ms_levels if ms_level == self.ms_levels - 1 else 0  # the combine: last level only
 
-        block_w, rows, warps = fwd_tile or _tile(wo, ho, n * c * do, device, FWD_MIN_ROWS)
+        block_w, rows, warps = fwd_tile or _tile(wo, ho, n * c * do, device, FWD_MIN_ROWS, halo=taps - 1)
         grid = (triton.cdiv(wo, block_w), triton.cdiv(ho, rows), n * c * do)
         self.nprog = grid[0] * grid[1] * grid[2]
         self.part_len = (3 if self.with_l1 else 2) * self.nprog
@@ -340,7 +352,8 @@ class SSIMPlan:
         backward from saved maps: fixed per plan, so a training step's backward binds only its tensors."""
         names = ("bm", "cm") + (("ax",) if need_dx else ()) + (("ay",) if need_dy else ())
         (_, h, w), (_, ho, wo), (n, c), sx, sy = self.dhw, self.out_dhw, (self.n, self.c), self.sx, self.sy
-        block_w, rows, warps = self.bwd_tile or _tile(w, h, n * c, self.device, FWD_MIN_ROWS)
+        block_w, rows, warps = self.bwd_tile or _tile(w, h, n * c, self.device, FWD_MIN_ROWS, halo=self.taps - 1,
+                                                      registers=SAVED_BWD_MAXNREG)
         grid = (triton.cdiv(w, block_w), triton.cdiv(h, rows), n * c)
         lanes = self.saved_bwd_lanes and _lanes_fit(self.taps, block_w, warps)
         kernel = _saved_backward_kernel(self.taps, names, self.bwd_unroll, lanes)

@@ -439,7 +439,7 @@ def render_grad_fused_2d(k: int, maps: tuple[str, ...], name: str, unroll: bool 
     sig = (
         f"X, Y, WIN, WINF, {_UPSTREAM_SIG}, wl_hi, wl_lo, div_l1, GMAP, UPX, UPY, HU, WU, DX, DY, SCR, "
         "C, H, W, HO, WO, sxn, sxc, sxh, sxw, syn, syc, syh, syw, c1, c2, "
-        "OFF: tl.constexpr, BW: tl.constexpr, RS: tl.constexpr, ACC: tl.constexpr, "
+        "OFF: tl.constexpr, BW: tl.constexpr, RS, ACC: tl.constexpr, "
         "HAS_GS: tl.constexpr, HAS_GCS: tl.constexpr, HAS_GMAP: tl.constexpr, HAS_L1: tl.constexpr, "
         "HAS_UP: tl.constexpr, SYMMETRIC: tl.constexpr" + (_MS_UPSTREAM_SIG if ms_levels else "")
     )
@@ -529,7 +529,7 @@ def render_grad_saved_2d(k: int, maps: tuple[str, ...], name: str, unroll: bool 
     sig = (
         f"X, Y, MAPS, WINF, {_UPSTREAM_SIG}, wl_hi, wl_lo, div_l1, DX, DY, "
         "C, H, W, HO, WO, sxn, sxc, sxh, sxw, syn, syc, syh, syw, "
-        "OFF: tl.constexpr, BW: tl.constexpr, RS: tl.constexpr, ACC: tl.constexpr, HAS_L1: tl.constexpr"
+        "OFF: tl.constexpr, BW: tl.constexpr, RS, ACC: tl.constexpr, HAS_L1: tl.constexpr"
     )
     body = _PLANE_PROGRAM + [
         "cols = pid_w * BW + tl.arange(0, BW)",

@@ -268,6 +268,12 @@ def ratio_rows(rows: list[dict]) -> list[dict]:
             for mode in ("fwd_bwd_ms", "infer_ms"):
                 if r.get(mode) and other.get(mode):
                     entry[mode.replace("_ms", "_x")] = other[mode] / r[mode]
+                    # per round (the two ran back to back): robust to the host's drift between rounds
+                    pairs = list(zip(other.get(mode.replace("_ms", "_rounds"), []),
+                                     r.get(mode.replace("_ms", "_rounds"), [])))
+                    if len(pairs) > 1:
+                        entry[mode.replace("_ms", "_x_paired")] = statistics.median(a / b for a, b in pairs)
+                        entry[mode.replace("_ms", "_rounds_faster")] = f"{sum(a > b for a, b in pairs)}/{len(pairs)}"
             if len(entry) > 3:
                 out.append(entry)
     return out
@@ -451,8 +457,10 @@ def print_report(rows: list[dict], ratios: list[dict], checks: list[dict], train
               f"{fmt(r.get('value'), 4):>8}{note}")
     print("\nRatios, same run (other's time / fusedsim's time; > 1: fusedsim faster):")
     for r in ratios:
-        cells = [f"{mode} {r[key]:6.2f}x" for mode, key in (("fwd+bwd", "fwd_bwd_x"), ("infer", "infer_x"))
-                 if key in r]
+        cells = [f"{mode} {r[key]:6.2f}x" + (f" (paired {r[key + '_paired']:.2f}x, faster in "
+                                             f"{r[key.replace('_x', '_rounds_faster')]})" if key + "_paired" in r
+                                             else "")
+                 for mode, key in (("fwd+bwd", "fwd_bwd_x"), ("infer", "infer_x")) if key in r]
         print(f"  {r['kind']:8} {'x'.join(map(str, r['shape'])):16} {r['comparison']:44} {'  '.join(cells)}")
     print("\nAgreement (same function, same inputs): |value diff|, relative gradient difference:")
     for c in checks:

@@ -2,14 +2,13 @@
 
 A program of the SSIM kernels streams one segment of output rows of one column strip, plus the window's halo
 rows, which every segment re-reads. Long segments cost less halo; but the grid then has fewer programs, and its
-last wave may leave most resident slots idle (one 1080-row image in 128-row segments is 1.4 waves of the
+last wave may leave most resident slots idle (one 1080-row RGB image in 64-row segments is 1.4 waves of the
 saving forward on a 132-SM GPU; 96-row segments make it one). :func:`segment_rows` picks the segment length that
 minimises the estimated time of the whole grid: programs are dispatched in launch order (column strips fastest,
 then segments, then planes) to the first free of ``slots`` resident programs, each taking its rows plus the halo
-(greedy list scheduling; the last segment of a plane is shorter). Measured against the kernel times of 14 row
-counts at six shapes on an H100, it ranks the measured best first or within 3% of it
-(``benchmarks/NOTES.md``, "Rows per program by makespan").
-"""
+(greedy list scheduling; the last segment of a plane is shorter). Against kernel times of ten row counts at seven
+shapes on an H100, its choice was the fastest or within 3% of it (``benchmarks/NOTES.md``, "Rows per program by
+makespan")."""
 
 from __future__ import annotations
 

@@ -146,12 +146,19 @@ AGREEMENT = [("fusedsim.fused_ssim", "fused_ssim"), ("fusedsim.ssim", "pytorch_m
 
 
 # ------------------------------------------------------------------------------------------- per-call table
+# Memory bandwidth of the GPUs the floor model knows: the H200's device copy as measured on the lent machines,
+# the H100 SXM's HBM3 peak from its data sheet (not measured here, so its byte floors are optimistic)
+FLOOR_BYTES_PER_S = {"H200": 4.3e12, "H100": 3.35e12}
+
+
 def floor_ms(shape: Shape, train: bool, device: str) -> float | None:
-    """Memory/arithmetic floor of fused SSIM (fp32, 11 taps) on an H200, from the model in NOTES.md:
-    bytes 8 B/px (inference) or 20 B/px (fwd+bwd) at 4.3 TB/s (device copy measured on this kind); FP
+    """Memory/arithmetic floor of fused SSIM (fp32, 11 taps) on an H200 or H100, from the model in NOTES.md:
+    bytes 8 B/px (inference) or 20 B/px (fwd+bwd) at the chip's bandwidth (``FLOOR_BYTES_PER_S``); FP
     instructions 55·p+25 per px forward, 2·(55·p+25)+33·p+34 fwd+bwd (p = spatial passes) at 128 lanes/SM at
-    1.98 GHz. None off an H200: the constants are that chip's."""
-    if device != "cuda" or "H200" not in torch.cuda.get_device_name(0):
+    1.98 GHz. None on other GPUs: the constants are these chips'."""
+    name = torch.cuda.get_device_name(0) if device == "cuda" else ""
+    bandwidth = next((b for chip, b in FLOOR_BYTES_PER_S.items() if chip in name), None)
+    if bandwidth is None:
         return None
     px = 1
     for s in shape:
@@ -160,7 +167,7 @@ def floor_ms(shape: Shape, train: bool, device: str) -> float | None:
     fwd_instr = 55 * passes + 25
     instr = (2 * fwd_instr + 33 * passes + 34) if train else fwd_instr
     lanes_per_s = torch.cuda.get_device_properties(0).multi_processor_count * 128 * 1.98e9
-    return 1e3 * max(px * (20 if train else 8) / 4.3e12, px * instr / lanes_per_s)
+    return 1e3 * max(px * (20 if train else 8) / bandwidth, px * instr / lanes_per_s)
 
 
 def time_provider(p: Provider, x: Tensor, y: Tensor, device: str, rep_ms: int, memory: bool = True) -> dict:

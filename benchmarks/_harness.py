@@ -73,6 +73,18 @@ def _clear_grads(tensors: Sequence[torch.Tensor] | None) -> None:
         t.grad = None
 
 
+def kernel_times_us(fn: Callable[[], object], calls: int) -> list[float]:
+    """GPU time (µs) of every kernel ``fn`` launches over ``calls`` calls, in launch order (torch.profiler: no host
+    time, no L2 flush)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    return [e.device_time for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+
+
 def peak_extra_mib(fn: Callable[[], object], device: str = "cuda") -> float | None:
     """Peak memory allocated while ``fn`` runs, above what was allocated before it, in MiB (None off CUDA)."""
     if device != "cuda":

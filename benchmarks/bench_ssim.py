@@ -33,8 +33,8 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import (RESULTS, available, fmt, median_ms, metadata, optional_import, parse_skip,  # noqa: E402
-                      peak_extra_mib, random_pair, run_stamp, smoke_dir, sync, write_json)
+from _harness import (RESULTS, available, fmt, kernel_times_us, median_ms, metadata,  # noqa: E402
+                      optional_import, parse_skip, peak_extra_mib, random_pair, run_stamp, smoke_dir, sync, write_json)
 
 Tensor = torch.Tensor
 Shape = tuple[int, ...]
@@ -312,14 +312,8 @@ def step_gpu_us(step: Callable[[], None], device: str) -> dict:
     exceeds its GPU time is host-bound, and its wall time is the host's."""
     if device != "cuda":
         return {}
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(10):
-            step()
-        torch.cuda.synchronize()
-    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-    return {"gpu_kernel_us_per_step": sum(e.device_time for e in kernels) / 10, "kernels_per_step": len(kernels) / 10}
+    kernels = kernel_times_us(step, 10)
+    return {"gpu_kernel_us_per_step": sum(kernels) / 10, "kernels_per_step": len(kernels) / 10}
 
 
 def train_variants(skip: set[str]) -> tuple[dict[str, Callable[[Tensor, Tensor], Tensor]], dict[str, str]]:

@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import median_ms, metadata, write_json  # noqa: E402
+from _harness import kernel_times_us, median_ms, metadata, write_json  # noqa: E402
 
 from fusedsim.ops.ssim import SSIMPlan  # noqa: E402
 from fusedsim.reference.ssim_ref import gaussian_window  # noqa: E402
@@ -77,15 +77,9 @@ def main() -> None:
 def _kernel_us(fn, calls: int = 30) -> list[float]:
     """Median GPU time (µs) of each kernel ``fn`` launches, in launch order (torch.profiler: no host time, no L2
     flush; inputs stay as a training step leaves them)."""
-    from torch.profiler import ProfilerActivity, profile
-
     fn()
     torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            fn()
-        torch.cuda.synchronize()
-    kernels = [e.device_time for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    kernels = kernel_times_us(fn, calls)
     per_call = len(kernels) // calls
     return [statistics.median(kernels[i::per_call]) for i in range(per_call)]
 

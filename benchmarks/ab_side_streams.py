@@ -1,4 +1,4 @@
-"""A/B of SSIMULACRA2's scales on side CUDA streams (``fusedsim.ops.side_streams``) against one stream, in one
+"""A/B of SSIMULACRA2's scales on side CUDA streams (``fusedsim.core.side_streams``) against one stream, in one
 process on one GPU: per-call time one-shot and with a prepared reference (CUDA events over back-to-back calls,
 median of 5 timings, each variant twice in turn), peak extra memory, and whether the scores are identical.
 
@@ -18,8 +18,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import metadata, write_json  # noqa: E402
 
-from fusedsim.metrics._ssimulacra2 import prepare_ssimulacra2, score_prepared_ssimulacra2, ssimulacra2  # noqa: E402
-from fusedsim.ops import side_streams  # noqa: E402
+from fusedsim.families.ssimulacra2.api import prepare_ssimulacra2, score_prepared_ssimulacra2, ssimulacra2  # noqa: E402
+import fusedsim.core.side_streams as side_streams  # noqa: E402
 
 SHAPES = ["1x1080x1920", "8x1080x1920", "1x1024x1024", "1x4096x4096"]
 VARIANTS = {"one stream": 2**62, "side streams": 0}

@@ -13,8 +13,8 @@ import torch
 from triton.testing import do_bench
 
 from fusedsim.ops import op
-from fusedsim.ops.lncc import lncc_plan
-from fusedsim.reference.lncc_ref import lncc_constants, lncc_taps, lncc_window_table
+from fusedsim.registration.lncc_kernel import lncc_plan
+from fusedsim.registration.lncc_twin import lncc_constants, lncc_taps, lncc_window_table
 
 SHAPES = [((1, 1, 192, 160, 224), 9), ((1, 1, 384, 320, 448), 9), ((2, 16, 128, 128, 128), 7)]
 

@@ -109,7 +109,7 @@ def _piq_iw_ssim(ref: Tensor, dist: Tensor):
     configuration that is within 3.1e-5 of the authors' code); the grey conversion is done once, outside."""
     import piq  # ImportError: the peer is reported as missing
 
-    from fusedsim.reference.iwssim_ref import grey_ref
+    from fusedsim.families.iwssim.twin import grey_ref
 
     x, y = grey_ref(dist.double() / 255), grey_ref(ref.double() / 255)
     return "piq", lambda: piq.information_weighted_ssim(x, y, data_range=255.0), lambda r: float(r)

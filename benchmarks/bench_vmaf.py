@@ -1,6 +1,6 @@
 """VMAF integer SSIM benchmark: the Triton path against the CPU path (PyTorch twin) in one process.
 
-* GPU-resident frames: frames/s of ``fusedsim.ops.integer_ssim.integer_ssim_fwd`` (terms kernel + exact
+* GPU-resident frames: frames/s of ``fusedsim.vmaf.integer_ssim_kernel.integer_ssim_fwd`` (terms kernel + exact
   sequential pooling) and of the public ``fusedsim.vmaf.integer_ssim`` (adds input checks), 1080p and 2160p,
   8 and 10 bit; the two kernels timed alone; a few block-size variants.
 * CPU path: ``integer_ssim_ref`` on the same frames (all CPU threads), checked ``==`` against the GPU values.
@@ -34,9 +34,9 @@ import torch  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import write_json  # noqa: E402
 
-from fusedsim.ops.integer_ssim import integer_ssim_fwd, integer_ssim_terms_fwd  # noqa: E402
-from fusedsim.ops.sequential_sum import sequential_sum_fwd  # noqa: E402
-from fusedsim.reference.integer_ssim_ref import integer_ssim_ref  # noqa: E402
+from fusedsim.vmaf.integer_ssim_kernel import integer_ssim_fwd, integer_ssim_terms_fwd  # noqa: E402
+from fusedsim.vmaf.sequential_sum_kernel import sequential_sum_fwd  # noqa: E402
+from fusedsim.vmaf.integer_ssim_twin import integer_ssim_ref  # noqa: E402
 from fusedsim.vmaf import integer_ssim  # noqa: E402
 
 

@@ -16,8 +16,8 @@ import time
 import numba
 import torch
 
-from fusedsim.cpu.integer_ssim_numba import integer_ssim_numba
-from fusedsim.reference.integer_ssim_ref import integer_ssim_ref
+from fusedsim.vmaf.integer_ssim_cpu import integer_ssim_numba
+from fusedsim.vmaf.integer_ssim_twin import integer_ssim_ref
 
 
 def main() -> None:

@@ -93,7 +93,7 @@ def main() -> None:
     peer = optional_import("fused_ssim")
     variants = {"L1 only": l1}
     if not isinstance(fusedsim, str):
-        from fusedsim.ops.registry import PlannedFunction
+        from fusedsim.core.registry import PlannedFunction
 
         wrap(PlannedFunction, "fusedsim")
         variants["+ fusedsim.fused_ssim"] = lambda o, t: 0.8 * l1(o, t) + 0.2 * (1 - fusedsim.fused_ssim(o, t))

@@ -17,8 +17,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import kernel_times_us, median_ms, metadata, write_json  # noqa: E402
 
-from fusedsim.ops.ssim import SSIMPlan  # noqa: E402
-from fusedsim.reference.ssim_ref import gaussian_window  # noqa: E402
+from fusedsim.ssim.kernels import SSIMPlan  # noqa: E402
+from fusedsim.core.moments.twin import gaussian_window
 
 SHAPES = [(1, 3, 1080, 1920), (1, 3, 800, 800), (1, 3, 546, 980), (1, 3, 135, 240), (1, 3, 68, 120),
           (8, 3, 512, 512), (5, 5, 1080, 1920)]

@@ -1,4 +1,4 @@
-"""Sweep the fused warp forward's launch geometry (:class:`fusedsim.ops.warp.ForwardLaunch`: voxels and warps per
+"""Sweep the fused warp forward's launch geometry (:class:`fusedsim.registration.warp_kernel.ForwardLaunch`: voxels and warps per
 program, the channel count from which programs take tiles of rows and slices, the tile, its register cap) at the
 shapes of ``bench_registration.py``, against ``grid_sample(affine_grid(A) + u)`` in the same process.
 
@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import median_ms, metadata, write_json  # noqa: E402
 from bench_registration import warp_inputs  # noqa: E402
 
-from fusedsim.ops.warp import ForwardLaunch, warp_plan  # noqa: E402
+from fusedsim.registration.warp_kernel import ForwardLaunch, warp_plan  # noqa: E402
 
 SHAPES = [(1, 1, 192, 160, 224), (1, 1, 384, 320, 448), (2, 16, 128, 128, 128)]
 # {}: the shipped geometry; the others override some of its fields

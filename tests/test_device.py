@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fusedsim._device import check_device_name, resolve_device
-from fusedsim.backend import BackendUnavailableError
+from fusedsim.core.device import check_device_name, resolve_device
+from fusedsim.core.backend import BackendUnavailableError
 
 
 @pytest.mark.parametrize("name", ["gpu", "tpu", "mps", "cuda:", "cuda:x", "cpu:0", "", "cuda0"])

@@ -1,7 +1,7 @@
 """Tensors on a GPU that is not the current one are computed on their own GPU, with the results of the current
 one: every metric through the engine (cached reference included), each differentiable metric's gradients, the
 video features and fused_ssim in training. Triton launches on the current device, so each launch must switch to
-its tensors' device (``fusedsim.ops._launch.Launcher``); the ops alone are checked in ``ops/test_registry.py``."""
+its tensors' device (``fusedsim.core.launch.Launcher``); the ops alone are checked in ``ops/test_registry.py``."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import fusedsim
-from fusedsim._validation import check_positive
+from fusedsim.core.validation import check_positive
 
 
 @pytest.mark.parametrize("value, expected", [

@@ -1,13 +1,18 @@
 """fusedsim: fused GPU kernels for comparing images and video, with exact PyTorch twins.
 
-Everything here loads on first use (PEP 562): ``import fusedsim`` imports neither torch's compiler stack nor
-Triton, and ``fusedsim.metrics``, ``fusedsim.vmaf``, ``fusedsim.io`` ... work as attributes after a plain
-``import fusedsim``.
+Everything here loads on first use (PEP 562): ``import fusedsim`` imports neither torch nor Triton. The public
+names come from the families (:mod:`fusedsim.families`, found on disk: each declares its ``EXPORTS``), and
+``fusedsim.<family>`` (``fusedsim.vmaf``, ``fusedsim.registration``...) is another name of
+``fusedsim.families.<family>``, for attributes and ``import`` statements alike; a family's function of the same
+name (``fusedsim.ssim``, ``fusedsim.dssim``) wins as an attribute.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
 import sys
 import types
 from typing import TYPE_CHECKING, Any
@@ -15,85 +20,86 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from fusedsim.backend import BackendUnavailableError, use_backend
+    from fusedsim.core.backend import BackendUnavailableError, use_backend
     from fusedsim.engine.scorer import Scorer, ScoreResult
-    from fusedsim.metrics._cvvdp import CVVDPLoss, cvvdp
-    from fusedsim.metrics._dssim import DSSIMLoss, dssim
-    from fusedsim.metrics._iwssim import IWSSIMLoss, iw_ssim
-    from fusedsim.metrics._ssimulacra2 import SSIMULACRA2Loss, ssimulacra2
-    from fusedsim.metrics._zensim import ZensimLoss, zensim, zensim_features
     from fusedsim.metrics.cached import Metric
     from fusedsim.metrics.registry import get_metric, list_metrics
-    from fusedsim.ssim import (
-        MS_SSIM,
-        SSIM,
-        FusedSSIM,
-        L1SSIMLoss,
-        fused_ssim,
-        l1_ssim_loss,
-        ms_ssim,
-        ssim,
-    )
 
-# public name -> module that defines it
-_LAZY_ATTRIBUTES = {
-    "fused_ssim": "fusedsim.ssim",
-    "ssim": "fusedsim.ssim",
-    "ms_ssim": "fusedsim.ssim",
-    "l1_ssim_loss": "fusedsim.ssim",
-    "SSIM": "fusedsim.ssim",
-    "MS_SSIM": "fusedsim.ssim",
-    "FusedSSIM": "fusedsim.ssim",
-    "L1SSIMLoss": "fusedsim.ssim",
-    "use_backend": "fusedsim.backend",
-    "BackendUnavailableError": "fusedsim.backend",
+# names of the package itself (the families' names come from their EXPORTS)
+_OWN = {
+    "use_backend": "fusedsim.core.backend",
+    "BackendUnavailableError": "fusedsim.core.backend",
     "get_metric": "fusedsim.metrics.registry",
     "list_metrics": "fusedsim.metrics.registry",
     "Metric": "fusedsim.metrics.cached",
-    "dssim": "fusedsim.metrics._dssim",
-    "DSSIMLoss": "fusedsim.metrics._dssim",
-    "cvvdp": "fusedsim.metrics._cvvdp",
-    "CVVDPLoss": "fusedsim.metrics._cvvdp",
-    "iw_ssim": "fusedsim.metrics._iwssim",
-    "IWSSIMLoss": "fusedsim.metrics._iwssim",
-    "ssimulacra2": "fusedsim.metrics._ssimulacra2",
-    "SSIMULACRA2Loss": "fusedsim.metrics._ssimulacra2",
-    "zensim": "fusedsim.metrics._zensim",
-    "zensim_features": "fusedsim.metrics._zensim",
-    "ZensimLoss": "fusedsim.metrics._zensim",
-    "butteraugli": "fusedsim.metrics._butteraugli",
-    "ButteraugliLoss": "fusedsim.metrics._butteraugli",
     "Scorer": "fusedsim.engine.scorer",
     "ScoreResult": "fusedsim.engine.scorer",
 }
-# sub-packages and modules reachable as attributes (``fusedsim.ssim`` is both: the attribute is the sub-package)
-_LAZY_MODULES = ("backend", "cli", "engine", "io", "metrics", "ops", "reference", "registration", "vmaf")
-
-__all__ = sorted([*_LAZY_ATTRIBUTES, "__version__"])
+# sub-packages reachable as attributes
+_MODULES = ("cli", "core", "engine", "families", "io", "metrics")
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY_ATTRIBUTES:
-        value = getattr(importlib.import_module(_LAZY_ATTRIBUTES[name]), name)
-    elif name in _LAZY_MODULES:
-        value = importlib.import_module(f"{__name__}.{name}")
+    if name in _OWN:
+        value = getattr(importlib.import_module(_OWN[name]), name)
+    elif name in _MODULES or name == "backend":
+        value = importlib.import_module(f"{__name__}.core.backend" if name == "backend" else f"{__name__}.{name}")
+    elif name.startswith("__"):
+        raise AttributeError(name)
     else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from fusedsim.families import exports, family_names
+
+        family = exports().get(name)
+        if family is not None:
+            value = getattr(family, name)
+        elif name in family_names():
+            value = importlib.import_module(f"{__name__}.families.{name}")
+        else:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value  # later look-ups skip this function
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY_ATTRIBUTES) | set(_LAZY_MODULES))
+    from fusedsim.families import exports, family_names
+
+    return sorted(set(globals()) | set(_OWN) | set(_MODULES) | set(exports()) | set(family_names()))
+
+
+class _FamilyAliases(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """``import fusedsim.<family>[.<module>]`` gives the module ``fusedsim.families.<family>[.<module>]`` itself
+    (one module object under two names, so nothing is registered twice)."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        parts = fullname.split(".")
+        if len(parts) < 2 or parts[0] != __name__ or parts[1] in ("families", *_MODULES):
+            return None
+        from fusedsim.families import family_names
+
+        if parts[1] not in family_names():
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        return importlib.import_module(f"{__name__}.families.{spec.name.split('.', 1)[1]}")
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        pass  # already executed under its own name
+
+
+sys.meta_path.append(_FamilyAliases())
 
 
 class _Package(types.ModuleType):
-    """Keeps ``fusedsim.ssim`` the function: importing the sub-package ``fusedsim.ssim`` (``from fusedsim.ssim
-    import ...``) makes the import system bind the sub-package to that attribute, which would shadow it."""
+    """Keeps ``fusedsim.ssim`` the function: importing the family ``fusedsim.ssim`` (``from fusedsim.ssim import
+    ...``) makes the import system bind the package to that attribute, which would shadow the function."""
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name in _LAZY_ATTRIBUTES and isinstance(value, types.ModuleType):
-            return
+        if isinstance(value, types.ModuleType) and name not in _MODULES and name != "families":
+            from fusedsim.families import exports
+
+            if name in exports():
+                return
         super().__setattr__(name, value)
 
 

@@ -50,7 +50,7 @@ def test_butteraugli_map_max_is_the_max_norm(tmp_path):
 
 def test_cvvdp_map_png(tmp_path):
     write_images(tmp_path, refs=1, dists=1)
-    from fusedsim.metrics._cvvdp import cvvdp
+    from fusedsim.families.cvvdp.api import cvvdp
 
     ref, dist = read_image(tmp_path / "r0.png"), read_image(tmp_path / "d00.png")
     values = MAPS["cvvdp"].compute(ref, dist, torch.device("cpu"))

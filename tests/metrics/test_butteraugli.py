@@ -19,14 +19,14 @@ import torch
 from PIL import Image
 
 import fusedsim
-from fusedsim.backend import use_backend
-from fusedsim.metrics._butteraugli import (
+from fusedsim.core.backend import use_backend
+from fusedsim.families.butteraugli.api import (
     ButteraugliLoss,
     butteraugli,
     prepare_butteraugli,
     score_prepared_butteraugli,
 )
-from fusedsim.reference.butteraugli_ref import butteraugli_ref
+from fusedsim.families.butteraugli.twin import butteraugli_ref
 
 REL = 1e-3  # the issue's parity goal
 
@@ -123,7 +123,7 @@ def _crop(refdata, size=24):
 
 def test_long_axis_blur_matches_dense(monkeypatch):
     """Axes longer than the dense-matrix limit use shifted sums: same blur, both border rules."""
-    import fusedsim.reference.butteraugli_filters_ref as filters
+    import fusedsim.families.butteraugli.filters_twin as filters
 
     x = torch.rand(2, 1, 21, 37, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
     dense = [filters.butteraugli_blur_ref(x, s) for s in (1.2, 7.15593339443)]
@@ -172,7 +172,7 @@ def test_every_pipeline_hook_is_an_op_whose_twin_is_the_default():
     """The GPU path swaps each hook of ``ButteraugliFilters`` for the op ``butteraugli_<hook>``; the op's twin (the
     oracle of tests/ops/test_registry.py) must be the function the CPU path runs, so the twin stays the one spec."""
     from fusedsim.ops import op
-    from fusedsim.reference.butteraugli_ref import TWIN_FILTERS, ButteraugliFilters
+    from fusedsim.families.butteraugli.twin import TWIN_FILTERS, ButteraugliFilters
 
     for name in ButteraugliFilters._fields:
         assert op(f"butteraugli_{name}").reference is getattr(TWIN_FILTERS, name), name

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import fusedsim
-from fusedsim.backend import use_backend
+from fusedsim.core.backend import use_backend
 
 
 # DSSIM's compiled steps repeat the twin's arithmetic exactly; SSIMULACRA2's too, but it pools each map by row sums
@@ -31,8 +31,8 @@ def test_metric_on_the_cpu_agrees_with_its_twin(name, rtol):
 def test_butteraugli_cpu_decodes_uint8_codes_as_the_twin():
     """The compiled path looks codes up in the twin's decoding of the 256 codes; the twin decodes ``codes / 255``
     with PyTorch's vector pow (every value here: 768 of them, a whole number of vectors)."""
-    from fusedsim.metrics._butteraugli import _cpu_filters, _linear
-    from fusedsim.reference.butteraugli_ref import TWIN_FILTERS
+    from fusedsim.families.butteraugli.api import _cpu_filters, _linear
+    from fusedsim.families.butteraugli.twin import TWIN_FILTERS
 
     codes = torch.arange(256, dtype=torch.uint8).repeat(3).reshape(1, 3, 16, 16)
     image = codes.to(torch.float64) / 255.0
@@ -58,7 +58,7 @@ def test_iw_ssim_cpu_gram_is_the_same_for_any_thread_count():
     summed the rows (a reference's prepared state must not change with the machine's core count)."""
     import numba
 
-    from fusedsim.cpu.iwssim_numba import iwssim_gram_numba
+    from fusedsim.families.iwssim.cpu import iwssim_gram_numba
 
     gen = torch.Generator().manual_seed(6)
     band = 40.0 * torch.randn(2, 1, 61, 47, generator=gen, dtype=torch.float64)

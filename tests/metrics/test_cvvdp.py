@@ -15,10 +15,10 @@ from PIL import Image
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import fusedsim
-from fusedsim.backend import use_backend
-from fusedsim.metrics._cvvdp import CVVDPResult, prepare_cvvdp, score_prepared_cvvdp
-from fusedsim.reference.cvvdp_data import cvvdp_display, supported_displays
-from fusedsim.reference.cvvdp_ref import cvvdp_ref
+from fusedsim.core.backend import use_backend
+from fusedsim.families.cvvdp.api import CVVDPResult, prepare_cvvdp, score_prepared_cvvdp
+from fusedsim.families.cvvdp.data import cvvdp_display, supported_displays
+from fusedsim.families.cvvdp.twin import cvvdp_ref
 
 DISPLAYS = ("standard_4k", "standard_fhd")
 # The goal is |ΔJOD| <= 1e-3. The float32 twin follows pycvvdp's float32 arithmetic; on the corpus it

@@ -12,8 +12,8 @@ import torch
 from PIL import Image
 
 import fusedsim
-from fusedsim.backend import use_backend
-from fusedsim.reference.dssim_ref import dssim_scale_sizes
+from fusedsim.core.backend import use_backend
+from fusedsim.families.dssim.twin import dssim_scale_sizes
 
 # (ref crop, dist crop, expected): crops as dssim's sub_image(left, top, width, height); the values are upstream's
 # `ssim_locked_values` test (dssim-core/src/dssim.rs), listed in the refdata README.

@@ -12,7 +12,7 @@ import torch
 from PIL import Image
 
 import fusedsim
-from fusedsim.backend import use_backend
+from fusedsim.core.backend import use_backend
 
 # The twin is float64 like the MATLAB code, with the same pyramid (matlabPyrTools' reflect1 corrDn/upConv),
 # imenlarge2 and eigen-correction: measured max |Δ| = 1.1e-13 over the 37 scored pairs (summation order and
@@ -104,8 +104,8 @@ def test_triton_path_equals_twin(pair, kernel_device):
 def test_kernel_pyramid_and_parents_equal_the_cpu_twin_bit_for_bit(pair, kernel_device):
     """The kernel path's pyramid (iwssim_reduce + iwssim_band per level) and parents (iwssim_enlarge) are the CPU
     twin's taps in its order: equal, not close, on an odd-sized crop (ceil halving at every level)."""
-    from fusedsim.metrics._iwssim import _Fns
-    from fusedsim.reference import iwssim_ref as spec
+    from fusedsim.families.iwssim.api import _Fns
+    import fusedsim.families.iwssim.twin as spec
 
     grey = spec.grey_ref(pair[0][:, :181, :177].unsqueeze(0).double() / 255)
     want = spec.laplacian_pyramid_ref(grey, filter_axis=spec.binom_filter_ref)
@@ -156,7 +156,7 @@ def test_bad_inputs_name_the_argument(ref, dist, kwargs, error, match):
 def test_pyramid_and_parent_match_matlabpyrtools_structure():
     """buildLpyr's sizes (ceil halving), band + expanded low-pass = image, and the strided-convolution evaluation
     (the GPU default) equal to the tap-by-tap one (the CPU default) to rounding."""
-    from fusedsim.reference import iwssim_ref as spec
+    import fusedsim.families.iwssim.twin as spec
 
     gen = torch.Generator().manual_seed(5)
     img = 255 * torch.rand(1, 1, 181, 176, generator=gen, dtype=torch.float64)

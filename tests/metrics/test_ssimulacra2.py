@@ -20,14 +20,14 @@ import torch
 from PIL import Image
 
 import fusedsim
-from fusedsim.backend import BackendUnavailableError, use_backend
-from fusedsim.metrics._ssimulacra2 import (
+from fusedsim.core.backend import BackendUnavailableError, use_backend
+from fusedsim.families.ssimulacra2.api import (
     SSIMULACRA2Loss,
     prepare_ssimulacra2,
     score_prepared_ssimulacra2,
     ssimulacra2,
 )
-from fusedsim.reference.ssimulacra2_ref import (
+from fusedsim.families.ssimulacra2.twin import (
     WEIGHTS,
     score_from_subscores_ref,
     ssimulacra2_num_scales,
@@ -36,7 +36,7 @@ from fusedsim.reference.ssimulacra2_ref import (
     ssimulacra2_subscores_prepared_ref,
     ssimulacra2_subscores_ref,
 )
-from fusedsim.reference.xyb_ref import uint8_to_unit_ref
+from fusedsim.core.xyb.twin import uint8_to_unit_ref
 
 SCORE_TOL = 1e-6  # the reference prints 8 decimals; measured max |Δ| 5e-9 (module docstring)
 RAW_TOL = 1e-10  # the raw sub-scores are printed with 12 decimals; measured max |Δ| 5e-13
@@ -218,7 +218,7 @@ def test_triton_kernels_refuse_float64(kernel_device):
             recursive_gaussian(torch.zeros(1, 9, 9, dtype=torch.float64, device=kernel_device), 1.5)
         with pytest.raises(TypeError, match="float32"):
             ssimulacra2_linear_xyb(torch.zeros(1, 3, 9, 9, dtype=torch.float64, device=kernel_device), 0)
-    if kernel_device.type == "cpu" and not fusedsim.backend.triton_interpreting():
+    if kernel_device.type == "cpu" and not fusedsim.core.backend.triton_interpreting():
         with pytest.raises(BackendUnavailableError), use_backend("triton"):
             ssimulacra2(torch.zeros(3, 9, 9), torch.zeros(3, 9, 9))
 
@@ -263,8 +263,8 @@ def test_gpu_scales_on_side_streams_give_the_sequential_bits(corpus, kernel_devi
     sub-score must be the one the same kernels give one scale after another on the caller's stream, one-shot and
     with a prepared reference."""
     _gpu(kernel_device)
-    from fusedsim.metrics._ssimulacra2 import _steps
-    from fusedsim.ops import side_streams
+    from fusedsim.families.ssimulacra2.api import _steps
+    import fusedsim.core.side_streams as side_streams
 
     ref, _, batch, _ = corpus[0]
     ref, batch = ref.to(kernel_device), batch.to(kernel_device)
@@ -286,7 +286,7 @@ def test_byte_table_equals_the_per_sample_conversion(kernel_device, monkeypatch,
     """uint8 samples are linearised through a 256-entry table made by the kernels' own float32 formula: the colour
     step's output is bit-identical to converting every sample (the path taken while a CUDA graph is captured
     before the table exists), and to the float input float32(v)·(1/255)."""
-    import fusedsim.ops.xyb as xyb
+    import fusedsim.families.ssimulacra2.xyb_kernel as xyb
     from fusedsim.ops.catalog import ssimulacra2_linear_xyb
 
     gen = torch.Generator().manual_seed(scale)

@@ -16,8 +16,8 @@ import pytest
 import torch
 
 import fusedsim
-from fusedsim.backend import use_backend
-from fusedsim.metrics._zensim import (
+from fusedsim.core.backend import use_backend
+from fusedsim.families.zensim.api import (
     ZensimLoss,
     prepare_zensim,
     score_prepared_zensim,

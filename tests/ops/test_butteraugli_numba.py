@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fusedsim.cpu.butteraugli_numba import butteraugli_blur_numba, malta_lines_numba
-from fusedsim.reference.butteraugli_filters_ref import (
+from fusedsim.families.butteraugli.cpu import butteraugli_blur_numba, malta_lines_numba
+from fusedsim.families.butteraugli.filters_twin import (
     MALTA_HF_LINES,
     MALTA_LF_LINES,
     butteraugli_blur_ref,
@@ -51,8 +51,8 @@ def test_malta_line_sums_across_column_blocks_are_bit_identical():
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 def test_malta_differences_are_bit_identical(dtype):
     """Both signs of lum0 and lum1 on both sides of the band [0.55|lum0|, 1.05|lum0|], and its edges."""
-    from fusedsim.cpu.butteraugli_numba import _diffs
-    from fusedsim.reference.butteraugli_filters_ref import malta_diffs_ref
+    from fusedsim.families.butteraugli.cpu import _diffs
+    from fusedsim.families.butteraugli.filters_twin import malta_diffs_ref
 
     gen = torch.Generator().manual_seed(8)
     lum0 = torch.randn(2, 31, 40, generator=gen, dtype=torch.float64)
@@ -68,8 +68,8 @@ def test_malta_differences_are_bit_identical(dtype):
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 def test_fuzzy_erosion_is_bit_identical(dtype):
     """Ties, zeros, borders (the infinite padding), negative values (2x sorts before x) and NaN (sorted last)."""
-    from fusedsim.cpu.butteraugli_numba import fuzzy_erosion_numba
-    from fusedsim.reference.butteraugli_filters_ref import fuzzy_erosion_ref
+    from fusedsim.families.butteraugli.cpu import fuzzy_erosion_numba
+    from fusedsim.families.butteraugli.filters_twin import fuzzy_erosion_ref
 
     x = torch.rand(2, 23, 19, generator=torch.Generator().manual_seed(9), dtype=torch.float64) ** 3
     x[..., ::4, ::3] = 0.0

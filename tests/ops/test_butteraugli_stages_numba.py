@@ -1,4 +1,4 @@
-"""Butteraugli's compiled element-wise stages (fusedsim.cpu.butteraugli_stages_numba) give the twins' bits on the
+"""Butteraugli's compiled element-wise stages (fusedsim.families.butteraugli.stages_cpu) give the twins' bits on the
 CPU: values on both sides of every dead zone and soft clamp, dark pixels at the sensitivity floor, batches."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fusedsim.cpu.butteraugli_stages_numba import bands_numba, opsin_xyb_numba
-from fusedsim.reference.butteraugli_filters_ref import butteraugli_blur_ref
-from fusedsim.reference.butteraugli_ref import bands_ref, opsin_xyb_ref
+from fusedsim.families.butteraugli.stages_cpu import bands_numba, opsin_xyb_numba
+from fusedsim.families.butteraugli.filters_twin import butteraugli_blur_ref
+from fusedsim.families.butteraugli.twin import bands_ref, opsin_xyb_ref
 
 
 def _planes(shape, scales, seed):
@@ -48,8 +48,8 @@ def test_other_dtypes_and_gradients_run_the_twins():
 @pytest.mark.parametrize("reference", ["batch 1", "expanded", "batch N"])
 @pytest.mark.parametrize("with_half", [True, False])
 def test_combine_is_bit_identical(reference, with_half):
-    from fusedsim.cpu.butteraugli_stages_numba import diffmap_combine_numba
-    from fusedsim.reference.butteraugli_ref import BANDS, diffmap_combine_ref
+    from fusedsim.families.butteraugli.stages_cpu import diffmap_combine_numba
+    from fusedsim.families.butteraugli.twin import BANDS, diffmap_combine_ref
 
     n, h, w = 3, 17, 11
     gen = torch.Generator().manual_seed(11)

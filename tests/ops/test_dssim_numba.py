@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fusedsim.cpu.dssim_numba import dssim_blur_numba
-from fusedsim.reference.dssim_ref import dssim_blur_ref
+from fusedsim.families.dssim.cpu import dssim_blur_numba
+from fusedsim.families.dssim.twin import dssim_blur_ref
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -23,8 +23,8 @@ def test_blur_bit_identical_to_the_twin(height, dtype):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_lab_bit_identical_to_the_twin(dtype):
-    from fusedsim.cpu.dssim_numba import lab_of_linear_numba
-    from fusedsim.reference.dssim_ref import lab_of_linear_ref
+    from fusedsim.families.dssim.cpu import lab_of_linear_numba
+    from fusedsim.families.dssim.twin import lab_of_linear_ref
 
     gen = torch.Generator().manual_seed(6)
     # the cube-root branch, the linear segment below epsilon, zeros and values above 1 (premultiplied composites)
@@ -41,8 +41,8 @@ def test_lab_bit_identical_to_the_twin(dtype):
 def test_ssim_map_is_bit_identical(shape, dtype):
     """The five blur inputs, one blur over all of them and the map formula compiled: the twin's bits, borders
     (reflected taps, lines of 1-6 samples) included."""
-    from fusedsim.cpu.dssim_numba import dssim_ssim_map_numba
-    from fusedsim.reference.dssim_ref import dssim_ssim_map_ref
+    from fusedsim.families.dssim.cpu import dssim_ssim_map_numba
+    from fusedsim.families.dssim.twin import dssim_ssim_map_ref
 
     gen = torch.Generator().manual_seed(12)
     lab1 = torch.rand(shape, generator=gen, dtype=dtype) * 100 - 20

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from fusedsim.ops.integer_ssim import integer_ssim_fwd, integer_ssim_terms_fwd
-from fusedsim.reference.integer_ssim_ref import integer_ssim_ref, integer_ssim_terms_ref
+from fusedsim.vmaf.integer_ssim_kernel import integer_ssim_fwd, integer_ssim_terms_fwd
+from fusedsim.vmaf.integer_ssim_twin import integer_ssim_ref, integer_ssim_terms_ref
 from _offline_compile import carried_per_loop
 
 
@@ -89,4 +89,4 @@ def test_compiled_loop_carries_the_whole_row_window():
            "s_dw": "i32", "s_on": "i32", "BAND": "constexpr", "BLOCK_W": "constexpr", "ROWS": "constexpr",
            "DT": "constexpr", "MASK16": "constexpr"}
     consts = {"BAND": 1, "BLOCK_W": 128, "ROWS": 32, "DT": "tl.int32", "MASK16": False}
-    assert carried_per_loop("fusedsim.ops.integer_ssim:_integer_ssim_fwd_kernel", sig, consts, num_warps=4) == [40]
+    assert carried_per_loop("fusedsim.vmaf.integer_ssim_kernel:_integer_ssim_fwd_kernel", sig, consts, num_warps=4) == [40]

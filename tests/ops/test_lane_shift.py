@@ -9,7 +9,7 @@ import torch
 import triton
 import triton.language as tl
 
-from fusedsim.ops.lane_shift import MAX_SHIFT, lane_shift
+from fusedsim.core.lane_shift import MAX_SHIFT, lane_shift
 
 
 @triton.jit

@@ -10,7 +10,7 @@ import types
 import pytest
 import torch
 
-from fusedsim.ops import _launch
+import fusedsim.core.launch as _launch
 
 knobs = pytest.importorskip("triton.knobs")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fusedsim.ops._launch import _active_hook
+from fusedsim.core.launch import _active_hook
 
 knobs = pytest.importorskip("triton.knobs")
 

@@ -1,4 +1,4 @@
-"""A :class:`fusedsim.ops._launch.Launcher` reuses the kernel it compiled on its first call, which Triton specialised
+"""A :class:`fusedsim.core.launch.Launcher` reuses the kernel it compiled on its first call, which Triton specialised
 on that call's integer arguments (a value of 1 and multiples of 16 become constants). A launcher cached by less
 than every such argument gives wrong numbers on the GPU for the call that comes second. These calls come in an
 order that used to do that: the second one differs from the first only in an argument the cache key left out.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fusedsim.reference.iwssim_ref import corrected_eig_levels_ref, pyr_reduce_ref
+from fusedsim.families.iwssim.twin import corrected_eig_levels_ref, pyr_reduce_ref
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
 
@@ -23,7 +23,7 @@ def _grams(levels: int, n: int, k: int, seed: int) -> torch.Tensor:
 
 
 def test_eig_launchers_are_not_shared_across_batch_sizes():
-    from fusedsim.ops.iwssim_eig import iwssim_eig_levels_fwd
+    from fusedsim.families.iwssim.eig_kernel import iwssim_eig_levels_fwd
 
     # same number of programs (4), first with N = 1 (which Triton makes a constant), then with N = 2
     for levels, n in ((4, 1), (2, 2)):
@@ -35,7 +35,7 @@ def test_eig_launchers_are_not_shared_across_batch_sizes():
 
 
 def test_pyramid_launchers_are_not_shared_across_strides():
-    from fusedsim.ops.iwssim_pyramid import iwssim_reduce
+    from fusedsim.families.iwssim.pyramid_kernel import iwssim_reduce
 
     gen = torch.Generator().manual_seed(3)
     base = torch.rand(1, 2, 40, 64, generator=gen, dtype=torch.float64)
@@ -47,8 +47,8 @@ def test_pyramid_launchers_are_not_shared_across_strides():
 
 
 def test_binom_launchers_are_not_shared_across_input_widths():
-    from fusedsim.ops.iwssim_binom import iwssim_binom
-    from fusedsim.reference.iwssim_ref import binom_filter_ref
+    from fusedsim.families.iwssim.binom_kernel import iwssim_binom
+    from fusedsim.families.iwssim.twin import binom_filter_ref
 
     gen = torch.Generator().manual_seed(4)
     # every 2nd output along W: widths 64 and 63 give the same 32 outputs (the key used to stop at the output)

@@ -12,12 +12,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fusedsim.ops import _launch
-from fusedsim.ops.avg_pool import avg_pool_plan
-from fusedsim.ops.ms_pyramid import PyramidPlan
-from fusedsim.ops.ssim import MSSSIMPlan
-from fusedsim.ops.ssim_source import REDUCE_CHANNEL, REDUCE_IMAGE, REDUCE_MEAN
-from fusedsim.reference.ssim_ref import compute_dtype, gaussian_window
+import fusedsim.core.launch as _launch
+from fusedsim.ssim.avg_pool import avg_pool_plan
+from fusedsim.ssim.ms_pyramid import PyramidPlan
+from fusedsim.ssim.kernels import MSSSIMPlan
+from fusedsim.ssim.kernel_source import REDUCE_CHANNEL, REDUCE_IMAGE, REDUCE_MEAN
+from fusedsim.core.moments.twin import compute_dtype, gaussian_window
 
 
 def _pair(shape, device, dtype, seed):

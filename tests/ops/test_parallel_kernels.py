@@ -1,4 +1,4 @@
-"""numba's parallel kernels launched from several Python threads (fusedsim.cpu._parallel)."""
+"""numba's parallel kernels launched from several Python threads (fusedsim.core.cpu.parallel)."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ _H_SIG = {"A": "*fp32", "B": "*fp32", "OUT": "*fp32", "COEF": "*fp32", "rows": "
 
 def test_horizontal_loops_carry_all_six_states():
     consts = {"RADIUS": 5, "MODE": 1, "MAPS": 3, "B_BCAST": False, "BLOCK_R": 16, "BLOCK_W": 16}
-    carried = carried_per_loop("fusedsim.ops.recursive_gaussian:_iir_h_tiles_kernel", _H_SIG, consts,
+    carried = carried_per_loop("fusedsim.core.recursive_gaussian.kernel:_iir_h_tiles_kernel", _H_SIG, consts,
                                num_warps=1, enable_fp_fusion=False)
     assert carried == [6, 7, 7, 7]  # the head's steps left of the image, then the three tile loops (+ sums)
 
@@ -25,7 +25,7 @@ def test_horizontal_loops_carry_all_six_states():
 def test_vertical_loop_carries_all_six_states_and_the_prefetched_rows():
     sig = {"X": "*fp32", "OUT": "*fp32", "COEF": "*fp32", "height": "i32", "width": "i32",
            "RADIUS": "constexpr", "BLOCK_C": "constexpr"}
-    carried = carried_per_loop("fusedsim.ops.recursive_gaussian:_iir_vertical_kernel", sig,
+    carried = carried_per_loop("fusedsim.core.recursive_gaussian.kernel:_iir_vertical_kernel", sig,
                                {"RADIUS": 5, "BLOCK_C": 32}, num_warps=1, enable_fp_fusion=False)
     assert carried == [10]  # 6 states + 4 rows loaded four steps ahead
 
@@ -38,7 +38,7 @@ _ERROR_SIG = {"T": "*fp32", "X1": "*fp32", "X2": "*fp32", "MU1": "*fp32", "S11":
 def test_ssimulacra2_comparison_loop_carries_every_map_state():
     consts = {"RADIUS": 5, "REF_BCAST": False, "BLOCK_C": 32}
     for fused, maps in ((False, 3), (True, 5)):
-        carried = carried_per_loop("fusedsim.ops.ssimulacra2:_error_kernel", _ERROR_SIG,
+        carried = carried_per_loop("fusedsim.families.ssimulacra2.kernel:_error_kernel", _ERROR_SIG,
                                    {**consts, "FUSED_REF": fused}, num_warps=1, enable_fp_fusion=False)
         # per map 6 recursion states and 4 rows loaded ahead, plus the 6 pooled sums
         assert carried == [maps * (6 + 4) + 6], (fused, carried)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fusedsim.backend import use_backend
-from fusedsim.ops.registry import registered_ops
+from fusedsim.core.backend import use_backend
+from fusedsim.core.registry import registered_ops
 
 OPS = registered_ops()
 CASES = [(op, i) for op in OPS for i in range(len(op.examples(torch.device("cpu"))))]
@@ -134,13 +134,13 @@ def test_custom_ops_are_made_on_first_need_with_the_twins_shapes():
     import sys
 
     probe = ("import torch\n"
-             "from fusedsim.ops.registry import registered_ops\n"
+             "from fusedsim.core.registry import registered_ops\n"
              "ops = registered_ops()\n"
              "print(len(ops), sum(hasattr(torch.ops.fusedsim, op.name) for op in ops))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.split() == [str(len(OPS)), "0"]
 
-    from fusedsim.ops.registry import define_custom_ops
+    from fusedsim.core.registry import define_custom_ops
 
     assert define_custom_ops() is True
     for op in OPS:
@@ -180,7 +180,7 @@ def test_one_op_loads_only_the_families_up_to_it():
              "from fusedsim.ops import op\n"
              "op('integer_ssim')\n"
              "print(sorted(m.rsplit('.', 1)[1] for m in sys.modules if m.startswith('fusedsim.ops.catalog.')))\n"
-             "print('fusedsim.reference.butteraugli_ref' in sys.modules)\n"
+             "print('fusedsim.families.butteraugli.twin' in sys.modules)\n"
              "from fusedsim.ops.catalog import butteraugli_blur, GPU_PENDING\n"
              "print(butteraugli_blur.name)")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split("\n")

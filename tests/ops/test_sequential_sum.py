@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 import torch
 
-from fusedsim.ops.sequential_sum import sequential_sum_fwd
-from fusedsim.reference.sequential_sum_ref import sequential_sum_ref
+from fusedsim.vmaf.sequential_sum_kernel import sequential_sum_fwd
+from fusedsim.vmaf.sequential_sum_twin import sequential_sum_ref
 
 
 def _python_sum(row):

@@ -1,4 +1,4 @@
-"""Steps on side CUDA streams (``fusedsim.ops.side_streams``): results read after ``gather`` are complete, inputs
+"""Steps on side CUDA streams (``fusedsim.core.side_streams``): results read after ``gather`` are complete, inputs
 made on the caller's stream stay valid while a side stream reads them, and nothing synchronises the host."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fusedsim.ops.side_streams import STREAMS, concurrent, gather
+from fusedsim.core.side_streams import STREAMS, concurrent, gather
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 SLEEP = 20_000_000  # GPU clock cycles: ~10 ms, far longer than the host takes to queue what follows

@@ -81,8 +81,9 @@ def test_ms_ssim_kernels_match_twin(kernel_device):
 @pytest.mark.parametrize("valid", [False, True])
 @pytest.mark.parametrize(("unroll", "height"), [(True, 15), (False, 15), (True, 9)])
 def test_loop_variants_agree(kernel_device, unroll, valid, height):
-    from fusedsim.ops.ssim import SSIMPlan
-    from fusedsim.reference.ssim_ref import gaussian_window, ssim_reduce_ref
+    from fusedsim.ssim.kernels import SSIMPlan
+    from fusedsim.core.moments.twin import gaussian_window
+    from fusedsim.ssim.twin import ssim_reduce_ref
 
     x, y = _pair((1, 2, height, 40), kernel_device, seed=11)
     win = gaussian_window(7, 1.5, device=kernel_device).expand(2, -1).contiguous()
@@ -108,8 +109,8 @@ def test_saved_gradient_maps_backward(kernel_device, needs, valid, tile):
     equal the twin's (and the recomputing backward's) for every set of inputs asked for, both paddings, the fused
     L1 term, a per-plane upstream gradient and an asymmetric window (the adjoint flips it). A 16-column tile takes
     the W taps by shifted loads, a 32-column one by warp shuffles across two column strips."""
-    from fusedsim.ops.ssim import SSIMPlan
-    from fusedsim.reference.ssim_ref import ssim_reduce_ref
+    from fusedsim.ssim.kernels import SSIMPlan
+    from fusedsim.ssim.twin import ssim_reduce_ref
 
     x, y = _pair((2, 1, 13, 45), kernel_device, seed=21)
     win = torch.rand(1, 5, generator=torch.Generator().manual_seed(3), dtype=torch.float64).to(kernel_device)
@@ -136,8 +137,9 @@ def test_any_rows_per_program(kernel_device):
     """Rows per program are a launch argument (chosen per shape, ``ops/waves.py``): segments of 5 and 7 rows
     split 17 rows unevenly (a last segment of 2 and 3 rows), and the forward, the saving forward, the saved-maps
     and the recomputing backward all equal the twin. On a GPU both row counts run one compiled kernel each."""
-    from fusedsim.ops.ssim import SSIMPlan, _kernel, _saved_backward_kernel
-    from fusedsim.reference.ssim_ref import gaussian_window, ssim_reduce_ref
+    from fusedsim.ssim.kernels import SSIMPlan, _kernel, _saved_backward_kernel
+    from fusedsim.core.moments.twin import gaussian_window
+    from fusedsim.ssim.twin import ssim_reduce_ref
 
     x, y = _pair((1, 2, 17, 21), kernel_device, seed=13)
     win = gaussian_window(5, 1.5, device=kernel_device).expand(2, -1).contiguous()
@@ -299,8 +301,9 @@ def test_compile_reduce_overhead_fullgraph(kernel_device):
 def test_saved_gradient_maps_backward_3d(kernel_device, reduce):
     """3-D training calls save the unit maps too; the backward skips the statistics pass and scales the adjoint
     filter by the per-plane upstream gradient (the fused L1 term added in PyTorch)."""
-    from fusedsim.ops.ssim import SSIMPlan
-    from fusedsim.reference.ssim_ref import gaussian_window, ssim_reduce_ref
+    from fusedsim.ssim.kernels import SSIMPlan
+    from fusedsim.core.moments.twin import gaussian_window
+    from fusedsim.ssim.twin import ssim_reduce_ref
 
     x, y = _pair((2, 1, 6, 7, 9), kernel_device, seed=23)
     win = gaussian_window(3, 1.5, device=kernel_device)[None]
@@ -321,8 +324,9 @@ def test_fused_l1_3d_counts_every_voxel_once(kernel_device, valid):
     """The 3-D L1 term is summed inside the statistics pass: with several column strips, row segments and depth
     slices (and, in ``valid`` mode, voxels outside the output grid) each voxel counts once; value and both
     gradients equal the twin's, through the saved-map and the recomputing backward."""
-    from fusedsim.ops.ssim import SSIMPlan
-    from fusedsim.reference.ssim_ref import gaussian_window, ssim_reduce_ref
+    from fusedsim.ssim.kernels import SSIMPlan
+    from fusedsim.core.moments.twin import gaussian_window
+    from fusedsim.ssim.twin import ssim_reduce_ref
 
     x, y = _pair((2, 1, 6, 10, 21), kernel_device, seed=29)
     win = gaussian_window(3, 1.5, device=kernel_device)[None]
@@ -351,12 +355,12 @@ def test_saved_maps_backward_compiles_for_one_row_planes_and_carries_its_chains(
     sig.update({name: "fp32" for name in ("ws_hi", "ws_lo", "wl_hi", "wl_lo")})
     sig.update({name: "constexpr" for name in ("HO", "OFF", "BW", "RS", "ACC", "HAS_L1")})
     consts = {"HO": 1, "OFF": 0, "BW": 32, "RS": 32, "ACC": "tl.float32", "HAS_L1": True}
-    carried = carried_per_loop("fusedsim.ops.ssim:_saved_backward_kernel(11, ('bm', 'cm', 'ax'), False)", sig,
+    carried = carried_per_loop("fusedsim.ssim.kernels:_saved_backward_kernel(11, ('bm', 'cm', 'ax'), False)", sig,
                                consts, num_warps=1)
     assert carried == [3 * 10 + 3 * 11], carried
     # with lane-shifted taps the next row is three aligned segments per map, and the taps are warp shuffles
     # (the whole gain: 33 fewer registers, no shared memory; benchmarks/NOTES.md, "Lane-shifted taps")
-    lanes = "fusedsim.ops.ssim:_saved_backward_kernel(11, ('bm', 'cm', 'ax'), False, True)"
+    lanes = "fusedsim.ssim.kernels:_saved_backward_kernel(11, ('bm', 'cm', 'ax'), False, True)"
     assert carried_per_loop(lanes, sig, consts, num_warps=1) == [3 * 10 + 3 * 3]
     ptx = compiled_asm(lanes, sig, consts, "ptx", num_warps=1)
     assert ptx.count("shfl.sync") == 3 * 10 and "st.shared" not in ptx
@@ -365,7 +369,7 @@ def test_saved_maps_backward_compiles_for_one_row_planes_and_carries_its_chains(
 def test_plans_refuse_tensors_on_another_device():
     """The SSIM plans hand raw addresses to Triton's launcher, which then cannot tell a host pointer from a device
     one: every tensor must be on the first one's device, checked when the plan is made (no GPU needed)."""
-    from fusedsim.ops.ssim import ms_ssim_plan, ssim_plan
+    from fusedsim.ssim.kernels import ms_ssim_plan, ssim_plan
 
     x = torch.rand(1, 1, 16, 16)
     win_elsewhere = torch.empty(1, 7, device="meta")

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fusedsim.cpu.recursive_gaussian_numba import recursive_gaussian_numba
-from fusedsim.reference.recursive_gaussian_ref import recursive_gaussian_ref
+from fusedsim.core.recursive_gaussian.cpu import recursive_gaussian_numba
+from fusedsim.core.recursive_gaussian.twin import recursive_gaussian_ref
 
 
 # widths below the first block (8), at block boundaries and with every tail length; heights likewise
@@ -32,8 +32,8 @@ def test_float64_runs_the_twin():
 
 
 def test_xyb_transform_bit_identical_to_the_twin():
-    from fusedsim.cpu.xyb_numba import linear_to_xyb_numba
-    from fusedsim.reference.xyb_ref import linear_to_xyb_ref
+    from fusedsim.core.xyb.cpu import linear_to_xyb_numba
+    from fusedsim.core.xyb.twin import linear_to_xyb_ref
 
     gen = torch.Generator().manual_seed(4)
     # the linear range, tiny values (the cube root's small exponents), zeros and values above 1
@@ -46,8 +46,8 @@ def test_xyb_transform_bit_identical_to_the_twin():
 
 @pytest.mark.parametrize("ref_batch", [1, 3])
 def test_error_maps_bit_identical_to_the_twin(ref_batch):
-    from fusedsim.cpu.ssimulacra2_numba import error_maps_numba
-    from fusedsim.reference.ssimulacra2_ref import error_maps_ref
+    from fusedsim.families.ssimulacra2.cpu import error_maps_numba
+    from fusedsim.families.ssimulacra2.twin import error_maps_ref
 
     gen = torch.Generator().manual_seed(5)
     x2, mu2, s22, s12 = (torch.rand(3, 3, 21, 34, generator=gen) for _ in range(4))
@@ -61,8 +61,8 @@ def test_error_maps_bit_identical_to_the_twin(ref_batch):
 def test_error_pool_equals_the_twin_up_to_the_summation_order(ref_batch):
     """The compiled comparison pools each map by row sums as it makes it (no map stored); the twin takes PyTorch
     means of stored maps: the same values summed in another order, float64 rounding apart (~1e-16 relative)."""
-    from fusedsim.cpu.ssimulacra2_numba import ssimulacra2_error_pool_numba, ssimulacra2_pair_pool_numba
-    from fusedsim.reference.ssimulacra2_ref import (
+    from fusedsim.families.ssimulacra2.cpu import ssimulacra2_error_pool_numba, ssimulacra2_pair_pool_numba
+    from fusedsim.families.ssimulacra2.twin import (
         ssimulacra2_error_pool_ref,
         ssimulacra2_pair_pool_ref,
         ssimulacra2_reference_blur_ref,
@@ -84,8 +84,8 @@ def test_error_pool_equals_the_twin_up_to_the_summation_order(ref_batch):
 
 
 def test_uint8_linearisation_looks_up_the_twins_table():
-    from fusedsim.cpu.ssimulacra2_numba import ssimulacra2_linear_xyb_numba
-    from fusedsim.reference.ssimulacra2_ref import ssimulacra2_linear_xyb_ref
+    from fusedsim.families.ssimulacra2.cpu import ssimulacra2_linear_xyb_numba
+    from fusedsim.families.ssimulacra2.twin import ssimulacra2_linear_xyb_ref
 
     codes = torch.arange(256, dtype=torch.uint8).repeat(3, 7).reshape(1, 3, 28, 64)
     for scale in (0, 1):

@@ -1,11 +1,11 @@
-"""The compiled uint8 table lookup (fusedsim.cpu._table) equals PyTorch's indexing, and refuses what it cannot take."""
+"""The compiled uint8 table lookup (fusedsim.core.cpu.table) equals PyTorch's indexing, and refuses what it cannot take."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from fusedsim.cpu._table import lookup_u8
+from fusedsim.core.cpu.table import lookup_u8
 
 
 def test_equals_indexing_for_every_code_and_layout():

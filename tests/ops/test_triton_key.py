@@ -14,7 +14,7 @@ triton = pytest.importorskip("triton")
 SNIPPET = """
 import triton.runtime.cache as c
 original = c.triton_key
-from fusedsim.ops._triton_key import install_triton_key_cache
+from fusedsim.core.triton_key import install_triton_key_cache
 install_triton_key_cache()
 assert c.triton_key is not original
 assert c.triton_key() == original(), "the cached key differs from Triton's"
@@ -38,7 +38,7 @@ def test_cached_key_equals_tritons_and_is_stored(tmp_path):
 
 
 def test_stored_key_is_read_back_and_a_changed_stamp_recomputes(tmp_path, monkeypatch):
-    from fusedsim.ops import _triton_key
+    import fusedsim.core.triton_key as _triton_key
 
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
     import triton.runtime.cache as cache

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from fusedsim.ops.waves import _EXACT_WAVES, makespan, resident_programs, segment_rows
+from fusedsim.core.waves import _EXACT_WAVES, makespan, resident_programs, segment_rows
 
 
 def _simulated(total_rows: int, rows: int, strips: int, planes: int, slots: int, halo: int) -> int:

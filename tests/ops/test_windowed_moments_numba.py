@@ -1,4 +1,4 @@
-"""The compiled CPU windowed moments (fusedsim.cpu.windowed_moments_numba) against their twin: 'valid' and 'same'
+"""The compiled CPU windowed moments (fusedsim.core.moments.cpu) against their twin: 'valid' and 'same'
 windows, per-channel windows, windows longer than the image (zero padding only), float32 and float64."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fusedsim.cpu.windowed_moments_numba import windowed_moments_numba
-from fusedsim.reference.ssim_ref import windowed_moments_ref
+from fusedsim.core.moments.cpu import windowed_moments_numba
+from fusedsim.core.moments.twin import windowed_moments_ref
 
 # float64: the taps summed in window order where conv2d may sum them otherwise (~1e-16 relative); float32: ~1e-7
 TOLERANCE = {torch.float64: (1e-13, 1e-15), torch.float32: (2e-6, 1e-6)}

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fusedsim.cpu.zensim_numba import linear_to_positive_xyb_numba, zensim_scale_sums_numba
-from fusedsim.reference.zensim_f32_ref import linear_to_positive_xyb_f32_ref, zensim_scale_sums_ref
+from fusedsim.families.zensim.cpu import linear_to_positive_xyb_numba, zensim_scale_sums_numba
+from fusedsim.families.zensim.f32_twin import linear_to_positive_xyb_f32_ref, zensim_scale_sums_ref
 
 
 def test_colour_transform_bit_identical_to_the_twin():

@@ -8,7 +8,8 @@ import torch
 import torch.nn.functional as F
 
 import fusedsim
-from fusedsim.reference.ssim_ref import gaussian_window, ssim_maps_ref
+from fusedsim.core.moments.twin import gaussian_window
+from fusedsim.ssim.twin import ssim_maps_ref
 
 pytorch_msssim = pytest.importorskip("pytorch_msssim")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from fusedsim.backend import use_backend
+from fusedsim.core.backend import use_backend
 
 
 def _loss_and_grads(loss, backend: str, pred: torch.Tensor, target: torch.Tensor, kw: dict):

@@ -13,7 +13,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from fusedsim.backend import use_backend
+from fusedsim.core.backend import use_backend
 from fusedsim.registration import lncc_loss, mutual_information_loss, warp
 
 F32_STORAGE = 4 * 2.0**-24

@@ -17,7 +17,7 @@ import pytest
 import torch
 from _backends import assert_kernel_matches_twin
 
-from fusedsim.backend import use_backend
+from fusedsim.core.backend import use_backend
 from fusedsim.registration import LNCCLoss, lncc_loss
 
 F32_STORAGE = 4 * 2.0**-24
@@ -176,8 +176,8 @@ def test_slab_path_equals_stream_path_and_twin(kernel_device, case):
     """The 3-D slab path (in-plane and depth passes through a slab scratch) against the streaming path and the
     twin, with the slab size forced small so that every slab boundary and halo case occurs."""
     from fusedsim.ops import op
-    from fusedsim.ops.lncc import lncc_plan
-    from fusedsim.reference.lncc_ref import (
+    from fusedsim.registration.lncc_kernel import lncc_plan
+    from fusedsim.registration.lncc_twin import (
         REDUCE_CODES,
         lncc_constants,
         lncc_ref,
@@ -211,7 +211,7 @@ def test_slab_path_equals_stream_path_and_twin(kernel_device, case):
 
 
 def test_slab_options_are_checked():
-    from fusedsim.ops.lncc import lncc_plan
+    from fusedsim.registration.lncc_kernel import lncc_plan
 
     x = torch.rand(1, 1, 4, 5, 6, dtype=torch.float64)
     win = torch.full((1, 3), 1 / 3, dtype=torch.float64)

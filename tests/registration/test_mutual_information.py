@@ -18,8 +18,8 @@ import pytest
 import torch
 from _backends import assert_kernel_matches_twin
 
-from fusedsim.backend import use_backend
-from fusedsim.reference.mutual_information_ref import (
+from fusedsim.core.backend import use_backend
+from fusedsim.registration.mutual_information_twin import (
     mi_norm,
     mi_setup,
     parzen_histogram_ref,

@@ -16,7 +16,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from fusedsim.backend import use_backend
+from fusedsim.core.backend import use_backend
 from fusedsim.registration import compose, scaling_and_squaring, warp
 
 F32_STORAGE = 4 * 2.0**-24  # relative to max |ref|: the fixtures' float32 rounding, with margin
@@ -236,8 +236,8 @@ def test_many_channels(kernel_device, nd, mode):
 def test_tiled_forward_equals_memory_order(kernel_device, nd, pad):
     """The forward's two voxel layouts (BLOCK voxels in memory order, or tiles of rows and slices) move only which
     program computes a voxel: bit-identical outputs, on a lattice that leaves partial tiles along every axis."""
-    from fusedsim.ops.warp import ForwardLaunch, warp_plan
-    from fusedsim.registration._warp import PADDINGS
+    from fusedsim.registration.warp_kernel import ForwardLaunch, warp_plan
+    from fusedsim.registration.warping import PADDINGS
 
     shape, lattice = ((2, 5, 9, 11), (7, 37)) if nd == 2 else ((2, 5, 5, 6, 7), (3, 5, 35))
     x, a, u = (t.float().to(kernel_device) for t in _random_case(shape, lattice, seed=50 + nd))
@@ -393,7 +393,7 @@ def test_bad_inputs_raise_clear_errors():
 def test_64_bit_indexing_path(kernel_device, monkeypatch, channels):
     """The kernels' int64 offsets (taken when a tensor spans 2**31 elements) on a small case, by lowering the
     threshold, in both forward layouts: same values and gradients as the twin."""
-    import fusedsim.ops.warp as kernels
+    import fusedsim.registration.warp_kernel as kernels
     from fusedsim.ops import op
 
     monkeypatch.setattr(kernels, "_INT31", 16)

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import fusedsim
-from fusedsim.backend import BackendUnavailableError
+from fusedsim.core.backend import BackendUnavailableError
 
 
 def _pair(shape=(1, 3, 20, 20), dtype=torch.float32):
@@ -106,7 +106,7 @@ def test_backend_environment_variable_is_checked(monkeypatch):
 
 def test_backend_environment_variable_is_read_on_every_call(monkeypatch):
     """The variable's parsed values are cached by raw value: a change after earlier calls still takes effect."""
-    from fusedsim.backend import requested_backend
+    from fusedsim.core.backend import requested_backend
 
     monkeypatch.delenv("FUSEDSIM_BACKEND", raising=False)
     assert requested_backend() == "auto"

@@ -12,7 +12,7 @@ import fusedsim.vmaf
 
 from fusedsim.metrics.registry import list_metrics
 from fusedsim.ops import op, prepare_in_background
-from fusedsim.ops.registry import KernelOp
+from fusedsim.core.registry import KernelOp
 
 VIDEO_SPECS = list_metrics("video")
 

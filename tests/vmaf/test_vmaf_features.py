@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from fusedsim.backend import BackendUnavailableError
+from fusedsim.core.backend import BackendUnavailableError
 from fusedsim.vmaf import features
 
 

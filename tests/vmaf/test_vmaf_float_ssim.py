@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from fusedsim.reference.float_ssim_ref import float_ssim_scale, iqa_decimate_ref
+from fusedsim.vmaf.float_ssim_twin import float_ssim_scale, iqa_decimate_ref
 from fusedsim.vmaf import float_ms_ssim, float_ssim
 
 LCS = ("float_ssim", "float_ssim_l", "float_ssim_c", "float_ssim_s")

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import fusedsim
-from fusedsim.reference.integer_ssim_ref import integer_ssim_ref
+from fusedsim.vmaf.integer_ssim_twin import integer_ssim_ref
 from fusedsim.vmaf import integer_ssim
 
 
@@ -27,7 +27,7 @@ def test_twin_equals_libvmaf_every_frame(pair):
 
 
 def test_kernel_equals_libvmaf_every_frame(pair, kernel_device):
-    from fusedsim.ops.integer_ssim import integer_ssim_fwd
+    from fusedsim.vmaf.integer_ssim_kernel import integer_ssim_fwd
 
     r = torch.from_numpy(pair.ref[0]).to(kernel_device)
     d = torch.from_numpy(pair.dist[0]).to(kernel_device)

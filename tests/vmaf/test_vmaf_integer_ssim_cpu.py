@@ -1,4 +1,4 @@
-"""The numba CPU path of integer_ssim (``fusedsim.cpu.integer_ssim_numba``) ``==`` the PyTorch twin.
+"""The numba CPU path of integer_ssim (``fusedsim.vmaf.integer_ssim_cpu``) ``==`` the PyTorch twin.
 
 Random clips (odd sizes down to 1x1, 8/10/12 bit, several frames, both threading strategies: frames across
 threads and row bands of one frame) and every fixture frame (also ``==`` libvmaf's own values).
@@ -12,9 +12,9 @@ import pytest
 import torch
 
 import fusedsim
-from fusedsim.cpu import integer_ssim_numba as mod
+import fusedsim.vmaf.integer_ssim_cpu as mod
 from fusedsim.ops import op as registered_op
-from fusedsim.reference.integer_ssim_ref import (
+from fusedsim.vmaf.integer_ssim_twin import (
     integer_ssim_constants,
     integer_ssim_ref,
     integer_ssim_weight_sum,

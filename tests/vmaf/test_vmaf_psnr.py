@@ -60,7 +60,7 @@ def test_bad_input():
 
 def test_forced_triton_backend_is_an_error_not_a_silent_pytorch_run():
     from fusedsim import use_backend
-    from fusedsim.backend import BackendUnavailableError
+    from fusedsim.core.backend import BackendUnavailableError
 
     x = np.zeros((2, 8, 8), np.uint8)
     with use_backend("triton"), pytest.raises(BackendUnavailableError, match="psnr has no Triton kernel"):

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import closing
 from typing import Any
 
-from fusedsim._device import DEVICE_HELP, check_device_name
+from fusedsim.core.device import DEVICE_HELP, check_device_name
 from fusedsim.cli.score import DEFAULT_METRICS, _image_metric, _score_metrics
 
 DESCRIPTION = """\

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from fusedsim._device import DEVICE_HELP
+from fusedsim.core.device import DEVICE_HELP
 from fusedsim.cli.score import _device, _image_metric
 
 DEFAULT_METRICS = ("ssim", "ms-ssim", "psnr")

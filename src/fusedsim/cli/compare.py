@@ -10,7 +10,7 @@ import math
 import sys
 from typing import Any
 
-from fusedsim._device import DEVICE_HELP
+from fusedsim.core.device import DEVICE_HELP
 from fusedsim.cli.batch import _device, _memory, _metric_list
 from fusedsim.cli.score import DEFAULT_METRICS, _score_metrics
 

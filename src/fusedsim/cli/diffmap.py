@@ -1,6 +1,6 @@
 """``fusedsim diffmap REF DIST --metric M -o map.png``: a metric's per-pixel map as a heat map beside the images.
 
-Only metrics that define a per-pixel map are offered (:data:`MAPS`): SSIM's map (``fusedsim.ssim(...,
+Only metrics that define a per-pixel map are offered (:data:`MAPS`): SSIM's map (``fusedsim.families.ssim(...,
 reduction="none")``, the valid region, averaged over channels), Butteraugli's distance map (its result's
 ``distmap``) and ColorVideoVDP's difference map (``cvvdp(..., return_map=True)``, pycvvdp's heatmap values).
 Other metrics are refused with the list of those that have a map: a map made up for a metric that does not
@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from fusedsim._device import DEVICE_HELP
+from fusedsim.core.device import DEVICE_HELP
 from fusedsim.cli.batch import _device
 from fusedsim.metrics.registry import get_metric
 
@@ -39,7 +39,7 @@ class MapSource:
 def _ssim_map(ref: ImageData, dist: ImageData, device: Any) -> np.ndarray:
     import numpy as np
 
-    from fusedsim.ssim import ssim
+    from fusedsim.families.ssim import ssim
 
     x, y = ref.pixels.to(device).float(), dist.pixels.to(device).float()
     local = ssim(x, y, data_range=ref.data_range, reduction="none")  # (1, C, H - 10, W - 10): the valid region
@@ -52,7 +52,7 @@ def _ssim_map(ref: ImageData, dist: ImageData, device: Any) -> np.ndarray:
 
 def _butteraugli_map(ref: ImageData, dist: ImageData, device: Any) -> np.ndarray:
     from fusedsim.engine.inputs import srgb
-    from fusedsim.metrics._butteraugli import butteraugli
+    from fusedsim.families.butteraugli.api import butteraugli
 
     x = srgb(ref.pixels.to(device), ref.data_range, "REF")
     y = srgb(dist.pixels.to(device), dist.data_range, "DIST")
@@ -61,7 +61,7 @@ def _butteraugli_map(ref: ImageData, dist: ImageData, device: Any) -> np.ndarray
 
 def _cvvdp_map(ref: ImageData, dist: ImageData, device: Any) -> np.ndarray:
     from fusedsim.engine.inputs import srgb
-    from fusedsim.metrics._cvvdp import cvvdp
+    from fusedsim.families.cvvdp.api import cvvdp
 
     x = srgb(ref.pixels.to(device), ref.data_range, "REF")
     y = srgb(dist.pixels.to(device), dist.data_range, "DIST")
@@ -146,7 +146,7 @@ def draw(ref: ImageData, dist: ImageData, values: np.ndarray, source: MapSource,
 
 
 def run(args: argparse.Namespace) -> int:
-    from fusedsim._device import resolve_device
+    from fusedsim.core.device import resolve_device
     from fusedsim.cli._figures import pyplot, save_figure
     from fusedsim.cli._outputs import Output, check_outputs
     from fusedsim.engine.inputs import check_min_size

@@ -11,7 +11,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from fusedsim._device import DEVICE_HELP, check_device_name
+from fusedsim.core.device import DEVICE_HELP, check_device_name
 from fusedsim.engine.inputs import check_min_size
 from fusedsim.metrics.registry import MetricSpec, get_metric, list_metrics
 

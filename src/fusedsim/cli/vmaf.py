@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from fusedsim._device import DEVICE_HELP, check_device_name
+from fusedsim.core.device import DEVICE_HELP, check_device_name
 from fusedsim.metrics.registry import list_metrics
 
 if TYPE_CHECKING:  # numpy loads in run(): building the parser stays light
@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # numpy loads in run(): building the parser stays light
 DEFAULT_FEATURES = ("ssim",)
 # the libvmaf features are the registry's video metrics named vmaf:<feature> (reading it imports no torch)
 _FEATURE_SPECS = {s.short_name: s for s in list_metrics("video") if s.name.startswith("vmaf:")}
-#: Shown in ``--help``; ``fusedsim.vmaf.features`` enforces the same registry entries.
+#: Shown in ``--help``; ``fusedsim.families.vmaf.features`` enforces the same registry entries.
 HELP_FEATURES = tuple(_FEATURE_SPECS)
 #: Metric columns a feature must produce (libvmaf names); guards against a backend answering with another algorithm.
 EXPECTED_METRICS = {name: spec.outputs for name, spec in _FEATURE_SPECS.items()}
@@ -221,11 +221,11 @@ def _int(text: str) -> int:
 
 
 def _load_features():
-    """The metric registry ``fusedsim.vmaf.features`` (imported on use: it pulls in torch)."""
+    """The metric registry ``fusedsim.families.vmaf.features`` (imported on use: it pulls in torch)."""
     try:
-        from fusedsim.vmaf import features
+        from fusedsim.families.vmaf import features
     except ImportError as exc:
-        raise RuntimeError(f"the VMAF feature extractors (fusedsim.vmaf.features) cannot be imported: {exc}") from exc
+        raise RuntimeError(f"the VMAF feature extractors (fusedsim.families.vmaf.features) cannot be imported: {exc}") from exc
     return features
 
 
@@ -490,16 +490,16 @@ def _compute(ref_reader, dist_reader, features: Sequence[str], extract: Callable
 
 def _score_streamed(ref_reader, dist_reader, features, extract, device, frames, batch_frames, progress):
     """On a GPU, with two regular files and the registry's features: the streamed path
-    (:mod:`fusedsim.vmaf.device_scoring`, same values, reads only the planes the features need); else None."""
+    (:mod:`fusedsim.families.vmaf.device_scoring`, same values, reads only the planes the features need); else None."""
     if not (ref_reader.seekable and dist_reader.seekable and frames):
         return None
-    from fusedsim.vmaf import features as registry
-    from fusedsim.vmaf.features import resolve_device
+    from fusedsim.families.vmaf import features as registry
+    from fusedsim.families.vmaf.features import resolve_device
 
     dev = resolve_device(device)
     if dev.type != "cuda" or extract is not registry.extract:
         return None
-    from fusedsim.vmaf.device_scoring import score_on_device
+    from fusedsim.families.vmaf.device_scoring import score_on_device
 
     return score_on_device(ref_reader, dist_reader, features, device=dev, frames=frames, batch_frames=batch_frames,
                            progress=progress)
@@ -624,7 +624,7 @@ def run(args: argparse.Namespace) -> int:
     registry = _load_features()
     features = resolve_features(args.features, tuple(registry.SUPPORTED_FEATURES))
     if args.device != "auto":
-        from fusedsim._device import resolve_device
+        from fusedsim.core.device import resolve_device
 
         resolve_device(args.device)  # a missing GPU is reported before any file is read
     if args.threads:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from fusedsim._lazy import lazy_attributes
+from fusedsim.core.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from fusedsim.engine.chooser import Candidate, Choice, Task, choose

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import torch
 
-from fusedsim._device import resolve_device
+from fusedsim.core.device import resolve_device
 from fusedsim.engine.bench_cache import Measurement
 from fusedsim.engine.strips import can_strip, plan_strips
 from fusedsim.io.images import ImageData

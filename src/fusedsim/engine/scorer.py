@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from fusedsim._device import resolve_device
+from fusedsim.core.device import resolve_device
 from fusedsim.engine.bench_cache import BenchCache, load_bench_cache
 from fusedsim.engine.chooser import CONTEXTS, Choice, Task, choose
 from fusedsim.engine.inputs import check_min_size, metric_input, pair_output, result_values, to_device
@@ -106,7 +106,7 @@ def _specs(metrics: Sequence[str] | str) -> list[MetricSpec]:
         spec = get_metric(name)
         if spec.kind not in _KINDS:
             raise ValueError(f"metrics: {spec.name} is a {spec.kind} metric; the Scorer scores image pairs "
-                             "(use fusedsim.vmaf for video features)")
+                             "(use fusedsim.families.vmaf for video features)")
         if spec not in specs:
             specs.append(spec)
     return specs
@@ -420,11 +420,7 @@ class Scorer:
         if y is None:  # metrics of one kind on one device share the converted distorted pixels
             y = metric_input(spec, to_device(dist.pixels, device), dist.data_range, "DIST")
             self._dist_inputs[(spec.kind, str(device))] = y
-        if spec.kind == "image":
-            return spec.load()(state, y, data_range=ref.data_range, **params)
-        if spec.cached_reference:
-            return spec.load("score_prepared")(state, y)
-        return spec.load()(state, y, **params)
+        return spec.score(state, y, params, data_range=ref.data_range)
 
     def _reference_state(self, spec: MetricSpec, ref: ImageData, device: torch.device) -> Any:
         key = (spec.name, str(device))
@@ -436,6 +432,6 @@ class Scorer:
             if x is None:
                 pixels = to_device(ref.pixels, device)
                 x = self._prepared[shared] = metric_input(spec, pixels, ref.data_range, "REF")
-            state = spec.load("prepare")(x, **self.params[spec.name]) if spec.cached_reference else x
+            state = spec.prepare(x, self.params[spec.name])
             self._prepared[key] = state
         return state

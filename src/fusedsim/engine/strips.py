@@ -2,7 +2,7 @@
 
 A strip's *body* rows partition ``[0, H)``; the strip read from the image is the body plus about ``halo`` rows
 above and below (clipped at the edges), so a windowed metric sees in each strip exactly the context it sees in the
-full image. The metric's :attr:`~fusedsim.metrics.registry.MetricSpec.strip_sums` reads those rows and returns
+full image. The metric's ``strip_sums`` (:class:`~fusedsim.metrics.registry.MetricFunctions`) reads those rows and returns
 float64 sums over the outputs of the body; their total, finished once, is the full-image value. Only the strip is
 moved to the device and converted to float32, so the peak memory is one strip's working set plus the two input
 images.
@@ -23,7 +23,7 @@ __all__ = ["can_strip", "plan_strips", "score_strips"]
 
 def can_strip(spec: MetricSpec) -> bool:
     """Whether ``spec`` has a strip path (halo rows and strip sums)."""
-    return spec.halo_rows is not None and spec.strip_sums is not None
+    return spec.halo_rows is not None and spec.strips
 
 
 def plan_strips(height: int, body_rows: int, halo: int) -> list[tuple[int, int, int, int]]:

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from fusedsim._device import resolve_device
+from fusedsim.core.device import resolve_device
 from fusedsim.metrics.registry import MetricSpec, get_metric
 
 __all__ = ["Metric"]
@@ -39,7 +39,7 @@ class Metric:
     def __init__(self, name: str, device: torch.device | str = "auto", **params: Any) -> None:
         self.spec: MetricSpec = get_metric(name)
         if self.spec.kind == "video":
-            raise ValueError(f"{self.spec.name} scores video planes; use fusedsim.vmaf or `fusedsim vmaf`")
+            raise ValueError(f"{self.spec.name} scores video planes; use fusedsim.families.vmaf or `fusedsim vmaf`")
         self.device = resolve_device(device)
         self.params = params
         self._state: Any = None
@@ -60,10 +60,7 @@ class Metric:
     def set_reference(self, ref: torch.Tensor) -> Metric:
         """Prepare ``ref`` once for later :meth:`score` calls; returns ``self``."""
         ref = self._to_device(ref, "ref")
-        if self.spec.cached_reference:
-            self._state = self.spec.load("prepare")(ref, **self.params)
-        else:
-            self._state = ref
+        self._state = self.spec.prepare(ref, self.params)
         self._has_reference = True
         return self
 
@@ -74,9 +71,7 @@ class Metric:
         if not self._has_reference:
             raise RuntimeError(f"{self.spec.name}: call set_reference(ref) before score(dist)")
         dist = self._to_device(dist, "dist")
-        if self.spec.cached_reference:
-            return self.spec.load("score_prepared")(self._state, dist)
-        return self.spec.load()(self._state, dist, **self.params)
+        return self.spec.score(self._state, dist, self.params)
 
     def _to_device(self, image: torch.Tensor, name: str) -> torch.Tensor:
         if not isinstance(image, torch.Tensor):

@@ -1,8 +1,11 @@
 """The metric registry: one :class:`MetricSpec` per metric, read by the CLI, the VMAF features and the engine.
 
-The registry knows metrics only through their specs; it imports neither torch nor any metric. A spec names its
-compute function as a ``"module:function"`` string that :meth:`MetricSpec.load` imports on first use, so
-``fusedsim list-metrics`` and argument parsing stay torch-free.
+The registry knows metrics only through their specs; it imports neither torch nor any metric. Each family declares
+its specs in its package's ``__init__`` (``fusedsim/families/<family>/``, found on disk: no list names them), with a
+loader function whose ``import`` statement brings the implementation (:class:`MetricFunctions`) on first use, so
+``fusedsim list-metrics`` and argument parsing stay torch-free. The spec also owns the calling convention
+(:meth:`MetricSpec.prepare`, :meth:`MetricSpec.score`): the engine, :class:`fusedsim.Metric` and the CLI call every
+metric through it.
 
 Keys: image metrics use plain names (``ssim``, ``ms-ssim``, ``psnr``); libvmaf's features live in the ``vmaf:``
 namespace (``vmaf:ssim``, ``vmaf:psnr``, ...) because they share names with the image metrics but are different
@@ -25,15 +28,32 @@ from __future__ import annotations
 
 import importlib
 import math
+import pkgutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["KINDS", "MetricSpec", "get_metric", "list_metrics", "register_metric"]
+__all__ = ["KINDS", "MetricFunctions", "MetricSpec", "get_metric", "list_metrics", "register_metric"]
 
 #: Input kinds: an image pair (RGB or grey, float values), integer Y'CbCr video planes with a bit depth, or an
 #: sRGB-encoded pair for the perceptual metrics.
 KINDS = ("image", "video", "srgb")
+
+
+@dataclass(frozen=True)
+class MetricFunctions:
+    """A metric's implementation, returned by its spec's ``functions`` loader (see the module docstring for the
+    signatures by kind). ``score_map(ref, dist, **params) -> (N, H', W')`` is the per-pixel map ``fusedsim
+    diffmap`` draws (None: the metric has no map); ``ops`` are the registered ops the metric launches on a GPU, whose
+    kernels a command may import on a thread while the CUDA context starts."""
+
+    compute: Callable[..., Any]
+    prepare: Callable[..., Any] | None = None
+    score_prepared: Callable[..., Any] | None = None
+    strip_sums: Callable[..., Any] | None = None
+    strip_finish: Callable[..., Any] | None = None
+    score_map: Callable[..., Any] | None = None
+    ops: tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -43,7 +63,8 @@ class MetricSpec:
     Attributes:
         name: registry key, e.g. ``"ssim"`` or ``"vmaf:psnr"``.
         kind: ``"image"`` or ``"video"`` (see the module docstring for the calling convention of each).
-        compute: ``"module:function"`` of the compute function, imported by :meth:`load`.
+        functions: a loader ``() -> MetricFunctions``: a function of the family whose ``import`` statement brings
+            the implementation (torch, kernels) on first use. Called once; see :meth:`implementation`.
         summary: one line for ``fusedsim list-metrics`` and ``--help``.
         outputs: names of the values the metric reports (one for image metrics, libvmaf's names for features).
         aliases: other names :func:`get_metric` accepts.
@@ -61,22 +82,20 @@ class MetricSpec:
         cached_reference: whether the metric can prepare a reference once and score many distorted inputs.
         prepared_broadcasts: whether ``score_prepared`` scores ``(N, ...)`` distorted images against a reference
             prepared from one image (the engine then scores a group of pairs sharing it in one call).
-        prepare, score_prepared: ``"module:function"`` of the cached-reference pair (required when
-            ``cached_reference`` is True; see the module docstring).
+        rank: position among the metrics of its kind in listings (``list-metrics``, error messages).
         params: the metric's keyword parameters and their defaults, for ``--help`` and the engine.
-        strip_sums, strip_finish: ``"module:function"`` of the strip path (both or neither; needs ``halo_rows``):
+        strips: whether the implementation has the strip path (``strip_sums`` and ``strip_finish``; needs
+            ``halo_rows``):
             ``strip_sums(ref, dist, rows, device=..., data_range=..., **params) -> Tensor (K,)`` reads from the
             whole images the rows that the body ``rows = (start, stop)`` needs, halo included, and gives additive
             float64 partial sums over the outputs of the body; ``strip_finish(sums, data_range=..., **params) ->
             Tensor`` turns the sums over all bodies (a partition of the rows) into the metric's value.
         planes: video metrics: the planes they read (``"y"``, ``"u"``, ``"v"``); readers skip the others.
-        ops: the registered ops (:func:`fusedsim.ops.op`) the compute function launches on a GPU; a command can
-            import their kernels on a thread while the CUDA context starts (:func:`prepare_ops`).
     """
 
     name: str
     kind: str
-    compute: str
+    functions: Callable[[], MetricFunctions]
     summary: str
     outputs: tuple[str, ...]
     aliases: tuple[str, ...] = ()
@@ -92,30 +111,20 @@ class MetricSpec:
     fixed_bytes: int = 0
     cached_reference: bool = False
     prepared_broadcasts: bool = False
-    prepare: str | None = None
-    score_prepared: str | None = None
     params: tuple[tuple[str, Any], ...] = ()
     planes: tuple[str, ...] = ("y", "u", "v")
-    ops: tuple[str, ...] = ()
-    strip_sums: str | None = None
-    strip_finish: str | None = None
+    strips: bool = False
+    rank: int = 0
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name or self.name != self.name.strip().lower():
             raise ValueError(f"name must be a non-empty lower-case string; got {self.name!r}")
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}; got {self.kind!r}")
-        module, sep, function = self.compute.partition(":")
-        if not (module and sep and function):
-            raise ValueError(f"compute must be 'module:function'; got {self.compute!r}")
-        if self.cached_reference and not (self.prepare and self.score_prepared):
-            raise ValueError(f"{self.name}: cached_reference=True needs prepare and score_prepared")
-        if (self.strip_sums is None) != (self.strip_finish is None) or (self.strip_sums and self.halo_rows is None):
-            raise ValueError(f"{self.name}: strip_sums and strip_finish go together, with halo_rows")
-        for field_name in ("prepare", "score_prepared", "strip_sums", "strip_finish"):
-            target = getattr(self, field_name)
-            if target is not None and not all(target.partition(":")[::2]):
-                raise ValueError(f"{self.name}: {field_name} must be 'module:function'; got {target!r}")
+        if not callable(self.functions):
+            raise ValueError(f"functions must be a loader () -> MetricFunctions; got {self.functions!r}")
+        if self.strips and self.halo_rows is None:
+            raise ValueError(f"{self.name}: strips need halo_rows")
         if not self.planes or any(p not in ("y", "u", "v") for p in self.planes):
             raise ValueError(f"{self.name}: planes must name some of 'y', 'u', 'v'; got {self.planes!r}")
         if not self.outputs:
@@ -131,17 +140,51 @@ class MetricSpec:
         """The name without its namespace (``"vmaf:psnr"`` -> ``"psnr"``)."""
         return self.name.rpartition(":")[2]
 
+    def implementation(self) -> MetricFunctions:
+        """The metric's functions (imported on first call, then kept). Checks that they match the spec: a
+        cached-reference metric has ``prepare`` and ``score_prepared``, a strip metric both strip functions."""
+        loaded = _FUNCTIONS.get(self.name)
+        if loaded is None:
+            loaded = self.functions()
+            if not isinstance(loaded, MetricFunctions):
+                raise TypeError(f"{self.name}: its functions loader returned {type(loaded).__name__}, "
+                                "not MetricFunctions")
+            if self.cached_reference and not (loaded.prepare and loaded.score_prepared):
+                raise ValueError(f"{self.name}: cached_reference=True needs prepare and score_prepared")
+            if self.strips and not (loaded.strip_sums and loaded.strip_finish):
+                raise ValueError(f"{self.name}: strips=True needs strip_sums and strip_finish")
+            _FUNCTIONS[self.name] = loaded
+        return loaded
+
     def load(self, which: str = "compute") -> Callable[..., Any]:
-        """Import and return the compute function, or ``"prepare"`` / ``"score_prepared"`` / ``"strip_sums"`` /
-        ``"strip_finish"`` (imported once)."""
-        target = getattr(self, which) if which in _LOADABLE else None
-        if target is None:
-            raise ValueError(f"{self.name} has no {which} function")
-        fn = _FUNCTIONS.get(target)
+        """One function of :meth:`implementation`: ``"compute"``, ``"prepare"``, ``"score_prepared"``,
+        ``"strip_sums"``, ``"strip_finish"`` or ``"score_map"``."""
+        fn = getattr(self.implementation(), which, None) if which in _LOADABLE else None
         if fn is None:
-            module, _, function = target.partition(":")
-            fn = _FUNCTIONS[target] = getattr(importlib.import_module(module), function)
+            raise ValueError(f"{self.name} has no {which} function")
         return fn
+
+    # ---------------------------------------------------------------------------------- calling convention
+    def prepare(self, ref: Any, params: dict[str, Any]) -> Any:
+        """The reference state :meth:`score` takes: the prepared reference of a cached-reference metric, else
+        ``ref`` itself."""
+        if self.cached_reference:
+            return self.load("prepare")(ref, **params)
+        return ref
+
+    def score(self, state: Any, dist: Any, params: dict[str, Any], data_range: float | None = None) -> Any:
+        """Score ``dist`` against a state from :meth:`prepare`. ``data_range`` reaches image metrics (their
+        default when None); a cached-reference metric's parameters are in its state."""
+        if self.kind == "image" and data_range is not None:
+            return self.load()(state, dist, data_range=data_range, **params)
+        if self.cached_reference:
+            return self.load("score_prepared")(state, dist)
+        return self.load()(state, dist, **params)
+
+    @property
+    def has_map(self) -> bool:
+        """Whether the metric gives a per-pixel map (``fusedsim diffmap``); imports the implementation."""
+        return self.implementation().score_map is not None
 
     def working_set_bytes(self, height: int, width: int, channels: int = 3) -> int:
         """Estimated peak bytes to score one ``height`` x ``width`` pair with ``channels`` channels."""
@@ -157,13 +200,13 @@ class MetricSpec:
             "min_size_reason": self.min_size_reason, "halo_rows": self.halo_rows,
             "bytes_per_pixel": self.bytes_per_pixel, "fixed_bytes": self.fixed_bytes,
             "cached_reference": self.cached_reference, "prepared_broadcasts": self.prepared_broadcasts,
-            "compute": self.compute,
+            "family": self.functions.__module__,
             "params": {key: value for key, value in self.params}, "planes": list(self.planes),
         }
 
 
-_LOADABLE = ("compute", "prepare", "score_prepared", "strip_sums", "strip_finish")
-_FUNCTIONS: dict[str, Callable[..., Any]] = {}  # "module:function" -> the imported function
+_LOADABLE = ("compute", "prepare", "score_prepared", "strip_sums", "strip_finish", "score_map")
+_FUNCTIONS: dict[str, MetricFunctions] = {}  # metric name -> its loaded functions
 _SPECS: dict[str, MetricSpec] = {}
 _ALIASES: dict[str, str] = {}  # alias -> name
 _builtins_loaded = False
@@ -173,7 +216,9 @@ def _ensure_builtins() -> None:
     global _builtins_loaded
     if not _builtins_loaded:
         _builtins_loaded = True
-        from fusedsim.metrics import catalog  # noqa: F401  (registers the built-in metrics)
+        from fusedsim.families import load_families
+
+        load_families()  # each family's __init__ registers its metrics
 
 
 def register_metric(spec: MetricSpec) -> MetricSpec:
@@ -198,7 +243,7 @@ def get_metric(name: str) -> MetricSpec:
     key = name.strip().lower()
     key = _ALIASES.get(key, key)
     if key not in _SPECS:
-        raise ValueError(f"unknown metric {name!r}; known metrics: {', '.join(_SPECS)}")
+        raise ValueError(f"unknown metric {name!r}; known metrics: {', '.join(s.name for s in list_metrics())}")
     return _SPECS[key]
 
 
@@ -207,4 +252,5 @@ def list_metrics(kind: str | None = None) -> tuple[MetricSpec, ...]:
     if kind is not None and kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)} or None; got {kind!r}")
     _ensure_builtins()
-    return tuple(s for s in _SPECS.values() if kind is None or s.kind == kind)
+    ordered = sorted(_SPECS.values(), key=lambda s: (KINDS.index(s.kind), s.rank))  # stable: then registration
+    return tuple(s for s in ordered if kind is None or s.kind == kind)

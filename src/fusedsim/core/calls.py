@@ -1,0 +1,103 @@
+"""Call tables: the lean host path of the public functions.
+
+A public call is looked up by its arguments' metadata (shapes, strides, dtypes, devices, options, the requested
+backend) in a table of validated *calls*; only a miss validates and plans. A call then runs the op's plan
+directly: no dispatcher, no argument binding, no autograd node when nothing needs a gradient. SSIM, MS-SSIM,
+the L1+SSIM loss, LNCC and the warp keep one table each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from fusedsim.core.backend import requested_backend
+
+
+class CallTable:
+    """Validated calls by key, cleared when full (keys are metadata: a workload uses a handful)."""
+
+    __slots__ = ("_calls", "_limit")
+
+    def __init__(self, limit: int = 512) -> None:
+        self._calls: dict[tuple, Callable] = {}
+        self._limit = limit
+
+    def get(self, key: tuple | None, build: Callable[[], Callable]) -> Callable:
+        """The call for ``key`` (``None``: not cacheable, e.g. a user window), building it on a miss."""
+        if key is None:
+            return build()
+        call = self._calls.get(key)
+        if call is None:
+            call = self._add(key, build())
+        return call
+
+    def for_pair(self, options: tuple, a: object, b: object, build: Callable[[], Callable]) -> Callable:
+        """The call for tensors like ``a``, ``b`` with hashable ``options``: keyed by the options and the metadata
+        that fixes validation and the kernel plan (shapes, strides, dtypes, devices, the requested backend). Not
+        tensors, or an unhashable option: ``build()``, whose validation names the argument."""
+        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+            return build()
+        key = (options, a.shape, b.shape, a.stride(), b.stride(), a.dtype, b.dtype, a.device, b.device,
+               requested_backend())
+        try:
+            call = self._calls.get(key)
+        except TypeError:
+            return build()
+        if call is None:
+            call = self._add(key, build())
+        return call
+
+    def _add(self, key: tuple, call: Callable) -> Callable:
+        if len(self._calls) >= self._limit:
+            self._calls.clear()
+        self._calls[key] = call
+        return call
+
+    def clear(self) -> None:
+        self._calls.clear()
+
+
+class KernelCall:
+    """An op bound to Triton (:meth:`fusedsim.core.registry.KernelOp.bind`): its plan for tensors like the example
+    and fixed trailing tensors (window, weights): ``call(*tensors)``."""
+
+    __slots__ = ("device_index", "extra", "op", "plan", "_with_grad")
+
+    def __init__(self, op, example: tuple, extra: tuple, scalars: tuple) -> None:
+        from fusedsim.core.registry import apply_planned
+
+        self.op = op
+        self.plan = op.make_plan((*example, *extra), scalars)
+        self.extra = extra
+        device = example[0].device
+        self.device_index = device.index if device.type == "cuda" else None
+        # what a call that records a graph runs: the op's run_plan, without its frame
+        self._with_grad = apply_planned if op.differentiable else op.run_plan
+
+    def __call__(self, x: torch.Tensor, y: torch.Tensor | None = None, *more: torch.Tensor) -> torch.Tensor:
+        idx = self.device_index
+        if idx is not None and idx != torch._C._cuda_getDevice():  # Triton launches on the current device
+            with torch.cuda.device(idx):
+                return self(x, y, *more)
+        tensors = (x,) if y is None else (x, y, *more)
+        if any(t.requires_grad for t in tensors) and torch.is_grad_enabled():
+            return self._with_grad(self.plan, *tensors, *self.extra)
+        return self.plan.forward(*tensors, *self.extra)[0]
+
+
+class TwinCall:
+    """An op bound to its PyTorch twin with fixed trailing tensors and scalars: ``call(*tensors) = fn(*tensors,
+    *fixed, *scalars)``."""
+
+    __slots__ = ("fixed", "fn", "scalars")
+
+    def __init__(self, fn: Callable, fixed: tuple, scalars: tuple) -> None:
+        self.fn, self.fixed, self.scalars = fn, fixed, scalars
+
+    def __call__(self, *tensors: torch.Tensor) -> torch.Tensor:
+        return self.fn(*tensors, *self.fixed, *self.scalars)
+
+
+__all__ = ["CallTable", "KernelCall", "TwinCall"]

@@ -1,0 +1,1 @@
+"""Windowed moments of two images: the Triton source renderer (``source.py``), its op (``ops.py``, ``kernel.py``), the numba CPU kernel (``cpu.py``) and the twin (``twin.py``, also home of the numeric conventions every twin shares)."""

@@ -1,0 +1,298 @@
+"""Perceptual-metric ops: ColorVideoVDP (registered when the ``perceptual`` family loads)."""
+
+from __future__ import annotations
+
+import torch
+
+from fusedsim.core.registry import Example, KernelOp, register_op
+from fusedsim.families.cvvdp.twin import (
+    cvvdp_band_pool_ref,
+    cvvdp_expand_op_ref,
+    cvvdp_linear_dkl_op_ref,
+    cvvdp_mask_diff_ref,
+    cvvdp_masker_vblur_ref,
+    cvvdp_reduce_ref,
+    cvvdp_ref_band_ref,
+    cvvdp_test_band_ref,
+)
+from fusedsim.core.moments.twin import compute_dtype
+
+
+def _cvvdp_mask_examples(device: torch.device) -> list[Example]:
+    """Band contrasts of a test/reference pair (~0.1), CSF sensitivities (5..100) and a positive blurred masker."""
+    out = []
+    for i, (shape, sens_batch) in enumerate([((1, 3, 1, 1), None), ((2, 3, 7, 13), 1), ((1, 3, 16, 9), None)]):
+        gen = torch.Generator().manual_seed(140 + i)
+        test = 0.1 * torch.randn(shape, generator=gen, dtype=torch.float64)
+        ref = test + 0.05 * torch.randn(shape, generator=gen, dtype=torch.float64)
+        sens = 5 + 95 * torch.rand((sens_batch or shape[0], *shape[1:]), generator=gen, dtype=torch.float64)
+        blurred = (test * sens).abs() * torch.rand(shape, generator=gen, dtype=torch.float64)
+        out.append(Example(tuple(t.to(device) for t in (test, ref, sens, blurred)),
+                           note=f"{shape} sensitivity batch {sens_batch or shape[0]}"))
+    test, ref, sens, blurred = (t.transpose(-1, -2) for t in out[-1].tensors)
+    out.append(Example((test, ref, sens, blurred), note="non-contiguous"))
+    return out
+
+
+def _import_triton() -> None:
+    """The Triton side of these ops, imported on first GPU use (Triton itself with it): each module registers
+    its plans on the ops below."""
+    import fusedsim.families.cvvdp.band_kernel  # noqa: F401
+    import fusedsim.families.cvvdp.dkl_kernel  # noqa: F401
+    import fusedsim.families.cvvdp.mask_diff_kernel  # noqa: F401
+    import fusedsim.families.cvvdp.masking_kernel  # noqa: F401
+    import fusedsim.families.cvvdp.pair_band_kernel  # noqa: F401
+    import fusedsim.families.cvvdp.pyramid_kernel  # noqa: F401
+
+
+cvvdp_mask_diff = register_op(KernelOp(
+    name="cvvdp_mask_diff",
+    schema="(Tensor test, Tensor ref, Tensor sens, Tensor blurred) -> Tensor",
+    n_tensors=4,
+    load_triton=_import_triton,
+    reference=cvvdp_mask_diff_ref,
+    fake=lambda test, ref, sens, blurred: test.new_empty(test.shape, dtype=compute_dtype(test.dtype)),
+    examples=_cvvdp_mask_examples,
+    differentiable=False,
+    # float32 only (the metric's GPU dtype): the kernel's powers are exp(e log x), a few ulps from torch.pow,
+    # amplified by e log x (|.| <= ~45) to ~3e-6 relative; the float64 path runs the twin.
+    tolerance={torch.float32: (5e-5, 0.0)},
+    doc="ColorVideoVDP's masking of one band after the phase-uncertainty blur: cross-channel masker, masked and "
+        "soft-clamped differences (N, 3, h, w).",
+))
+
+
+# The pyramid and band kernels against the float64 twins: float32 sums in another order than the convolutions
+# (~1e-7 relative), log10 / 10^x as log / exp times a constant (~1e-6 relative on sensitivities of ~10..500);
+# the pooling kernel's powers are exp(e log x), like cvvdp_mask_diff's.
+CVVDP_TOLERANCE = {torch.float32: (2e-5, 0.0)}
+
+
+def _cvvdp_level(shape, seed: int, device) -> torch.Tensor:
+    """A DKL-like level: luminance 0.001..300 cd/m² (below the 0.01 floor and across the CSF table) and
+    chromatic channels of either sign."""
+    gen = torch.Generator().manual_seed(seed)
+    lum = 10 ** (5 * torch.rand((shape[0], 1, *shape[2:]), generator=gen, dtype=torch.float64) - 3)
+    chroma = 20 * torch.randn((shape[0], shape[1] - 1, *shape[2:]), generator=gen, dtype=torch.float64)
+    return torch.cat([lum, chroma], dim=1).to(device)
+
+
+def _cvvdp_pyramid_examples(device: torch.device) -> list[Example]:
+    shapes = [(1, 3, 7, 13), (2, 1, 8, 9), (1, 3, 6, 6), (1, 2, 5, 4), (1, 1, 2, 3), (1, 3, 33, 70)]
+    out = [Example((_cvvdp_level(s, 150 + i, device),), note=f"{s}") for i, s in enumerate(shapes)]
+    out.append(Example((out[-1].tensors[0].transpose(-1, -2),), note="non-contiguous"))
+    return out
+
+
+def _cvvdp_expand_examples(device: torch.device) -> list[Example]:
+    cases = [((1, 3, 4, 7), 7, 13), ((2, 1, 4, 5), 8, 9), ((1, 1, 2, 2), 3, 4), ((1, 3, 17, 35), 33, 70)]
+    return [Example((_cvvdp_level(s, 160 + i, device),), (h, w), note=f"{s} -> {h}x{w}")
+            for i, (s, h, w) in enumerate(cases)]
+
+
+def _cvvdp_band_levels(shape, seed: int, device):
+    g = _cvvdp_level(shape, seed, device)
+    return g, cvvdp_reduce_ref(g)
+
+
+def _cvvdp_ref_band_examples(device: torch.device) -> list[Example]:
+    out = []
+    for i, (shape, rho, scale) in enumerate([((1, 3, 7, 13), 37.7, 1.0), ((2, 3, 8, 9), 12.17, 2.0),
+                                             ((1, 3, 40, 70), 0.4, 2.0)]):
+        out.append(Example(_cvvdp_band_levels(shape, 170 + i, device), (rho, scale), note=f"{shape} rho {rho}"))
+    return out
+
+
+def _cvvdp_test_band_examples(device: torch.device) -> list[Example]:
+    out = []
+    for i, (shape, ref_batch) in enumerate([((1, 3, 7, 13), 1), ((2, 3, 8, 9), 1), ((2, 3, 20, 33), 2)]):
+        g, g_next = _cvvdp_band_levels(shape, 180 + i, device)
+        ref6 = cvvdp_ref_band_ref(*_cvvdp_band_levels((ref_batch, *shape[1:]), 190 + i, device), 18.8, 2.0)
+        out.append(Example((g, g_next, ref6[:, :3], ref6[:, 3:]), (2.0,), note=f"{shape} reference batch {ref_batch}"))
+    return out
+
+
+def cvvdp_pair_band_ref(ref_g: torch.Tensor, ref_g_next: torch.Tensor, test_g: torch.Tensor,
+                        test_g_next: torch.Tensor, rho: float, scale: float) -> torch.Tensor:
+    """Twin of ``cvvdp_pair_band``: the test side of a band against the reference side of the same band."""
+    ref6 = cvvdp_ref_band_ref(ref_g, ref_g_next, rho, scale)
+    return cvvdp_test_band_ref(test_g, test_g_next, ref6[:, :3], ref6[:, 3:], scale)
+
+
+def _cvvdp_pair_band_examples(device: torch.device) -> list[Example]:
+    out = []
+    # rho as in the test-band examples: at low rho the CSF's gain (~200) times a float32 contrast that cancels
+    # (G - E ~ 1e-3 G) exceeds the tolerance, although the kernel equals cvvdp_ref_band + cvvdp_test_band
+    for i, (shape, rho, scale) in enumerate([((1, 3, 7, 13), 37.7, 1.0), ((2, 3, 20, 33), 18.8, 2.0)]):
+        levels = _cvvdp_band_levels(shape, 230 + i, device) + _cvvdp_band_levels(shape, 240 + i, device)
+        out.append(Example(levels, (rho, scale), note=f"{shape} rho {rho} scale {scale}"))
+    ref_g, ref_next, test_g, test_next = out[0].tensors
+    strided = test_g.transpose(-1, -2).contiguous().transpose(-1, -2)  # rows made contiguous by the op
+    out.append(Example((ref_g, ref_next, strided, test_next), (12.0, 2.0), note="strided test level"))
+    return out
+
+
+def _cvvdp_masker_examples(device: torch.device) -> list[Example]:
+    out = []
+    for i, shape in enumerate([(1, 3, 7, 5), (2, 3, 16, 9), (1, 3, 40, 31)]):
+        gen = torch.Generator().manual_seed(200 + i)
+        out.append(Example(((10 * torch.rand(shape, generator=gen, dtype=torch.float64)).to(device),), note=f"{shape}"))
+    band = torch.rand((1, 6, 9, 12), generator=torch.Generator().manual_seed(205), dtype=torch.float64).to(device)
+    out.append(Example((band[:, 1:4],), note="a channel view"))
+    return out
+
+
+def _cvvdp_band_pool_examples(device: torch.device) -> list[Example]:
+    out = []
+    for i, (shape, blur, with_map) in enumerate([((1, 3, 7, 13), True, True), ((2, 3, 9, 8), True, False),
+                                                 ((1, 3, 5, 4), False, True), ((2, 3, 3, 40), False, False),
+                                                 ((1, 3, 12, 300), True, True)]):
+        gen = torch.Generator().manual_seed(210 + i)
+        n, _, h, w = shape
+        band = torch.cat([5 * torch.rand((n, 3, h, w), generator=gen, dtype=torch.float64),
+                          2 * torch.rand((n, 3, h, w), generator=gen, dtype=torch.float64) ** 3], dim=1).to(device)
+        vblurred = cvvdp_masker_vblur_ref(band[:, :3]) if blur else band[:, :3]
+        out.append(Example((vblurred, band), (blur, with_map), note=f"{shape} blur {blur} map {with_map}"))
+    return out
+
+
+def _cvvdp_band_pool_fake(vblurred, band, blur, with_map):
+    n, _, h, w = band.shape
+    return band.new_empty((n, 3, h, w + 1 if with_map else 1), dtype=compute_dtype(band.dtype))
+
+
+def cvvdp_linear_dkl_codes_ref(rgb: torch.Tensor, peak_luminance: float, black_level: float, reflected: float,
+                               exposure: float, rgb2xyz: list[float]) -> torch.Tensor:
+    """Twin of ``cvvdp_linear_dkl``: uint8 codes are first converted as the metric's input (``code / 255``,
+    float32)."""
+    if rgb.dtype == torch.uint8:
+        rgb = rgb.to(torch.float32) / 255.0
+    return cvvdp_linear_dkl_op_ref(rgb, peak_luminance, black_level, reflected, exposure, rgb2xyz)
+
+
+def _cvvdp_dkl_examples(device: torch.device) -> list[Example]:
+    """sRGB values over [0, 1] with dark ones (the linear segment) and a few outside (clamped); standard_4k's
+    photometry, and a darker display with exposure 0.5 (the clip branch); uint8 codes (every one of them), read
+    without a float copy."""
+    from fusedsim.families.cvvdp.data import cvvdp_display
+
+    out = []
+    for i, (shape, kwargs) in enumerate([((1, 3, 7, 13), {}), ((2, 3, 5, 9), {"exposure": 0.5, "contrast": 100.0})]):
+        gen = torch.Generator().manual_seed(220 + i)
+        rgb = torch.rand(shape, generator=gen, dtype=torch.float64) ** 3 * 1.1 - 0.02
+        d = cvvdp_display("standard_4k", **kwargs)
+        scalars = (d.peak_luminance, d.black_level, d.reflected, d.exposure, [v for row in d.rgb2xyz for v in row])
+        out.append(Example((rgb.to(device),), scalars, note=f"{shape} {kwargs}"))
+    codes = torch.randperm(3 * 96, generator=torch.Generator().manual_seed(222)).remainder(256).to(torch.uint8)
+    out.append(Example((codes.view(1, 3, 8, 12).to(device),), out[0].scalars, note="uint8 codes"))
+    return out
+
+
+cvvdp_linear_dkl = register_op(KernelOp(
+    name="cvvdp_linear_dkl",
+    schema="(Tensor rgb, float peak_luminance, float black_level, float reflected, float exposure, "
+           "float[] rgb2xyz) -> Tensor",
+    n_tensors=1,
+    load_triton=_import_triton,
+    reference=cvvdp_linear_dkl_codes_ref,
+    fake=lambda rgb, *args: rgb.new_empty(rgb.shape, dtype=compute_dtype(rgb.dtype)),
+    examples=_cvvdp_dkl_examples,
+    differentiable=False,
+    tolerance=CVVDP_TOLERANCE,
+    doc="ColorVideoVDP's display model: sRGB (floating or uint8 codes) -> emitted light in DKL d65 (N, 3, H, W).",
+))
+
+cvvdp_reduce = register_op(KernelOp(
+    name="cvvdp_reduce",
+    schema="(Tensor x) -> Tensor",
+    n_tensors=1,
+    load_triton=_import_triton,
+    reference=cvvdp_reduce_ref,
+    fake=lambda x: x.new_empty((*x.shape[:2], (x.shape[-2] + 1) // 2, (x.shape[-1] + 1) // 2),
+                               dtype=compute_dtype(x.dtype)),
+    examples=_cvvdp_pyramid_examples,
+    differentiable=False,
+    tolerance=CVVDP_TOLERANCE,
+    doc="ColorVideoVDP's pyramid reduction (5-tap blur + decimation, pycvvdp's edges) (N, C, ceil(H/2), ceil(W/2)).",
+))
+
+cvvdp_expand = register_op(KernelOp(
+    name="cvvdp_expand",
+    schema="(Tensor x, int height, int width) -> Tensor",
+    n_tensors=1,
+    load_triton=_import_triton,
+    reference=cvvdp_expand_op_ref,
+    fake=lambda x, height, width: x.new_empty((*x.shape[:2], height, width), dtype=compute_dtype(x.dtype)),
+    examples=_cvvdp_expand_examples,
+    differentiable=False,
+    tolerance=CVVDP_TOLERANCE,
+    doc="ColorVideoVDP's pyramid expansion (zero interleave + 5-tap blur, pycvvdp's edges) (N, C, H, W).",
+))
+
+cvvdp_ref_band = register_op(KernelOp(
+    name="cvvdp_ref_band",
+    schema="(Tensor g, Tensor g_next, float rho, float scale) -> Tensor",
+    n_tensors=2,
+    load_triton=_import_triton,
+    reference=cvvdp_ref_band_ref,
+    fake=lambda g, g_next, rho, scale: g.new_empty((g.shape[0], 6, *g.shape[2:]), dtype=compute_dtype(g.dtype)),
+    examples=_cvvdp_ref_band_examples,
+    differentiable=False,
+    tolerance=CVVDP_TOLERANCE,
+    doc="ColorVideoVDP's reference side of one band: expand, Weber contrast, castleCSF sensitivity (N, 6, h, w).",
+))
+
+cvvdp_test_band = register_op(KernelOp(
+    name="cvvdp_test_band",
+    schema="(Tensor g, Tensor g_next, Tensor ref_contrast, Tensor sens, float scale) -> Tensor",
+    n_tensors=4,
+    load_triton=_import_triton,
+    reference=cvvdp_test_band_ref,
+    fake=lambda g, g_next, r, s, scale: g.new_empty((g.shape[0], 6, *g.shape[2:]), dtype=compute_dtype(g.dtype)),
+    examples=_cvvdp_test_band_examples,
+    differentiable=False,
+    tolerance=CVVDP_TOLERANCE,
+    doc="ColorVideoVDP's test side of one band: expand, contrast, min(|T'|, |R'|) and |T' - R'| (N, 6, h, w).",
+))
+
+cvvdp_pair_band = register_op(KernelOp(
+    name="cvvdp_pair_band",
+    schema="(Tensor ref_g, Tensor ref_g_next, Tensor test_g, Tensor test_g_next, float rho, float scale) -> Tensor",
+    n_tensors=4,
+    load_triton=_import_triton,
+    reference=cvvdp_pair_band_ref,
+    fake=lambda rg, rn, tg, tn, rho, scale: tg.new_empty((tg.shape[0], 6, *tg.shape[2:]),
+                                                         dtype=compute_dtype(tg.dtype)),
+    examples=_cvvdp_pair_band_examples,
+    differentiable=False,
+    tolerance=CVVDP_TOLERANCE,
+    doc="ColorVideoVDP's band of a (reference, test) pair: both sides' contrast, the reference's CSF sensitivity, "
+        "min(|T'|, |R'|) and |T' - R'| (N, 6, h, w), the reference side kept in registers.",
+))
+
+cvvdp_masker_vblur = register_op(KernelOp(
+    name="cvvdp_masker_vblur",
+    schema="(Tensor m) -> Tensor",
+    n_tensors=1,
+    load_triton=_import_triton,
+    reference=cvvdp_masker_vblur_ref,
+    fake=lambda m: m.new_empty(m.shape, dtype=compute_dtype(m.dtype)),
+    examples=_cvvdp_masker_examples,
+    differentiable=False,
+    tolerance=CVVDP_TOLERANCE,
+    doc="ColorVideoVDP's masking blur, vertical pass (13 taps, reflect edges) (N, 3, h, w).",
+))
+
+cvvdp_band_pool = register_op(KernelOp(
+    name="cvvdp_band_pool",
+    schema="(Tensor vblurred, Tensor band, bool blur, bool with_map) -> Tensor",
+    n_tensors=2,
+    load_triton=_import_triton,
+    reference=cvvdp_band_pool_ref,
+    fake=_cvvdp_band_pool_fake,
+    examples=_cvvdp_band_pool_examples,
+    differentiable=False,
+    tolerance={torch.float32: (5e-5, 0.0)},  # cvvdp_mask_diff's powers, then one more (beta)
+    doc="ColorVideoVDP's band after its test side: masking blur's horizontal pass, masked difference, per-row "
+        "pooled sums (N, 3, h, 1), or (N, 3, h, w + 1) with the difference map.",
+))

@@ -1,0 +1,183 @@
+"""ColorVideoVDP's Laplacian pyramid steps on the GPU: reduce (blur + decimate) and expand (upsample + blur).
+
+    cvvdp_reduce(x (N, C, H, W)) -> (N, C, ceil(H/2), ceil(W/2))
+    cvvdp_expand(x (N, C, h, w), H, W) -> (N, C, H, W)        (h = ceil(H/2), w = ceil(W/2))
+
+Both are the 5-tap kernel k = [0.05, 0.25, 0.4, 0.25, 0.05] along each axis (vertical pass first, as the twins
+:func:`fusedsim.families.cvvdp.twin.cvvdp_reduce_ref` / ``cvvdp_expand_ref`` do with cuDNN convolutions).
+
+reduce: output o along an axis of n inputs takes inputs p = 2o + t - 2 (t = 0..4) with weight k[t] where
+0 <= p < n (zero padding), plus pycvvdp's edge terms: at o = 0, + k1 x[0] + k0 x[1]; at the last output,
++ k3 x[n-1] + k4 x[n-2] when the *input height* H is odd, else + k4 x[n-1] (pycvvdp decides the column rule from
+the rows too). Here the edge terms are folded into the tap weights (they land on taps already loaded).
+
+expand: the twin interleaves zeros (x at even positions 2..2h of a padded line, x[0] copied to position 0 and
+x[h-1] to 2h+2) and filters with 2k. Only even positions are non-zero, so output i takes x[i//2 - 1],
+x[i//2], x[i//2 + 1] (indices clamped to [0, h-1], which is exactly the copied pad) with weights
+(0.1, 0.8, 0.1) for even i and (0, 0.5, 0.5) for odd i: a 3 x 3 stencil per output pixel.
+
+Float32 sums in another order than cuDNN's: a few ulps from the twins. Forward only (the gradient path runs the
+twins). One program = one output row × a block of columns of one plane.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+import triton
+import triton.language as tl
+
+from fusedsim.core.launch import Launcher
+from fusedsim.families.cvvdp.ops import cvvdp_expand, cvvdp_reduce
+
+__all__ = ["block_for", "cvvdp_expand_fwd", "cvvdp_reduce_fwd", "expand_at"]
+
+_BLOCK = 256
+
+
+def block_for(width: int) -> tuple[int, int]:
+    """(columns per program, warps): up to 256 columns, fewer for narrow levels (the pyramid's top)."""
+    block = max(32, min(_BLOCK, triton.next_power_of_2(width)))
+    return block, max(1, min(4, block // 64))
+# The twin's kernel in float32 (k0 = 0.25 - 0.4/2 rounds to 0.05f), and twice it for the expand.
+_K = tuple(float(v) for v in torch.tensor([0.25 - 0.2, 0.25, 0.4, 0.25, 0.25 - 0.2], dtype=torch.float32))
+_K2 = tuple(float(v) for v in torch.tensor(_K, dtype=torch.float32) * 2)
+
+
+@triton.jit
+def _reduce_weight(o, t: tl.constexpr, n, n_out, ODD: tl.constexpr, K0: tl.constexpr, K1: tl.constexpr,
+                   K2: tl.constexpr, K3: tl.constexpr, K4: tl.constexpr):
+    """(weight, clamped input index) of tap t of output o along an axis of n inputs, edge terms folded in."""
+    p = 2 * o + (t - 2)
+    if t == 0:
+        kt = K0
+    elif t == 1:
+        kt = K1
+    elif t == 2:
+        kt = K2
+    elif t == 3:
+        kt = K3
+    else:
+        kt = K4
+    w = tl.where((p >= 0) & (p < n), kt, 0.0)
+    first = o == 0
+    w += tl.where(first & (p == 0), K1, 0.0) + tl.where(first & (p == 1), K0, 0.0)
+    last = o == n_out - 1
+    if ODD:
+        w += tl.where(last & (p == n - 1), K3, 0.0) + tl.where(last & (p == n - 2), K4, 0.0)
+    else:
+        w += tl.where(last & (p == n - 1), K4, 0.0)
+    return w, tl.minimum(tl.maximum(p, 0), n - 1)
+
+
+@triton.jit
+def _reduce_kernel(X, OUT, H, W, HO, WO, sxp, ODD: tl.constexpr, K0: tl.constexpr, K1: tl.constexpr,
+                   K2: tl.constexpr, K3: tl.constexpr, K4: tl.constexpr, BLOCK: tl.constexpr):
+    io = tl.program_id(1)
+    plane = tl.program_id(2).to(tl.int64)
+    jo = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    ok = jo < WO
+    base = X + plane * sxp
+    # the five row taps are the same for every column tap: computed once (same sums, in the same order)
+    wr0, r0 = _reduce_weight(io, 0, H, HO, ODD, K0, K1, K2, K3, K4)
+    wr1, r1 = _reduce_weight(io, 1, H, HO, ODD, K0, K1, K2, K3, K4)
+    wr2, r2 = _reduce_weight(io, 2, H, HO, ODD, K0, K1, K2, K3, K4)
+    wr3, r3 = _reduce_weight(io, 3, H, HO, ODD, K0, K1, K2, K3, K4)
+    wr4, r4 = _reduce_weight(io, 4, H, HO, ODD, K0, K1, K2, K3, K4)
+    row0, row1, row2 = base + r0.to(tl.int64) * W, base + r1.to(tl.int64) * W, base + r2.to(tl.int64) * W
+    row3, row4 = base + r3.to(tl.int64) * W, base + r4.to(tl.int64) * W
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for s in tl.static_range(5):
+        wc, col = _reduce_weight(jo, s, W, WO, ODD, K0, K1, K2, K3, K4)
+        colsum = tl.zeros([BLOCK], dtype=tl.float32)
+        colsum += wr0 * tl.load(row0 + col, mask=ok, other=0.0).to(tl.float32)
+        colsum += wr1 * tl.load(row1 + col, mask=ok, other=0.0).to(tl.float32)
+        colsum += wr2 * tl.load(row2 + col, mask=ok, other=0.0).to(tl.float32)
+        colsum += wr3 * tl.load(row3 + col, mask=ok, other=0.0).to(tl.float32)
+        colsum += wr4 * tl.load(row4 + col, mask=ok, other=0.0).to(tl.float32)
+        acc += wc * colsum
+    tl.store(OUT + plane * HO * WO + io.to(tl.int64) * WO + jo, acc, mask=ok)
+
+
+@triton.jit
+def expand_at(base, i, j, h, w, ok):
+    """cvvdp_expand of the plane at ``base`` (h, w contiguous) at output row ``i`` (scalar), columns ``j``."""
+    bi = i // 2
+    odd_i = (i % 2) == 1
+    wy0 = tl.where(odd_i, 0.0, 0.1)
+    wy1 = tl.where(odd_i, 0.5, 0.8)
+    wy2 = tl.where(odd_i, 0.5, 0.1)
+    r0 = tl.maximum(bi - 1, 0).to(tl.int64) * w
+    r1 = tl.minimum(bi, h - 1).to(tl.int64) * w
+    r2 = tl.minimum(bi + 1, h - 1).to(tl.int64) * w
+    bj = j // 2
+    odd_j = (j % 2) == 1
+    c0 = tl.maximum(bj - 1, 0)
+    c1 = tl.minimum(bj, w - 1)
+    c2 = tl.minimum(bj + 1, w - 1)
+    v0 = (wy0 * tl.load(base + r0 + c0, mask=ok, other=0.0) + wy1 * tl.load(base + r1 + c0, mask=ok, other=0.0)
+          + wy2 * tl.load(base + r2 + c0, mask=ok, other=0.0))
+    v1 = (wy0 * tl.load(base + r0 + c1, mask=ok, other=0.0) + wy1 * tl.load(base + r1 + c1, mask=ok, other=0.0)
+          + wy2 * tl.load(base + r2 + c1, mask=ok, other=0.0))
+    v2 = (wy0 * tl.load(base + r0 + c2, mask=ok, other=0.0) + wy1 * tl.load(base + r1 + c2, mask=ok, other=0.0)
+          + wy2 * tl.load(base + r2 + c2, mask=ok, other=0.0))
+    wx0 = tl.where(odd_j, 0.0, 0.1)
+    wx1 = tl.where(odd_j, 0.5, 0.8)
+    wx2 = tl.where(odd_j, 0.5, 0.1)
+    return wx0 * v0 + wx1 * v1 + wx2 * v2
+
+
+@triton.jit
+def _expand_kernel(X, OUT, h, w, HO, WO, sxp, BLOCK: tl.constexpr):
+    i = tl.program_id(1)
+    plane = tl.program_id(2).to(tl.int64)
+    j = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    ok = j < WO
+    v = expand_at(X + plane * sxp, i, j, h, w, ok)
+    tl.store(OUT + plane * HO * WO + i.to(tl.int64) * WO + j, v, mask=ok)
+
+
+def _planes(x: torch.Tensor) -> torch.Tensor:
+    """x as contiguous float32 planes (the metric's buffers already are: no copy)."""
+    x = x if x.dtype == torch.float32 else x.float()
+    return x.contiguous()
+
+
+@functools.lru_cache(maxsize=128)
+def _reduce_launcher(n: int, c: int, h: int, w: int) -> tuple[Launcher, tuple]:
+    ho, wo = (h + 1) // 2, (w + 1) // 2
+    block, warps = block_for(wo)
+    launch = Launcher(_reduce_kernel, (triton.cdiv(wo, block), ho, n * c), num_warps=warps)
+    return launch, (h, w, ho, wo, h * w, h % 2 == 1, *_K, block)
+
+
+@cvvdp_reduce.triton_launcher
+def cvvdp_reduce_fwd(x: torch.Tensor) -> torch.Tensor:
+    """One pyramid reduction (N, C, H, W) -> (N, C, ceil(H/2), ceil(W/2)), float32."""
+    x = _planes(x)
+    n, c, h, w = x.shape
+    launch, tail = _reduce_launcher(n, c, h, w)
+    out = torch.empty((n, c, (h + 1) // 2, (w + 1) // 2), dtype=torch.float32, device=x.device)
+    launch(x, out, *tail)
+    return out
+
+
+@functools.lru_cache(maxsize=128)
+def _expand_launcher(n: int, c: int, h: int, w: int, ho: int, wo: int) -> tuple[Launcher, tuple]:
+    block, warps = block_for(wo)
+    launch = Launcher(_expand_kernel, (triton.cdiv(wo, block), ho, n * c), num_warps=warps)
+    return launch, (h, w, ho, wo, h * w, block)
+
+
+@cvvdp_expand.triton_launcher
+def cvvdp_expand_fwd(x: torch.Tensor, height: int, width: int) -> torch.Tensor:
+    """Expand (N, C, h, w) to (N, C, height, width), float32 (h = ceil(height/2), w = ceil(width/2))."""
+    x = _planes(x)
+    n, c, h, w = x.shape
+    if h != (height + 1) // 2 or w != (width + 1) // 2:
+        raise ValueError(f"cvvdp_expand: a ({h}, {w}) level expands to twice its size; got ({height}, {width})")
+    launch, tail = _expand_launcher(n, c, h, w, int(height), int(width))
+    out = torch.empty((n, c, height, width), dtype=torch.float32, device=x.device)
+    launch(x, out, *tail)
+    return out

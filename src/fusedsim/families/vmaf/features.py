@@ -1,0 +1,127 @@
+"""Registry of the VMAF features that ``fusedsim vmaf`` computes on decoded frame batches.
+
+``extract(feature, ref, dist, device)`` takes two frame batches (any object with ``y``, ``u``, ``v`` integer
+arrays of shape ``(n, H, W)`` / ``(n, Hc, Wc)``, ``bit_depth`` and ``first_index``, such as
+``fusedsim.io.video.FrameBatch``) and returns per-frame float64 arrays keyed by libvmaf's metric names, exactly as
+libvmaf's CLI reports them by default:
+
+| feature | outputs | algorithm |
+|---|---|---|
+| ``ssim`` | ``ssim`` | libvmaf integer SSIM (luma), bit-exact on CPU and GPU |
+| ``float_ssim`` | ``float_ssim`` | libvmaf float SSIM (luma, auto-downscale), bit-exact |
+| ``float_ms_ssim`` | ``float_ms_ssim`` | libvmaf 5-scale MS-SSIM (luma), bit-exact; frames >= 176x176 |
+| ``psnr`` | ``psnr_y``, ``psnr_cb``, ``psnr_cr`` | libvmaf PSNR, capped at 6*bits+12 dB |
+
+A feature is always computed by its own algorithm: a device that cannot run it is an error, never a substitute.
+The features are the ``video`` metrics of :mod:`fusedsim.metrics.registry`, registered as ``vmaf:<feature>``;
+their compute functions are the ``*_feature`` adapters below (planes ``(y, u, v)`` and a bit depth in, libvmaf's
+metric names out).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from fusedsim.core.device import resolve_device
+from fusedsim.metrics.registry import MetricSpec, list_metrics
+
+__all__ = ["SUPPORTED_FEATURES", "extract", "feature_spec", "resolve_device"]
+
+_NAMESPACE = "vmaf:"
+_SPECS: dict[str, MetricSpec] = {s.short_name: s for s in list_metrics("video") if s.name.startswith(_NAMESPACE)}
+#: Feature names as ``fusedsim vmaf --feature`` takes them, in registry order.
+SUPPORTED_FEATURES: tuple[str, ...] = tuple(_SPECS)
+
+Planes = Sequence[torch.Tensor]
+
+
+def feature_spec(feature: str) -> MetricSpec:
+    """The registry spec of a feature name (``"ssim"`` -> ``vmaf:ssim``); ValueError listing the supported ones."""
+    spec = _SPECS.get(feature) if isinstance(feature, str) else None
+    if spec is None:
+        raise ValueError(f"unknown feature {feature!r}; supported features: {', '.join(SUPPORTED_FEATURES)}")
+    return spec
+
+
+# --------------------------------------------------------------------------- compute functions of the registry
+def integer_ssim_feature(ref: Planes, dist: Planes, bit_depth: int) -> dict[str, torch.Tensor]:
+    """``vmaf:ssim``: libvmaf's integer SSIM of the luma planes."""
+    from fusedsim.families.vmaf.integer_ssim_api import integer_ssim
+
+    return {"ssim": integer_ssim(ref[0], dist[0], bit_depth)}
+
+
+def float_ssim_feature(ref: Planes, dist: Planes, bit_depth: int) -> dict[str, torch.Tensor]:
+    """``vmaf:float_ssim``: libvmaf's float SSIM of the luma planes (the l/c/s parts are not reported)."""
+    from fusedsim.families.vmaf.float_ssim_api import float_ssim
+
+    return {"float_ssim": float_ssim(ref[0], dist[0], bit_depth)["float_ssim"]}
+
+
+def float_ms_ssim_feature(ref: Planes, dist: Planes, bit_depth: int) -> dict[str, torch.Tensor]:
+    """``vmaf:float_ms_ssim``: libvmaf's float MS-SSIM of the luma planes (per-scale parts not reported)."""
+    from fusedsim.families.vmaf.float_ssim_api import float_ms_ssim
+
+    return {"float_ms_ssim": float_ms_ssim(ref[0], dist[0], bit_depth)["float_ms_ssim"]}
+
+
+def psnr_feature(ref: Planes, dist: Planes, bit_depth: int) -> dict[str, torch.Tensor]:
+    """``vmaf:psnr``: libvmaf's PSNR of each plane (``psnr_y``, ``psnr_cb``, ``psnr_cr``)."""
+    from fusedsim.families.vmaf.psnr_api import psnr
+
+    return psnr(list(ref), list(dist), bit_depth)
+
+
+# ------------------------------------------------------------------------------------------------- extraction
+def _planes(batch: Any, role: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    try:
+        y, u, v, bd = batch.y, batch.u, batch.v, batch.bit_depth
+    except AttributeError as exc:
+        raise TypeError(f"{role} must be a frame batch with y, u, v and bit_depth attributes; got "
+                        f"{type(batch).__name__}") from exc
+    return y, u, v, int(bd)
+
+
+class _DevicePlanes(Sequence):
+    """Planes copied to the device on first access: luma-only features never move the chroma planes."""
+
+    def __init__(self, planes: Sequence[np.ndarray], device: torch.device) -> None:
+        self._planes = list(planes)
+        self._device = device
+        self._moved: dict[int, torch.Tensor] = {}
+
+    def __len__(self) -> int:
+        return len(self._planes)
+
+    def __getitem__(self, i):  # noqa: ANN001 - Sequence protocol (int or slice)
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        i = range(len(self))[i]  # negative indices, IndexError
+        if i not in self._moved:
+            self._moved[i] = torch.from_numpy(np.ascontiguousarray(self._planes[i])).to(self._device)
+        return self._moved[i]
+
+
+def _numpy(values: torch.Tensor) -> np.ndarray:
+    return values.detach().to("cpu", torch.float64).numpy().reshape(-1).copy()
+
+
+def extract(feature: str, ref: Any, dist: Any, device: torch.device | str = "auto") -> dict[str, np.ndarray]:
+    """Per-frame values of one feature for two frame batches; see the module table for the outputs.
+
+    Raises ``ValueError`` for an unknown feature (listing :data:`SUPPORTED_FEATURES`), a bad device name,
+    mismatched batches or bad samples, and :class:`~fusedsim.core.backend.BackendUnavailableError` when
+    ``device="cuda"`` has no GPU.
+    """
+    spec = feature_spec(feature)
+    dev = resolve_device(device)
+    *ref_planes, bd = _planes(ref, "ref")
+    *dist_planes, dbd = _planes(dist, "dist")
+    if bd != dbd:
+        raise ValueError(f"ref and dist must have the same bit depth; got {bd} and {dbd}")
+    out = spec.load()(_DevicePlanes(ref_planes, dev), _DevicePlanes(dist_planes, dev), bd)
+    return {name: _numpy(out[name]) for name in spec.outputs}

@@ -12,7 +12,7 @@ import argparse
 import torch
 from triton.testing import do_bench
 
-from fusedsim.ops import op
+from fusedsim.core.registry import op
 from fusedsim.registration.lncc_kernel import lncc_plan
 from fusedsim.registration.lncc_twin import lncc_constants, lncc_taps, lncc_window_table
 

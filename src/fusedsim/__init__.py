@@ -87,7 +87,7 @@ class _FamilyAliases(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         pass  # already executed under its own name
 
 
-sys.meta_path.append(_FamilyAliases())
+sys.meta_path.insert(0, _FamilyAliases())  # before the path finder, which would load a second copy
 
 
 class _Package(types.ModuleType):

@@ -291,13 +291,13 @@ def test_decoding_runs_ahead_but_bounded(tmp_path, monkeypatch):
     write_images(tmp_path, refs=1, dists=1)
     tasks = [PairTask(i, str(tmp_path / "r0.png"), str(tmp_path / "d00.png")) for i in range(12)]
     started = []
-    real = batch_pairs._read_dist
+    real = batch_pairs.read_distorted
 
     def read(path):
         started.append(time.monotonic())
         return real(path)
 
-    monkeypatch.setattr(batch_pairs, "_read_dist", read)
+    monkeypatch.setattr(batch_pairs, "read_distorted", read)
     stream = decode_ahead(tasks, workers=2, prefetch=4, mode="threads")
     first = next(stream)
     time.sleep(0.2)  # the consumer is busy: decoding goes on, but never more than prefetch pairs ahead

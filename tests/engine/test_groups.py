@@ -66,8 +66,11 @@ class _CountCalls:
 
     def __init__(self, monkeypatch, spec) -> None:
         self.images: list[int] = []
+        import dataclasses
+
         from fusedsim.metrics import registry
 
+        spies = {}
         for attr in ("compute", "score_prepared"):
             original = spec.load(attr)
 
@@ -75,7 +78,8 @@ class _CountCalls:
                 self.images.append(int(args[1].shape[0]))
                 return _original(*args, **kwargs)
 
-            monkeypatch.setitem(registry._FUNCTIONS, getattr(spec, attr), spy)
+            spies[attr] = spy
+        monkeypatch.setitem(registry._FUNCTIONS, spec.name, dataclasses.replace(spec.implementation(), **spies))
 
 
 @pytest.mark.parametrize("metric", PERCEPTUAL)

@@ -128,10 +128,10 @@ def test_score_cli_comma_lists_memory_and_tsv(tmp_path, capsys):
 
 def test_score_cli_all_and_bad_memory(capsys):
     from fusedsim.cli.main import main
-    from fusedsim.cli.score import _image_metric, _score_metrics
+    from fusedsim.cli.score import parse_image_metric, score_metric_specs
 
-    assert _image_metric("all") == [s.name for s in _score_metrics()]
-    assert _image_metric("psnr, SSIM") == ["psnr", "ssim"]
+    assert parse_image_metric("all") == [s.name for s in score_metric_specs()]
+    assert parse_image_metric("psnr, SSIM") == ["psnr", "ssim"]
     with pytest.raises(SystemExit):
         main(["score", "--example", "--memory", "strip:zero"])
     assert "--memory must be auto, full, strip or strip:ROWS" in capsys.readouterr().err

@@ -171,7 +171,7 @@ def test_triton_cached_reference_equals_one_shot(refdata, kernel_device):
 def test_every_pipeline_hook_is_an_op_whose_twin_is_the_default():
     """The GPU path swaps each hook of ``ButteraugliFilters`` for the op ``butteraugli_<hook>``; the op's twin (the
     oracle of tests/ops/test_registry.py) must be the function the CPU path runs, so the twin stays the one spec."""
-    from fusedsim.ops import op
+    from fusedsim.core.registry import op
     from fusedsim.families.butteraugli.twin import TWIN_FILTERS, ButteraugliFilters
 
     for name in ButteraugliFilters._fields:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-import fusedsim.metrics.catalog  # noqa: F401  (registers the metrics)
 from fusedsim.metrics.registry import list_metrics
 
 BROADCASTING = [spec for spec in list_metrics() if spec.prepared_broadcasts]

@@ -211,7 +211,8 @@ def test_bad_inputs():
 
 def test_triton_kernels_refuse_float64(kernel_device):
     """The kernels compute the reference's float32 arithmetic; a float64 op input is an error, not a cast."""
-    from fusedsim.ops.catalog import recursive_gaussian, ssimulacra2_linear_xyb
+    from fusedsim.core.recursive_gaussian.ops import recursive_gaussian
+    from fusedsim.families.ssimulacra2.ops import ssimulacra2_linear_xyb
 
     with use_backend("triton"):
         with pytest.raises(TypeError, match="float32"):
@@ -287,7 +288,7 @@ def test_byte_table_equals_the_per_sample_conversion(kernel_device, monkeypatch,
     step's output is bit-identical to converting every sample (the path taken while a CUDA graph is captured
     before the table exists), and to the float input float32(v)·(1/255)."""
     import fusedsim.families.ssimulacra2.xyb_kernel as xyb
-    from fusedsim.ops.catalog import ssimulacra2_linear_xyb
+    from fusedsim.families.ssimulacra2.ops import ssimulacra2_linear_xyb
 
     gen = torch.Generator().manual_seed(scale)
     x = torch.randint(0, 256, (2, 3, 9, 11), generator=gen, dtype=torch.uint8)

@@ -1,7 +1,7 @@
 """Every registered op against its PyTorch twin: values, every gradient (random cotangents), the shape function,
 float64 and float32, on the op's own examples (odd sizes, several programs, non-contiguous inputs).
 
-Registering an op in a family of ``fusedsim.ops.catalog`` enrols it here. Kernels run on the GPU when there is one, else on
+Registering an op (``register_op`` in any ``ops.py`` of ``fusedsim/families/*`` or ``fusedsim/core/*``) enrols it here. Kernels run on the GPU when there is one, else on
 the CPU through Triton's interpreter. Tolerances are the op's own (``KernelOp.tolerance``, with their reasons in
 the catalog); ``None`` means bit-identical.
 """
@@ -86,7 +86,7 @@ def test_twin_gradients_pass_gradcheck(op):
     assert torch.autograd.gradcheck(lambda *ts: op.reference(*ts, *example.scalars), leaves, eps=1e-6, atol=1e-6)
 
 
-CPU_CASES = [(op, i) for op, i in CASES if op.cpu is not None]
+CPU_CASES = [(op, i) for op, i in CASES if op.has_cpu_kernel]
 
 
 def test_ops_with_a_cpu_implementation_are_enrolled():
@@ -95,9 +95,9 @@ def test_ops_with_a_cpu_implementation_are_enrolled():
 
 @pytest.mark.parametrize("op,index", CPU_CASES, ids=[f"{op.name}-cpu-{i}" for op, i in CPU_CASES])
 def test_cpu_implementation_matches_its_twin(op, index):
-    """An op's compiled CPU implementation (``KernelOp.cpu``) against its twin, and the ``auto`` dispatch to it."""
+    """An op's compiled CPU implementation (``@op.cpu_kernel``) against its twin, and the ``auto`` dispatch to it."""
     fn = op.cpu_impl()
-    assert fn is not None, f"{op.name}: {op.cpu} does not import"
+    assert fn is not None, f"{op.name}: its CPU kernel does not import"
     example = op.examples(torch.device("cpu"))[index]
     with use_backend("reference"):
         twin = op(*example.tensors, *example.scalars)
@@ -115,7 +115,7 @@ def test_cpu_implementation_matches_its_twin(op, index):
 
 
 def test_forced_reference_runs_the_twin_not_the_cpu_implementation(monkeypatch):
-    op = next(op for op in OPS if op.cpu is not None)
+    op = next(op for op in OPS if op.has_cpu_kernel)
     example = op.examples(torch.device("cpu"))[0]
     calls = []
     monkeypatch.setattr(op, "_cpu_fn", lambda *args: calls.append(args) or op.reference(*args))
@@ -155,9 +155,9 @@ def test_gpu_pending_ops_run_their_twins_under_auto_and_their_kernels_when_force
     """A kernel not yet validated on a GPU is never picked by ``auto``; forcing ``triton`` still runs it."""
     import dataclasses
 
-    from fusedsim.ops import catalog, registry
+    from fusedsim.core import registry
 
-    assert {op.name for op in OPS if not op.triton_by_default} == set(catalog.GPU_PENDING)
+    assert {op.name for op in OPS if not op.triton_by_default} == set()  # every kernel passed on a GPU
     op = dataclasses.replace(OPS[0], triton_by_default=False)  # as a newly added op starts
     example = op.examples(torch.device("cpu"))[0]
     calls = []
@@ -170,18 +170,17 @@ def test_gpu_pending_ops_run_their_twins_under_auto_and_their_kernels_when_force
     assert calls == ["kernel"]
 
 
-def test_one_op_loads_only_the_families_up_to_it():
-    """``op("integer_ssim")`` (the video command) registers the SSIM and video families, not the perceptual or
-    registration twins; reading any name from the catalog package loads everything."""
+def test_one_family_loads_only_its_own_ops():
+    """The video command imports the VMAF family's ops, not the perceptual or registration twins; the name look-up
+    ``op(name)`` (tools and tests) loads every family."""
     import subprocess
     import sys
 
     probe = ("import sys\n"
-             "from fusedsim.ops import op\n"
-             "op('integer_ssim')\n"
-             "print(sorted(m.rsplit('.', 1)[1] for m in sys.modules if m.startswith('fusedsim.ops.catalog.')))\n"
+             "from fusedsim.families.vmaf.ops import integer_ssim\n"
+             "print(sorted(m.split('.')[2] for m in sys.modules if m.startswith('fusedsim.families.') and m.endswith('.ops')))\n"
              "print('fusedsim.families.butteraugli.twin' in sys.modules)\n"
-             "from fusedsim.ops.catalog import butteraugli_blur, GPU_PENDING\n"
-             "print(butteraugli_blur.name)")
+             "from fusedsim.core.registry import op\n"
+             "print(op('butteraugli_blur').name)")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split("\n")
-    assert out[:3] == ["['_common', 'ssim', 'vmaf']", "False", "butteraugli_blur"]
+    assert out[:3] == ["['vmaf']", "False", "butteraugli_blur"]

@@ -175,7 +175,7 @@ SLAB_CASES = [  # (shape, k, kernel type, convention, reduction, slab, grads): v
 def test_slab_path_equals_stream_path_and_twin(kernel_device, case):
     """The 3-D slab path (in-plane and depth passes through a slab scratch) against the streaming path and the
     twin, with the slab size forced small so that every slab boundary and halo case occurs."""
-    from fusedsim.ops import op
+    from fusedsim.core.registry import op
     from fusedsim.registration.lncc_kernel import lncc_plan
     from fusedsim.registration.lncc_twin import (
         REDUCE_CODES,

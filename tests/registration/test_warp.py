@@ -394,7 +394,7 @@ def test_64_bit_indexing_path(kernel_device, monkeypatch, channels):
     """The kernels' int64 offsets (taken when a tensor spans 2**31 elements) on a small case, by lowering the
     threshold, in both forward layouts: same values and gradients as the twin."""
     import fusedsim.registration.warp_kernel as kernels
-    from fusedsim.ops import op
+    from fusedsim.core.registry import op
 
     monkeypatch.setattr(kernels, "_INT31", 16)
     kernels._warp_plan_cached.cache_clear()

@@ -13,7 +13,7 @@ import torch
 
 import fusedsim
 import fusedsim.vmaf.integer_ssim_cpu as mod
-from fusedsim.ops import op as registered_op
+from fusedsim.core.registry import op as registered_op
 from fusedsim.vmaf.integer_ssim_twin import (
     integer_ssim_constants,
     integer_ssim_ref,

@@ -15,7 +15,7 @@ from contextlib import closing
 from typing import Any
 
 from fusedsim.core.device import DEVICE_HELP, check_device_name
-from fusedsim.cli.score import DEFAULT_METRICS, _image_metric, _score_metrics
+from fusedsim.cli.score import DEFAULT_METRICS, parse_image_metric, score_metric_specs
 
 DESCRIPTION = """\
 Score many image pairs listed in a table and write one row per pair.
@@ -53,20 +53,20 @@ metrics:
 DECODER_CHOICES = ("auto", "threads", "processes")  # fusedsim.engine.batch_pairs.DECODER_MODES, torch-free here
 
 
-def _metric_list(text: str) -> list[str]:
+def parse_metric_list(text: str) -> list[str]:
     """argparse type of ``--metric``: names, aliases, comma lists or ``all`` as registry names (as ``score``)."""
-    got = _image_metric(text)
+    got = parse_image_metric(text)
     return list(got) if isinstance(got, (list, tuple)) else [got]
 
 
-def _device(text: str) -> str:
+def parse_device(text: str) -> str:
     try:
         return check_device_name(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _memory(text: str) -> str:
+def parse_memory(text: str) -> str:
     from fusedsim.engine.memory import parse_memory  # torch-free
 
     try:
@@ -86,7 +86,7 @@ def _positive(text: str) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    specs = _score_metrics()
+    specs = score_metric_specs()
     width = max(len(s.name) for s in specs)
     table = "\n".join(f"  {s.name:<{width}}  {s.summary}" for s in specs)
     parser = sub.add_parser("batch", help="score every pair of a CSV/TSV/Parquet table into an output table",
@@ -95,14 +95,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("pairs", metavar="PAIRS", help="table of pairs (.csv, .tsv, .parquet)")
     parser.add_argument("-o", "--output", required=True, metavar="OUT",
                         help="results table (.csv, .tsv, .jsonl, .parquet)")
-    parser.add_argument("--metric", action="append", type=_metric_list, metavar="NAME[,NAME...]",
+    parser.add_argument("--metric", action="append", type=parse_metric_list, metavar="NAME[,NAME...]",
                         help=f"metrics to compute, repeatable or comma-separated, or all (default: "
                              f"{', '.join(DEFAULT_METRICS)})")
     parser.add_argument("--resume", action="store_true", help="keep the rows already in OUT and skip their pairs")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing OUT (default: refuse)")
     parser.add_argument("--fail-fast", action="store_true", help="stop at the first pair that fails")
-    parser.add_argument("--device", type=_device, default="auto", help=f"{DEVICE_HELP} (auto: cuda when available)")
-    parser.add_argument("--memory", type=_memory, default="auto",
+    parser.add_argument("--device", type=parse_device, default="auto", help=f"{DEVICE_HELP} (auto: cuda when available)")
+    parser.add_argument("--memory", type=parse_memory, default="auto",
                         help="memory mode: auto, full, strip or strip:ROWS (auto: full when the working set fits)")
     parser.add_argument("--workers", type=_positive, default=None,
                         help="image-decoding workers (local engine; default: the CPU count less one, at most 31 "

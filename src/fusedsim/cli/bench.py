@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from fusedsim.core.device import DEVICE_HELP
-from fusedsim.cli.score import _device, _image_metric
+from fusedsim.cli.score import parse_device, parse_image_metric
 
 DEFAULT_METRICS = ("ssim", "ms-ssim", "psnr")
 DEFAULT_SIZES = (256, 512, 1024)
@@ -41,12 +41,12 @@ def _positive(text: str) -> int:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("bench", help="measure metrics per backend into the bench cache used by the chooser",
                             description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--metric", action="append", type=_image_metric, metavar="NAME[,NAME...]",
+    parser.add_argument("--metric", action="append", type=parse_image_metric, metavar="NAME[,NAME...]",
                         help=f"metrics to measure, or all (default: {', '.join(DEFAULT_METRICS)})")
     parser.add_argument("--sizes", type=_sizes, default=list(DEFAULT_SIZES), metavar="S[,S...]",
                         help=f"square sides in pixels (default: {','.join(map(str, DEFAULT_SIZES))}); sizes below "
                              "a metric's minimum are skipped")
-    parser.add_argument("--device", type=_device, default="auto",
+    parser.add_argument("--device", type=parse_device, default="auto",
                         help=f"{DEVICE_HELP}; auto: the CPU and, when present, the first GPU")
     parser.add_argument("--strip-rows", type=_positive, default=256, help="strip body rows measured (default 256)")
     parser.add_argument("--repeats", type=_positive, default=3, help="timed calls per measurement (median)")

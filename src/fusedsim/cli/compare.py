@@ -11,8 +11,8 @@ import sys
 from typing import Any
 
 from fusedsim.core.device import DEVICE_HELP
-from fusedsim.cli.batch import _device, _memory, _metric_list
-from fusedsim.cli.score import DEFAULT_METRICS, _score_metrics
+from fusedsim.cli.batch import parse_device, parse_memory, parse_metric_list
+from fusedsim.cli.score import DEFAULT_METRICS, score_metric_specs
 
 DESCRIPTION = """\
 Score each DIST against REF with the chosen metrics; REF is decoded and
@@ -28,7 +28,7 @@ metrics:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    specs = _score_metrics()
+    specs = score_metric_specs()
     width = max(len(s.name) for s in specs)
     table = "\n".join(f"  {s.name:<{width}}  {s.summary}" for s in specs)
     parser = sub.add_parser("compare", help="score many distorted images against one reference",
@@ -36,11 +36,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("ref", metavar="REF", help="reference image file")
     parser.add_argument("dists", metavar="DIST", nargs="+", help="distorted image files")
-    parser.add_argument("--metric", action="append", type=_metric_list, metavar="NAME[,NAME...]",
+    parser.add_argument("--metric", action="append", type=parse_metric_list, metavar="NAME[,NAME...]",
                         help=f"metrics, repeatable or comma-separated, or all (default: {', '.join(DEFAULT_METRICS)})")
     parser.add_argument("--format", choices=("plain", "json", "tsv"), default="plain", help="output format")
-    parser.add_argument("--device", type=_device, default="auto", help=f"{DEVICE_HELP} (auto: cuda when available)")
-    parser.add_argument("--memory", type=_memory, default="auto", help="auto, full, strip or strip:ROWS")
+    parser.add_argument("--device", type=parse_device, default="auto", help=f"{DEVICE_HELP} (auto: cuda when available)")
+    parser.add_argument("--memory", type=parse_memory, default="auto", help="auto, full, strip or strip:ROWS")
     parser.set_defaults(run=run)
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from fusedsim.core.device import DEVICE_HELP
-from fusedsim.cli.batch import _device
+from fusedsim.cli.batch import parse_device
 from fusedsim.metrics.registry import get_metric
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--metric", type=_map_metric, default="ssim", help=f"{', '.join(MAPS)} (default: ssim)")
     parser.add_argument("-o", "--output", required=True, metavar="PNG", help="the figure (PNG)")
     parser.add_argument("--width", type=int, default=1800, help="figure width in pixels (default 1800)")
-    parser.add_argument("--device", type=_device, default="auto", help=f"{DEVICE_HELP} (auto: cuda when available)")
+    parser.add_argument("--device", type=parse_device, default="auto", help=f"{DEVICE_HELP} (auto: cuda when available)")
     parser.set_defaults(run=run)
 
 

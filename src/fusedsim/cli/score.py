@@ -39,27 +39,27 @@ def example_pair() -> tuple[Path, Path]:
     return Path(str(root / "example_ref.png")), Path(str(root / "example_dist.png"))
 
 
-def _image_metric(text: str) -> list[str]:
+def parse_image_metric(text: str) -> list[str]:
     """argparse type of ``--metric``: a metric name or alias, a comma list of them, or ``all``; returned as
     registry names."""
     names = []
     for item in text.split(","):
         item = item.strip()
         if item.lower() == "all":
-            names.extend(s.name for s in _score_metrics())
+            names.extend(s.name for s in score_metric_specs())
             continue
         try:
             spec = get_metric(item)
         except ValueError:
             spec = None
         if spec is None or spec.kind not in _KINDS:
-            known = ", ".join(s.name for s in _score_metrics())
+            known = ", ".join(s.name for s in score_metric_specs())
             raise argparse.ArgumentTypeError(f"unknown image metric {item!r}; choose from {known} (or all)")
         names.append(spec.name)
     return names
 
 
-def _memory(text: str) -> str:
+def parse_memory(text: str) -> str:
     from fusedsim.engine.memory import parse_memory
 
     try:
@@ -71,11 +71,11 @@ def _memory(text: str) -> str:
 _KINDS = ("image", "srgb")  # pixel metrics, and the perceptual metrics on sRGB images
 
 
-def _score_metrics() -> list[MetricSpec]:
+def score_metric_specs() -> list[MetricSpec]:
     return [s for kind in _KINDS for s in list_metrics(kind)]
 
 
-def _device(text: str) -> str:
+def parse_device(text: str) -> str:
     try:
         return check_device_name(text)
     except ValueError as exc:
@@ -83,7 +83,7 @@ def _device(text: str) -> str:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    specs = _score_metrics()
+    specs = score_metric_specs()
     width = max(len(s.name) for s in specs)
     table = "\n".join(f"  {s.name:<{width}}  {s.summary}" for s in specs)
     parser = sub.add_parser("score", help="score a distorted image against a reference image",
@@ -92,16 +92,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("ref", metavar="REF", nargs="?", help="reference image file")
     parser.add_argument("dist", metavar="DIST", nargs="?", help="distorted image file")
     parser.add_argument("--example", action="store_true", help="score the bundled example photo pair")
-    parser.add_argument("--metric", action="append", type=_image_metric, metavar="NAME[,NAME...]",
+    parser.add_argument("--metric", action="append", type=parse_image_metric, metavar="NAME[,NAME...]",
                         help=f"metrics to compute, repeatable or comma-separated, or all: "
                              f"{', '.join(s.name for s in specs)} (default: {', '.join(DEFAULT_METRICS)})")
     parser.add_argument("--format", choices=("plain", "json", "tsv"), default="plain",
                         help="output format (tsv: a header line and one row; fields of multi-output metrics as "
                              "metric.field)")
-    parser.add_argument("--memory", type=_memory, default="auto", metavar="auto|full|strip[:ROWS]",
+    parser.add_argument("--memory", type=parse_memory, default="auto", metavar="auto|full|strip[:ROWS]",
                         help="full: the whole pair at once; strip: horizontal strips (ROWS body rows, default from "
                              "the memory budget) for metrics that support them; auto: full when it fits")
-    parser.add_argument("--device", type=_device, default="auto",
+    parser.add_argument("--device", type=parse_device, default="auto",
                         help=f"{DEVICE_HELP} (auto: cuda when available)")
     parser.set_defaults(run=run)
 

@@ -16,7 +16,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from fusedsim.core.device import DEVICE_HELP
-from fusedsim.cli.batch import _device, _memory, _metric_list
+from fusedsim.cli.batch import parse_device, parse_memory, parse_metric_list
 from fusedsim.cli.score import DEFAULT_METRICS
 
 if TYPE_CHECKING:
@@ -90,12 +90,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                              "on this machine)")
     parser.add_argument("--quality", type=parse_qualities, default=parse_qualities("10:95:5"),
                         help="START:STOP:STEP (stop included) or Q[,Q...] (default 10:95:5)")
-    parser.add_argument("--metric", action="append", type=_metric_list, metavar="NAME[,NAME...]",
+    parser.add_argument("--metric", action="append", type=parse_metric_list, metavar="NAME[,NAME...]",
                         help=f"metrics, repeatable or comma-separated, or all (default: {', '.join(DEFAULT_METRICS)})")
     parser.add_argument("-o", "--output", default="-", metavar="TSV", help="the table (default: standard output)")
     parser.add_argument("--plot", metavar="PNG", help="rate-quality curves, one panel per metric output")
-    parser.add_argument("--device", type=_device, default="auto", help=f"{DEVICE_HELP} (auto: cuda when available)")
-    parser.add_argument("--memory", type=_memory, default="auto", help="auto, full, strip or strip:ROWS")
+    parser.add_argument("--device", type=parse_device, default="auto", help=f"{DEVICE_HELP} (auto: cuda when available)")
+    parser.add_argument("--memory", type=parse_memory, default="auto", help="auto, full, strip or strip:ROWS")
     parser.set_defaults(run=run)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from fusedsim.core.registry import _IN_CUSTOM_OP
+from fusedsim.core.registry import in_compiled_graph
 
 #: Scratch requests larger than this are not kept (they are allocated per call, as before).
 MAX_KEPT_BYTES = 16 * 2**20
@@ -28,7 +28,7 @@ _capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None) or torch.
 
 def _graph_owned() -> bool:
     """Inside a compiled graph (:func:`fusedsim.core.registry.in_compiled_graph`) or a CUDA-graph capture."""
-    return _IN_CUSTOM_OP.get() or _capturing()
+    return in_compiled_graph() or _capturing()
 
 
 def _allocate_off_stream(device: torch.device, make) -> torch.Tensor:

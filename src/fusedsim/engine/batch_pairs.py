@@ -123,20 +123,20 @@ def pixel_hash(image: ImageData) -> str:
 
 
 # the decoders read interleaved samples: the device reorders them (see read_image_interleaved)
-def _read_ref(path: str) -> tuple[ImageData, str]:
+def read_reference(path: str) -> tuple[ImageData, str]:
     from fusedsim.io.images import read_image_interleaved
 
     image = read_image_interleaved(path, "REF")
     return image, pixel_hash(image)
 
 
-def _read_dist(path: str) -> ImageData:
+def read_distorted(path: str) -> ImageData:
     from fusedsim.io.images import read_image_interleaved
 
     return read_image_interleaved(path, "DIST")
 
 
-def _error_text(exc: BaseException) -> str:
+def error_text(exc: BaseException) -> str:
     text = str(exc) or type(exc).__name__
     return " ".join(text.split())  # one line: rows of a table
 
@@ -237,8 +237,8 @@ def _decode_threads(tasks: Sequence[PairTask], workers: int, prefetch: int) -> I
     def submit(task: PairTask) -> None:
         nonlocal ref_path, ref_future
         if task.ref != ref_path or ref_future is None:
-            ref_path, ref_future = task.ref, pool.submit(_read_ref, task.ref)
-        pending.append((task, ref_future, pool.submit(_read_dist, task.dist)))
+            ref_path, ref_future = task.ref, pool.submit(read_reference, task.ref)
+        pending.append((task, ref_future, pool.submit(read_distorted, task.dist)))
 
     def resolve(task: PairTask, ref_f: Future, dist_f: Future) -> DecodedPair:
         out = DecodedPair(task)
@@ -247,7 +247,7 @@ def _decode_threads(tasks: Sequence[PairTask], workers: int, prefetch: int) -> I
             out.dist = dist_f.result()
         except Exception as exc:
             out.ref, out.ref_key, out.dist = None, "", None
-            out.error = _error_text(exc)
+            out.error = error_text(exc)
         return out
 
     try:
@@ -362,8 +362,8 @@ class PairRunner:
         try:
             pending = self.scorer.submit_group(pairs)
         except Exception as exc:  # e.g. a metric's minimum size: every pair of the group fails the same way
-            return [(m.task, _error_text(exc)) for m in members]
-        return [(m.task, p if not isinstance(p, Exception) else _error_text(p)) for m, p in zip(members, pending)]
+            return [(m.task, error_text(exc)) for m in members]
+        return [(m.task, p if not isinstance(p, Exception) else error_text(p)) for m, p in zip(members, pending)]
 
     def _reference(self, pair: DecodedPair) -> ImageData:
         """The reference object for ``pair``: the prepared one when the pixels hash the same (reused state)."""
@@ -387,7 +387,7 @@ class PairRunner:
                 self.scorer.set_reference(self._reference(pair))
             return pair.task, self.scorer.submit_prepared(pair.dist)
         except Exception as exc:  # one bad pair must not stop the batch
-            return pair.task, _error_text(exc)
+            return pair.task, error_text(exc)
 
     def _outcome(self, submitted: tuple[PairTask, Any]) -> PairOutcome:
         task, pending = submitted
@@ -396,7 +396,7 @@ class PairRunner:
         try:
             result = pending.result()
         except Exception as exc:  # an error the device reported while computing this pair
-            return self._failed(task, _error_text(exc))
+            return self._failed(task, error_text(exc))
         values = {c: math.nan for c in self.columns}
         for name, value in result.values.items():
             if isinstance(value, dict):

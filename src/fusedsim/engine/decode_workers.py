@@ -44,9 +44,9 @@ from fusedsim.engine.batch_pairs import (
     GROUP,
     DecodedPair,
     PairTask,
-    _error_text,
-    _read_dist,
-    _read_ref,
+    error_text,
+    read_distorted,
+    read_reference,
     from_memory_order,
     image_bytes_estimate,
     memory_order,
@@ -109,11 +109,11 @@ def _decode(job: Job) -> Decoded:
     is_ref, path = job
     try:
         if is_ref:
-            image, key = _read_ref(path)
+            image, key = read_reference(path)
             return image, key, ""
-        return _read_dist(path), "", ""
+        return read_distorted(path), "", ""
     except Exception as exc:  # a bad file is a result, not the end of the loader
-        return None, "", _error_text(exc)
+        return None, "", error_text(exc)
 
 
 #: (a fresh byte tensor with the pixels, or None when they are in the slot; per job: (image fields or None, key,

@@ -26,11 +26,9 @@ Calling conventions by :attr:`MetricSpec.kind`:
 
 from __future__ import annotations
 
-import importlib
 import math
-import pkgutil
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["KINDS", "MetricFunctions", "MetricSpec", "get_metric", "list_metrics", "register_metric"]

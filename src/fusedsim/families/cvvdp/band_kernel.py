@@ -26,7 +26,7 @@ import triton.language as tl
 from fusedsim.core.launch import Launcher
 from fusedsim.families.cvvdp.pyramid_kernel import block_for, expand_at
 from fusedsim.families.cvvdp.data import cvvdp_params
-from fusedsim.families.cvvdp.twin import _CH_GAIN, _lut_field, cvvdp_sensitivity_lut_ref
+from fusedsim.families.cvvdp.twin import CH_GAIN, lut_field, cvvdp_sensitivity_lut_ref
 from fusedsim.families.cvvdp.ops import cvvdp_ref_band, cvvdp_test_band
 
 __all__ = ["contrast", "cvvdp_ref_band_fwd", "cvvdp_test_band_fwd", "levels", "masker_and_diff", "plane_view",
@@ -146,7 +146,7 @@ def sensitivity_table(rho: float, device: torch.device) -> tuple[torch.Tensor, f
     """The band's log-S table (3, L) on ``device`` and the float32 constants the twin forms around it."""
     like = torch.empty(0, dtype=torch.float32)
     lut = cvvdp_sensitivity_lut_ref(rho, like).contiguous().to(device)
-    log_l = torch.log10(torch.tensor(_lut_field("L_bkg"), dtype=torch.float32))
+    log_l = torch.log10(torch.tensor(lut_field("L_bkg"), dtype=torch.float32))
     corr = 10.0 ** (torch.tensor(cvvdp_params().sensitivity_correction, dtype=torch.float32) / 20.0)
     return lut, float(log_l[0]), float(log_l[-1] - log_l[0]), float(corr), log_l.numel()
 
@@ -189,7 +189,7 @@ def _test_launcher(geometry: tuple, ref_strides: tuple, scale: float) -> tuple[L
     n, h, w, hn, wn, gsn, gsc, nsn, nsc = geometry
     block, warps = block_for(w)
     launch = Launcher(_test_band_kernel, (triton.cdiv(w, block), h, n), num_warps=warps)
-    return launch, (h, w, hn, wn, gsn, gsc, nsn, nsc, *ref_strides, h * w, _CH_GAIN[1], float(scale), block)
+    return launch, (h, w, hn, wn, gsn, gsc, nsn, nsc, *ref_strides, h * w, CH_GAIN[1], float(scale), block)
 
 
 @cvvdp_test_band.triton_launcher

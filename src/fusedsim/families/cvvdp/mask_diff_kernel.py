@@ -32,7 +32,7 @@ _BLOCK = 256
 
 
 @triton.jit
-def _spow(x, e, eps_e, EPS: tl.constexpr):
+def spow(x, e, eps_e, EPS: tl.constexpr):
     """safe_pow for x >= 0: (x + eps)^e - eps^e."""
     return tl.exp(e * tl.log(x + EPS)) - eps_e
 
@@ -50,13 +50,13 @@ def _channel(T, R, S, B, n, c, row, col, ok, tsn, tsc, tsh, tsw, rsn, rsc, rsh, 
     tp = _load(T, n, c, row, col, tsn, tsc, tsh, tsw, ok, ACC) * s * gain
     rp = _load(R, n, c, row, col, rsn, rsc, rsh, rsw, ok, ACC) * s * gain
     b = _load(B, n, c, row, col, bsn, bsc, bsh, bsw, ok, ACC)
-    a = _spow(tl.abs(b * MC), q, eps_q, EPS)
-    d = _spow(tl.abs(tp - rp), P, EPS_P, EPS)
+    a = spow(tl.abs(b * MC), q, eps_q, EPS)
+    d = spow(tl.abs(tp - rp), P, EPS_P, EPS)
     return a, d
 
 
 @triton.jit
-def _soft(d, m, MAXV):
+def soft(d, m, MAXV):
     du = d / (1.0 + m)
     return MAXV * du / (MAXV + du)
 
@@ -85,13 +85,13 @@ def _cvvdp_mask_diff_kernel(T, R, S, B, OUT, HW, W, tsn, tsc, tsh, tsw, rsn, rsc
     m2 = a0 * W02 + a1 * W12 + a2 * W22
     out = OUT + n * 3 * HW + p
     ty = OUT.dtype.element_ty
-    tl.store(out, _soft(d0, m0, MAXV).to(ty), mask=ok)
-    tl.store(out + HW, _soft(d1, m1, MAXV).to(ty), mask=ok)
-    tl.store(out + 2 * HW, _soft(d2, m2, MAXV).to(ty), mask=ok)
+    tl.store(out, soft(d0, m0, MAXV).to(ty), mask=ok)
+    tl.store(out + HW, soft(d1, m1, MAXV).to(ty), mask=ok)
+    tl.store(out + 2 * HW, soft(d2, m2, MAXV).to(ty), mask=ok)
 
 
 @functools.lru_cache(maxsize=4)
-def _constants(dtype: torch.dtype) -> tuple:
+def mask_constants(dtype: torch.dtype) -> tuple:
     """The calibrated constants rounded as the twin forms them in ``dtype`` (float32 powers for float32)."""
     prm = cvvdp_params()
 
@@ -113,7 +113,7 @@ def _launcher(shape, strides, dtype) -> tuple[Launcher, tuple]:
     cdt = compute_dtype(dtype)
     acc = tl.float64 if cdt == torch.float64 else tl.float32
     launch = Launcher(_cvvdp_mask_diff_kernel, (triton.cdiv(h * w, _BLOCK), n), num_warps=4)
-    return launch, (h * w, w, *(s for st in strides for s in st), *_constants(cdt), acc, _BLOCK)
+    return launch, (h * w, w, *(s for st in strides for s in st), *mask_constants(cdt), acc, _BLOCK)
 
 
 @cvvdp_mask_diff.triton_launcher

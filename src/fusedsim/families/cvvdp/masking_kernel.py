@@ -28,7 +28,7 @@ import triton.language as tl
 
 from fusedsim.core.launch import Launcher
 from fusedsim.families.cvvdp.band_kernel import plane_view
-from fusedsim.families.cvvdp.mask_diff_kernel import _constants, _soft, _spow
+from fusedsim.families.cvvdp.mask_diff_kernel import mask_constants, soft, spow
 from fusedsim.families.cvvdp.pyramid_kernel import block_for
 from fusedsim.families.cvvdp.data import cvvdp_params
 from fusedsim.families.cvvdp.twin import gauss_taps
@@ -99,22 +99,22 @@ def _band_pool_kernel(V, BAND, TAPS, OUT, h, w, vsn, vsc, HW, OW,
             b0 = tl.load(v0 + j, mask=ok, other=0.0)
             b1 = tl.load(v1 + j, mask=ok, other=0.0)
             b2 = tl.load(v2 + j, mask=ok, other=0.0)
-        m0 = _spow(tl.abs(b0 * MC), Q0, EQ0, EPS)
-        m1 = _spow(tl.abs(b1 * MC), Q1, EQ1, EPS)
-        m2 = _spow(tl.abs(b2 * MC), Q2, EQ2, EPS)
-        d0 = _soft(_spow(tl.load(a_row + j, mask=ok, other=0.0), P, EPS_P, EPS), m0 * W00 + m1 * W10 + m2 * W20,
+        m0 = spow(tl.abs(b0 * MC), Q0, EQ0, EPS)
+        m1 = spow(tl.abs(b1 * MC), Q1, EQ1, EPS)
+        m2 = spow(tl.abs(b2 * MC), Q2, EQ2, EPS)
+        d0 = soft(spow(tl.load(a_row + j, mask=ok, other=0.0), P, EPS_P, EPS), m0 * W00 + m1 * W10 + m2 * W20,
                    MAXV)
-        d1 = _soft(_spow(tl.load(a_row + HW + j, mask=ok, other=0.0), P, EPS_P, EPS),
+        d1 = soft(spow(tl.load(a_row + HW + j, mask=ok, other=0.0), P, EPS_P, EPS),
                    m0 * W01 + m1 * W11 + m2 * W21, MAXV)
-        d2 = _soft(_spow(tl.load(a_row + 2 * HW + j, mask=ok, other=0.0), P, EPS_P, EPS),
+        d2 = soft(spow(tl.load(a_row + 2 * HW + j, mask=ok, other=0.0), P, EPS_P, EPS),
                    m0 * W02 + m1 * W12 + m2 * W22, MAXV)
         if MAP:
             tl.store(out_row + j, d0, mask=ok)
             tl.store(out_row + h * OW + j, d1, mask=ok)
             tl.store(out_row + 2 * h * OW + j, d2, mask=ok)
-        acc0 += tl.where(ok, _spow(d0, BETA, EPS_BETA, EPS), 0.0)
-        acc1 += tl.where(ok, _spow(d1, BETA, EPS_BETA, EPS), 0.0)
-        acc2 += tl.where(ok, _spow(d2, BETA, EPS_BETA, EPS), 0.0)
+        acc0 += tl.where(ok, spow(d0, BETA, EPS_BETA, EPS), 0.0)
+        acc1 += tl.where(ok, spow(d1, BETA, EPS_BETA, EPS), 0.0)
+        acc2 += tl.where(ok, spow(d2, BETA, EPS_BETA, EPS), 0.0)
     tl.store(out_row + (OW - 1), tl.sum(acc0, axis=0))
     tl.store(out_row + h * OW + (OW - 1), tl.sum(acc1, axis=0))
     tl.store(out_row + 2 * h * OW + (OW - 1), tl.sum(acc2, axis=0))
@@ -131,7 +131,7 @@ def _taps(device: torch.device) -> torch.Tensor:
 @functools.lru_cache(maxsize=1)
 def _pool_constants() -> tuple:
     """The masking constants (float32, as the twin forms them) and beta with 1e-5^beta."""
-    consts = _constants(torch.float32)  # (1.45, q0..2, eps^q0..2, p, eps^p, mask_c, max_v, W (9), eps)
+    consts = mask_constants(torch.float32)  # (1.45, q0..2, eps^q0..2, p, eps^p, mask_c, max_v, W (9), eps)
     beta = torch.tensor(cvvdp_params().beta, dtype=torch.float32)
     eps_beta = torch.tensor(1e-5, dtype=torch.float32) ** beta
     return (*consts[1:-1], float(beta), float(eps_beta), consts[-1])

@@ -31,7 +31,7 @@ from fusedsim.families.cvvdp.band_kernel import (
     store_six,
 )
 from fusedsim.families.cvvdp.pyramid_kernel import block_for
-from fusedsim.families.cvvdp.twin import _CH_GAIN
+from fusedsim.families.cvvdp.twin import CH_GAIN
 from fusedsim.families.cvvdp.ops import cvvdp_pair_band
 
 __all__ = ["cvvdp_pair_band_fwd"]
@@ -64,7 +64,7 @@ def _launcher(ref_geometry: tuple, test_strides: tuple, rho: float, scale: float
     lut, log_l0, log_span, corr, nl = sensitivity_table(rho, device)
     block, warps = block_for(w)
     launch = Launcher(_pair_band_kernel, (triton.cdiv(w, block), h, n), num_warps=warps)
-    return launch, lut, (w, hn, wn, *ref_strides, *test_strides, h * w, log_l0, log_span, corr, nl, _CH_GAIN[1],
+    return launch, lut, (w, hn, wn, *ref_strides, *test_strides, h * w, log_l0, log_span, corr, nl, CH_GAIN[1],
                          float(scale), _LN10, block)
 
 

@@ -79,7 +79,7 @@ _XYZ_TO_LMS2006 = ((0.187596268556126, 0.585168649077728, -0.026384263306304),
 _LMS2006_TO_DKLD65 = ((1.0, 1.0, 0.0), (1.0, -2.311130179947035, 0.0), (-1.0, -1.0, 50.977571328718781))
 _KERNEL_A = 0.4
 _EPS = 1e-5  # safe_pow's offset
-_CH_GAIN = (1.0, 1.45, 1.0)  # mult-mutual per-channel gain (achromatic, red-green, yellow-violet)
+CH_GAIN = (1.0, 1.45, 1.0)  # mult-mutual per-channel gain (achromatic, red-green, yellow-violet)
 _MIN_FREQ = 0.2
 _BASEBAND_RHO = 0.1
 _JOD_Q_T = 0.1
@@ -207,20 +207,20 @@ def cvvdp_contrast_pyramid_ref(dkl: torch.Tensor, n_bands: int) -> tuple[list[to
 
 # ----------------------------------------------------------------------------------------------------------- CSF
 @functools.cache
-def _lut_field(name: str) -> tuple:
+def lut_field(name: str) -> tuple:
     return _frozen(csf_lut()[name])
 
 
 def cvvdp_sensitivity_lut_ref(rho: float, like: torch.Tensor) -> torch.Tensor:
     """log10 castleCSF sensitivity (3, L) of the three sustained channels at ``rho`` cpd on each luminance of the
     table (linear in log rho, with extrapolation), in ``like``'s dtype and device."""
-    log_rho = torch.log10(_t(_lut_field("rho"), like))
+    log_rho = torch.log10(_t(lut_field("rho"), like))
     q = torch.log10(_t(rho, like))
     i = (torch.searchsorted(log_rho, q.reshape(1)) - 1).clamp(0, log_rho.numel() - 2)
     x0, x1 = log_rho[i], log_rho[i + 1]
     rows = []
     for c in range(3):
-        table = _t(_lut_field(f"o0_c{c + 1}"), like)  # (luminance, frequency)
+        table = _t(lut_field(f"o0_c{c + 1}"), like)  # (luminance, frequency)
         y0, y1 = table[:, i].squeeze(-1), table[:, i + 1].squeeze(-1)
         rows.append(y0 + (y1 - y0) / (x1 - x0) * (q - x0))  # (luminance,)
     return torch.stack(rows)
@@ -231,7 +231,7 @@ def cvvdp_sensitivity_from_lut_ref(log_bkg: torch.Tensor, lut: torch.Tensor,
     """Sensitivity (N, 3, h, w) on a background of log10 luminance ``log_bkg`` (N, 1, h, w) from the table of
     :func:`cvvdp_sensitivity_lut_ref` (linear in log L_bkg, clamped to the table), with the correction."""
     params = params or cvvdp_params()
-    log_l = torch.log10(_t(_lut_field("L_bkg"), log_bkg))
+    log_l = torch.log10(_t(lut_field("L_bkg"), log_bkg))
     n = log_l.numel()
     pos = ((log_bkg - log_l[0]) / (log_l[-1] - log_l[0]) * (n - 1)).clamp(0, n - 1)
     frac = torch.frac(pos)
@@ -304,7 +304,7 @@ def cvvdp_mask_diff_ref(test: torch.Tensor, ref: torch.Tensor, sens: torch.Tenso
     """The masking step after the phase-uncertainty blur: D (N, 3, h, w) from the test/reference contrasts, the
     sensitivity and ``blurred`` = blur(min(|T'|, |R'|)) (not yet scaled by 10^mask_c); all (N, 3, h, w)."""
     params = cvvdp_params()
-    gain = _t(_CH_GAIN, test).view(1, 3, 1, 1)
+    gain = _t(CH_GAIN, test).view(1, 3, 1, 1)
     t_p = test * sens * gain
     r_p = ref * sens * gain
     return _masked_difference((t_p - r_p).abs(), blurred, params)
@@ -313,7 +313,7 @@ def cvvdp_mask_diff_ref(test: torch.Tensor, ref: torch.Tensor, sens: torch.Tenso
 def cvvdp_masking_input_ref(test: torch.Tensor, ref: torch.Tensor, sens: torch.Tensor) -> torch.Tensor:
     """blur(min(|T'|, |R'|)) (N, 3, h, w), the input of the mutual masking (the blur only when both sides > 6)."""
     params = cvvdp_params()
-    gain = _t(_CH_GAIN, test).view(1, 3, 1, 1)
+    gain = _t(CH_GAIN, test).view(1, 3, 1, 1)
     m = torch.minimum((test * sens * gain).abs(), (ref * sens * gain).abs())
     pad = int(params.pu_dilate * 2)
     if params.pu_dilate != 0 and m.shape[-2] > pad and m.shape[-1] > pad:
@@ -419,7 +419,7 @@ def cvvdp_test_band_ref(g: torch.Tensor, g_next: torch.Tensor, ref_contrast: tor
     """Test side of one non-baseband band: ``min(|T'|, |R'|)`` (channels 0-2, the masking blur's input) and
     ``|T' - R'|`` (3-5), (N, 6, h, w); ``ref_contrast`` and ``sens`` (N or 1, 3, h, w) from the reference."""
     test, _ = _band_contrast(g, g_next, scale)
-    gain = _t(_CH_GAIN, test).view(1, 3, 1, 1)
+    gain = _t(CH_GAIN, test).view(1, 3, 1, 1)
     t_p = test * sens * gain
     r_p = ref_contrast * sens * gain
     return torch.cat([torch.minimum(t_p.abs(), r_p.abs()), (t_p - r_p).abs()], dim=1)

@@ -56,7 +56,7 @@ from fusedsim.core.moments.source import (
     stats_row,
     weights,
 )
-from fusedsim.families.ssim.kernels import _counter, _split, _strides5, _tl_dtype
+from fusedsim.families.ssim.kernels import launch_counter, split_blocks, strides5, tl_dtype
 from fusedsim.families.registration.lncc_twin import REDUCE_MEAN, REDUCE_NONE
 from fusedsim.core.moments.twin import compute_dtype
 from fusedsim.families.registration.ops import lncc
@@ -313,16 +313,16 @@ class LNCCPlan:
         n, c = shape[:2]
         d, h, w = shape[2:] if self.three_d else (1, *shape[2:])
         self.dims = (n, c, d, h, w)
-        self.sx, self.sy = _strides5(shape, sx), _strides5(shape, sy)
+        self.sx, self.sy = strides5(shape, sx), strides5(shape, sy)
         for s, name in ((self.sx, "pred"), (self.sy, "target")):
             if w * abs(s[4]) >= 2**31:
                 raise ValueError(f"{name} rows span more than 2**31 elements; make the tensor contiguous first")
         self.acc = compute_dtype(dtype)
-        self.acc_tl = _tl_dtype(dtype)
+        self.acc_tl = tl_dtype(dtype)
         self.device = device
         self.device_index = (device.index if device.index is not None else torch.cuda.current_device()
                              ) if device.type == "cuda" else None
-        self.consts = tuple(v for value in consts for v in _split(value))
+        self.consts = tuple(v for value in consts for v in split_blocks(value))
         self.count = n * c * d * h * w
         block_w, rows, warps = _tile(w)
         depth_programs = triton.cdiv(d, DEPTH_BLOCK) if self.three_d else 1
@@ -342,7 +342,7 @@ class LNCCPlan:
         out = torch.empty(self.out_shape, dtype=self.acc, device=pred.device)
         write_map = self.reduce == REDUCE_NONE
         part = out if write_map else torch.empty(self.nprog, dtype=self.acc, device=pred.device)
-        cnt = part if write_map else _counter(self.device, self.device_index)
+        cnt = part if write_map else launch_counter(self.device, self.device_index)
         if self.depth_mode == "slab":
             self._slab.forward(pred, target, win, out, part, cnt, write_map)
             return out, ()
@@ -390,7 +390,7 @@ def lncc_plan(tensors, scalars, **options) -> LNCCPlan:
     """The cached plan of ``lncc`` for these tensors (shapes, strides, dtype, device) and scalars. ``options``
     (tuning, 3-D only): ``depth_mode`` ("slab", the default, or "stream"), ``slab`` (output slices per slab;
     default from the memory budget of ``lncc_slab.default_slabs``), ``depth_block`` and ``block`` (slices and
-    in-plane voxels per depth program of the slab path). Run a plan with ``fusedsim.ops.op("lncc").run_plan``."""
+    in-plane voxels per depth program of the slab path). Run a plan with ``fusedsim.families.registration.ops.lncc.run_plan``."""
     pred, target, win = tensors
     scale, q, nr, floor, dr_add, clamp, reduce = scalars
     consts = (float(scale), float(q), float(nr), float(floor), float(dr_add))

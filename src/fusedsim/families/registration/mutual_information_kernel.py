@@ -29,7 +29,7 @@ import triton
 import triton.language as tl
 
 from fusedsim.core.launch import on_tensors_device
-from fusedsim.families.ssim.kernels import _sm_count, _split, _tl_dtype
+from fusedsim.families.ssim.kernels import sm_count, split_blocks, tl_dtype
 from fusedsim.core.moments.twin import compute_dtype
 from fusedsim.families.registration.ops import parzen_histogram
 
@@ -148,15 +148,15 @@ class HistogramPlan:
         for s in shape[2:]:
             self.v *= s
         self.nbp = max(16, triton.next_power_of_2(num_bins))
-        self.pre = _split(preterm)
+        self.pre = split_blocks(preterm)
         self.clamp, self.pooled = clamp, pooled
         self.acc = compute_dtype(dtype)
-        self.acc_tl = _tl_dtype(dtype)
+        self.acc_tl = tl_dtype(dtype)
         # voxels per step (the K dimension of the dots) and warps: the (bins × bins) accumulator and two
         # (voxels × bins) weight tiles stay in registers (~100 fp32 values per thread at 32, 64, 128 and 256 bins)
         self.bv = max(16, min(64, 4096 // self.nbp))
         self.warps = {16: 4, 32: 4, 64: 4, 128: 8}.get(self.nbp, 16)
-        target = max(4 * _sm_count(device), 1)  # programs to fill the GPU (1 chunk per plane on the CPU)
+        target = max(4 * sm_count(device), 1)  # programs to fill the GPU (1 chunk per plane on the CPU)
         chunks = max(1, min(triton.cdiv(target, n * c), triton.cdiv(self.v, self.bv)))
         self.chunk = triton.cdiv(triton.cdiv(self.v, chunks), self.bv) * self.bv
         self.chunks = triton.cdiv(self.v, self.chunk)

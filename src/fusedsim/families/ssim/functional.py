@@ -37,7 +37,7 @@ _REDUCE = {"none": -1, "stats": 0, "mean": 1, "image": 2, "channel": 3}
 FUSED_C1, FUSED_C2 = 0.01**2, 0.03**2
 
 # --------------------------------------------------------------------------------------------- call table
-_CALLS = CallTable()
+CALLS = CallTable()
 
 
 def reduce_call(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2: float, valid: bool,
@@ -49,7 +49,7 @@ def reduce_call(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, 
     return ssim_reduce.bind((x, y), (win,), (c1, c2, valid, symmetric, _REDUCE[reduce], ssim_weight))
 
 
-def _traced_reduce(x, y, win, c1, c2, valid, symmetric, reduce, ssim_weight=-1.0):
+def traced_reduce(x, y, win, c1, c2, valid, symmetric, reduce, ssim_weight=-1.0):
     """Under torch.compile: the registered op (a custom op on the Triton side), no call table."""
     from fusedsim.families.ssim.ops import ssim_reduce
 
@@ -101,7 +101,7 @@ def _squeeze_like_pytorch_msssim(x: torch.Tensor) -> torch.Tensor:
     return x
 
 
-def _check_constants(data_range: float, K: Sequence[float]) -> tuple[float, float]:
+def check_constants(data_range: float, K: Sequence[float]) -> tuple[float, float]:
     data_range = check_positive(data_range, "data_range")
     if not isinstance(K, Sequence) or len(K) != 2:
         raise ValueError(f"K must be a pair (K1, K2); got {K!r}")
@@ -136,7 +136,7 @@ def _pytorch_msssim_arguments(X, Y, win, data_range, size_average, win_size, win
                                  "win size" if win is not None else "win_size")
     if win is None:
         check_positive(win_sigma, "win_sigma")
-    c1, c2 = _check_constants(data_range, K)
+    c1, c2 = check_constants(data_range, K)
     return Xs, Ys, squeeze, win_size, c1, c2, _resolve_reduction(reduction, size_average)
 
 
@@ -165,7 +165,7 @@ def fused_ssim(img1: torch.Tensor, img2: torch.Tensor, padding: str = "same", tr
     if torch.compiler.is_compiling():
         call = _build_fused_ssim(img1, img2, padding, window_size, window_sigma, reduction, traced=True)
     else:
-        call = _CALLS.for_pair(("fused_ssim", padding, window_size, window_sigma, reduction), img1, img2,
+        call = CALLS.for_pair(("fused_ssim", padding, window_size, window_sigma, reduction), img1, img2,
                                lambda: _build_fused_ssim(img1, img2, padding, window_size, window_sigma, reduction))
     if train or not torch.is_grad_enabled():
         out = call(img1, img2)
@@ -187,7 +187,7 @@ def _build_fused_ssim(img1, img2, padding, window_size, window_sigma, reduction,
     win, sym = window_table(None, window_size, sigma, img1)
     args = (win, FUSED_C1, FUSED_C2, padding == "valid", sym, reduction)
     if traced:
-        return lambda x, y: _traced_reduce(x, y, *args)
+        return lambda x, y: traced_reduce(x, y, *args)
     return reduce_call(img1, img2, *args)
 
 
@@ -209,7 +209,7 @@ def ssim(X: torch.Tensor, Y: torch.Tensor, data_range: float = 255, size_average
     else:
         build = lambda: _build_ssim(X, Y, win, *options)  # noqa: E731
         cacheable = win is None and type(data_range) in (int, float)
-        call = _CALLS.for_pair(("ssim", *options), X, Y, build) if cacheable else build()
+        call = CALLS.for_pair(("ssim", *options), X, Y, build) if cacheable else build()
     out = call(X, Y)
     if check_finite:
         raise_if_not_finite(out if reduction != "none" else out.sum(), {"X": X, "Y": Y})
@@ -224,7 +224,7 @@ def _build_ssim(X, Y, win, data_range, size_average, win_size, win_sigma, K, non
     table, sym = window_table(win, win_size, win_sigma, Xs)
     kernel_reduction = "channel" if nonnegative_ssim and reduction != "none" else reduction
     args = (table, c1, c2, True, sym, kernel_reduction)
-    inner = (lambda x, y: _traced_reduce(x, y, *args)) if traced else reduce_call(Xs, Ys, *args)
+    inner = (lambda x, y: traced_reduce(x, y, *args)) if traced else reduce_call(Xs, Ys, *args)
     if kernel_reduction == reduction and squeeze is _identity:
         return inner
 
@@ -276,7 +276,7 @@ def ms_ssim(X: torch.Tensor, Y: torch.Tensor, data_range: float = 255, size_aver
         cacheable = (win is None and type(data_range) in (int, float)
                      and (weights is None or isinstance(weights, (list, tuple))))
         wkey = tuple(weights) if isinstance(weights, (list, tuple)) else None
-        call = _CALLS.for_pair(("ms_ssim", wkey, *options), X, Y, build) if cacheable else build()
+        call = CALLS.for_pair(("ms_ssim", wkey, *options), X, Y, build) if cacheable else build()
     out = call(X, Y)
     if check_finite:
         raise_if_not_finite(out, {"X": X, "Y": Y})
@@ -307,7 +307,7 @@ def _build_ms_ssim(X, Y, win, weights, data_range, size_average, win_size, win_s
     per_level = []  # 3-D, or the twin: per-level statistics with PyTorch pooling, the twin's combination
     x, y = Xs, Ys
     for _ in range(levels):
-        per_level.append((lambda x, y, a=(table, c1, c2, True, sym, "stats"): _traced_reduce(x, y, *a)) if traced
+        per_level.append((lambda x, y, a=(table, c1, c2, True, sym, "stats"): traced_reduce(x, y, *a)) if traced
                          else reduce_call(x, y, table, c1, c2, True, sym, "stats"))
         x, y = avg_pool_half_ref(x), avg_pool_half_ref(y)
 

@@ -43,7 +43,7 @@ from fusedsim.families.ssim.kernel_source import (
     render_grad_maps,
     render_grad_saved_2d,
 )
-from fusedsim.core.stream_buffers import stream_counter as _counter
+from fusedsim.core.stream_buffers import stream_counter as launch_counter
 from fusedsim.core.stream_buffers import stream_scratch, stream_scratch_and_counter
 from fusedsim.core.waves import resident_programs, segment_rows
 from fusedsim.core.moments.twin import compute_dtype
@@ -96,13 +96,13 @@ def _lanes_fit(taps: int, block_w: int, warps: int) -> bool:
     return taps - 1 <= LANE_REACH and block_w >= 32 and block_w == 32 * warps
 
 
-def _tl_dtype(dtype: torch.dtype):
+def tl_dtype(dtype: torch.dtype):
     import triton.language as tl
 
     return tl.float64 if dtype == torch.float64 else tl.float32
 
 
-def _split(value: float) -> tuple[float, float]:
+def split_blocks(value: float) -> tuple[float, float]:
     """A float64 constant as an fp32 (hi, lo) pair: Triton passes Python floats as fp32."""
     import numpy as np
 
@@ -111,7 +111,7 @@ def _split(value: float) -> tuple[float, float]:
 
 
 @functools.lru_cache(maxsize=16)
-def _sm_count(device: torch.device) -> int:
+def sm_count(device: torch.device) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 0
 
 
@@ -126,7 +126,7 @@ def _backward_rows(rows_total: int, other_programs: int, device: torch.device, h
     (its rows plus the 2(K-1) halo), at 3 resident programs per multiprocessor (158 registers per thread), among
     128, 64 and 32. Measured at the training shapes and the MS-SSIM levels (benchmarks/NOTES.md); the makespan
     model of the other kernels chose worse for this one at batch 1 (it is bound by its work, not its waves)."""
-    slots = 3 * _sm_count(device)
+    slots = 3 * sm_count(device)
     if not slots:
         return 128
 
@@ -141,7 +141,7 @@ def _segment_rows(out_rows: int, strips: int, planes: int, device: torch.device 
                   warps: int, min_rows: int) -> int:
     """Output rows per program that minimise the grid's estimated makespan (:func:`waves.segment_rows`) on this
     GPU; 128 without one (Triton's interpreter)."""
-    sms = _sm_count(device) if device is not None else 0
+    sms = sm_count(device) if device is not None else 0
     if not sms:
         return 128
     slots = resident_programs(registers, warps) * sms
@@ -159,7 +159,7 @@ def _tile(width: int, out_rows: int = 0, planes: int = 0, device: torch.device |
     return block_w, rows, warps
 
 
-def _strides5(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...]:
+def strides5(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(strides) if len(shape) == 5 else (strides[0], strides[1], 0, strides[2], strides[3])
 
 
@@ -198,13 +198,13 @@ class SSIMPlan:
         shrink = taps - 1 if valid else 0
         do, ho, wo = (d - shrink if self.three_d else 1), h - shrink, w - shrink
         self.n, self.c, self.dhw, self.out_dhw = n, c, (d, h, w), (do, ho, wo)
-        self.sx, self.sy = _strides5(shape, sx), _strides5(shape, sy)
+        self.sx, self.sy = strides5(shape, sx), strides5(shape, sy)
         for s, name in ((self.sx, "x"), (self.sy, "y")):
             if w * abs(s[4]) >= 2**31:
                 raise ValueError(f"{name} rows span more than 2**31 elements; make the tensor contiguous first")
         self.off = taps // 2 if valid else 0
         self.acc = compute_dtype(dtype)
-        self.acc_tl = _tl_dtype(dtype)
+        self.acc_tl = tl_dtype(dtype)
         self.count = do * ho * wo
         self.l1_count = d * h * w
         self.up_shape = up_shape  # next MS-SSIM level (H, W), its gradient is added through the pooling adjoint
@@ -225,7 +225,7 @@ class SSIMPlan:
                           REDUCE_NONE: tuple(shape[:2]) + ((do,) if self.three_d else ()) + (ho, wo)}[reduce]
         fwd_kernel = _kernel("fwd", taps, self.three_d, fwd_unroll, fwd_ms)
         self._fwd = Launcher(fwd_kernel, grid, raw_pointers=True, num_warps=warps, enable_fp_fusion=True)
-        w_hi, w_lo = _split(ssim_weight if self.with_l1 else 0.0)
+        w_hi, w_lo = split_blocks(ssim_weight if self.with_l1 else 0.0)
         self._fwd_tail = (c, d, h, w, do, ho, wo, *self.sx, *self.sy, c1, c2, self.count, self.l1_count, w_hi, w_lo,
                           self.off, block_w, rows, self.acc_tl, reduce == REDUCE_NONE, self.with_l1, reduce,
                           _RBLOCK_PER_WARP * warps)
@@ -243,14 +243,14 @@ class SSIMPlan:
             for ax, ay in ((True, False), (False, True), (True, True))
         } if self.saves_maps else {}
         self._bwd: dict = {}
-        self._ws_split = _split(-ssim_weight if self.with_l1 else 1.0)
+        self._ws_split = split_blocks(-ssim_weight if self.with_l1 else 1.0)
         l1_weight, l1_divisor = self._l1_scale()
-        self._l1_split = (*_split(l1_weight), l1_divisor)
+        self._l1_split = (*split_blocks(l1_weight), l1_divisor)
 
     # ----------------------------------------------------------------------------------------------- forward
     def forward(self, x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, out: torch.Tensor | None = None,
                 part: torch.Tensor | None = None, counter: torch.Tensor | None = None, ms_args: tuple = ()):
-        """``out``, ``part`` (``part_len`` values of the accumulation dtype) and ``counter`` (:func:`_counter`)
+        """``out``, ``part`` (``part_len`` values of the accumulation dtype) and ``counter`` (:func:`launch_counter`)
         may be given by a caller that runs several plans (MS-SSIM: one allocation for all levels). ``ms_args``:
         the last fused MS-SSIM level's (all statistics, weights, MS-SSIM output, planes per group, reduce).
         The forward that also writes the unit gradient maps is :meth:`forward_for_grad`."""
@@ -264,7 +264,7 @@ class SSIMPlan:
             self._fwd(x, y, win, part, part, part, out, part, *self._fwd_tail, False, False)
         else:
             if counter is None:
-                counter = _counter(self.device, self.device_index)
+                counter = launch_counter(self.device, self.device_index)
             self._fwd(x, y, win, part, counter, out, part, part, *self._fwd_tail, False, False, *ms_args)
         return out, ()
 
@@ -414,7 +414,7 @@ class SSIMPlan:
             gmap = scratch
             layout = self._ms_grad_layout(g) if self.ms_levels else self._grad_layout(g, g_offset)
             G, off_s, off_cs, gsn, gsc, ws, div_s = layout
-        ws_hi, ws_lo = _split(ws) if is_map else self._ws_split
+        ws_hi, ws_lo = split_blocks(ws) if is_map else self._ws_split
         wl_hi, wl_lo, div_l1 = self._l1_split
         hu, wu = self.up_shape or (1, 1)
         upx = up[0] if up[0] is not None else scratch
@@ -440,7 +440,7 @@ class SSIMPlan:
         ncd = n * c * do
         G, off_s, off_cs, gsn, gsc, ws, div_s = self._grad_layout(g) if self.reduce != REDUCE_NONE else (
             g, 0, 0, 0, 0, 1.0, 1)
-        ws_hi, ws_lo = _split(ws)
+        ws_hi, ws_lo = split_blocks(ws)
         if saved_maps is not None:
             self._check_saved(saved_maps, slots)
             maps = saved_maps
@@ -619,7 +619,7 @@ class MSSSIMPlan:
         xs, ys = self._pyramid(x, y)
         acc = torch.empty(self._acc_len, dtype=self.acc, device=x.device)
         stats = acc[:math.prod(self.stats_shape)].view(self.stats_shape)
-        counter = _counter(self.device, self.level_plans[0].device_index)
+        counter = launch_counter(self.device, self.level_plans[0].device_index)
         out = torch.empty(self.out_shape, dtype=self.acc, device=x.device)
         last = self.levels - 1
         for lvl, plan in enumerate(self.level_plans):

@@ -17,10 +17,10 @@ from fusedsim.core.validation import (
     raise_if_not_finite,
 )
 from fusedsim.families.ssim.functional import (
-    _CALLS,
+    CALLS,
     FUSED_C1,
     FUSED_C2,
-    _traced_reduce,
+    traced_reduce,
     reduce_call,
     window_table,
 )
@@ -40,7 +40,7 @@ def l1_ssim_loss(pred: torch.Tensor, target: torch.Tensor, ssim_weight: float = 
     if torch.compiler.is_compiling():
         call = _build(pred, target, ssim_weight, window_size, padding, reduction, window_sigma, traced=True)
     else:
-        call = _CALLS.for_pair(("l1_ssim_loss", ssim_weight, window_size, padding, reduction, window_sigma), pred,
+        call = CALLS.for_pair(("l1_ssim_loss", ssim_weight, window_size, padding, reduction, window_sigma), pred,
                                target, lambda: _build(pred, target, ssim_weight, window_size, padding, reduction,
                                                       window_sigma))
     out = call(pred, target)
@@ -61,7 +61,7 @@ def _build(pred, target, ssim_weight, window_size, padding, reduction, window_si
     win, sym = window_table(None, window_size, window_sigma, pred)
     args = (win, FUSED_C1, FUSED_C2, padding == "valid", sym, reduction, float(ssim_weight))
     if traced:
-        return lambda x, y: _traced_reduce(x, y, *args)
+        return lambda x, y: traced_reduce(x, y, *args)
     return reduce_call(pred, target, *args)
 
 

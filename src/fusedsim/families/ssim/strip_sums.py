@@ -99,14 +99,14 @@ def ms_ssim_strip_sums(ref: torch.Tensor, dist: torch.Tensor, rows: tuple[int, i
     """
     from fusedsim.families.ssim.functional import (
         MS_SSIM_WEIGHTS,
-        _check_constants,
+        check_constants,
         reduce_call,
         window_table,
     )
 
     weights = params.get("weights") or MS_SSIM_WEIGHTS
     win_size, win_sigma = int(params.get("win_size", 11)), float(params.get("win_sigma", 1.5))
-    c1, c2 = _check_constants(data_range, params.get("K", (0.01, 0.03)))
+    c1, c2 = check_constants(data_range, params.get("K", (0.01, 0.03)))
     levels, half, channels = len(weights), win_size // 2, ref.shape[1]
     sums = torch.zeros(3, levels, channels, dtype=torch.float64, device=device)
     for level, (level_rows, offset) in enumerate(_pyramid(ref.shape[-2], levels)):

@@ -118,7 +118,6 @@ __all__ = [
     "avg_pool_half_pair_ref",
     "avg_pool_half_ref",
     "compute_dtype",
-    "gaussian_window",
     "ms_ssim_min_size",
     "ms_ssim_combine_ref",
     "ms_ssim_reduce_ref",
@@ -127,5 +126,4 @@ __all__ = [
     "separable_filter",
     "ssim_maps_ref",
     "ssim_reduce_ref",
-    "windowed_moments_ref",
 ]

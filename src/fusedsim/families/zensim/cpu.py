@@ -27,7 +27,7 @@ from fusedsim.families.zensim.f32_twin import (
     zensim_scale_sums_ref,
     zensim_xyb_ref,
 )
-from fusedsim.families.zensim.twin import _OPSIN, _OPSIN_BIAS, BLUR_RADIUS, C2
+from fusedsim.families.zensim.twin import OPSIN, OPSIN_BIAS, BLUR_RADIUS, C2
 from fusedsim.families.zensim.ops import zensim_scale_sums, zensim_xyb
 
 __all__ = ["linear_to_positive_xyb_numba", "zensim_scale_sums_numba", "zensim_xyb_numba"]
@@ -241,8 +241,8 @@ def linear_to_positive_xyb_numba(rgb: torch.Tensor) -> torch.Tensor:
         return linear_to_positive_xyb_f32_ref(rgb)
     src = rgb.to(torch.float32).contiguous().numpy()
     out = np.empty_like(src)
-    ab = np.float32(-_cbrt(np.float32(_OPSIN_BIAS), np.empty(1, dtype=np.float32)))  # the twin's -cbrt(float32(bias)), float32
-    _positive_xyb(src, out, np.array(_OPSIN, dtype=np.float32), np.float64(_OPSIN_BIAS), ab, np.float32(14.0),
+    ab = np.float32(-_cbrt(np.float32(OPSIN_BIAS), np.empty(1, dtype=np.float32)))  # the twin's -cbrt(float32(bias)), float32
+    _positive_xyb(src, out, np.array(OPSIN, dtype=np.float32), np.float64(OPSIN_BIAS), ab, np.float32(14.0),
                   np.float64(0.42), np.float32(0.01), np.float32(0.55))
     return torch.from_numpy(out)
 

@@ -28,8 +28,8 @@ from collections.abc import Callable
 import torch
 
 from fusedsim.families.zensim.twin import (
-    _OPSIN,
-    _OPSIN_BIAS,
+    OPSIN,
+    OPSIN_BIAS,
     BLUR_RADIUS,
     C2,
     pad_for_pyramid_ref,
@@ -77,9 +77,9 @@ def linear_to_positive_xyb_f32_ref(rgb: torch.Tensor) -> torch.Tensor:
     bias))``, cube roots by :func:`cbrt_f32_ref`)."""
     r, g, b = rgb.to(_F32).unbind(1)
     mixed = [_fma(torch.full_like(r, m0), r, _fma(torch.full_like(g, m1), g, _fma(torch.full_like(b, m2), b,
-             _OPSIN_BIAS))).clamp_min(0.0) for m0, m1, m2 in _OPSIN]
+             OPSIN_BIAS))).clamp_min(0.0) for m0, m1, m2 in OPSIN]
     t0, t1, t2 = (cbrt_f32_ref(m) for m in mixed)
-    ab = -cbrt_f32_ref(torch.tensor([_OPSIN_BIAS], dtype=_F32, device=rgb.device))
+    ab = -cbrt_f32_ref(torch.tensor([OPSIN_BIAS], dtype=_F32, device=rgb.device))
     c0, c1 = t0 + ab, t1 + ab
     x, y = 0.5 * (c0 - c1), 0.5 * (c0 + c1)
     return torch.stack((_fma(x, 14.0, 0.42), y + torch.tensor(0.01, dtype=_F32),

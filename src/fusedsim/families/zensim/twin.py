@@ -65,12 +65,12 @@ _SRGB_THRESHOLD = 12.92 * 0.003041282560127521
 _f32 = np.float32
 _M00, _M02, _M10, _M12 = _f32(0.30), _f32(0.078), _f32(0.23), _f32(0.078)
 _M20, _M21 = _f32(0.243_422_69), _f32(0.204_767_45)
-_OPSIN = (
+OPSIN = (
     (float(_M00), float(_f32(1.0) - _M02 - _M00), float(_M02)),
     (float(_M10), float(_f32(1.0) - _M12 - _M10), float(_M12)),
     (float(_M20), float(_M21), float(_f32(1.0) - _M20 - _M21)),
 )
-_OPSIN_BIAS = float(_f32(0.003_793_073_4))
+OPSIN_BIAS = float(_f32(0.003_793_073_4))
 
 
 def srgb_to_linear_ref(v: torch.Tensor) -> torch.Tensor:
@@ -111,8 +111,8 @@ def composite_over_noise_ref(linear_rgb: torch.Tensor, alpha: torch.Tensor) -> t
 def linear_to_positive_xyb_ref(rgb: torch.Tensor) -> torch.Tensor:
     """Linear RGB (N, 3, H, W) -> zensim's positive XYB (N, 3, H, W)."""
     r, g, b = rgb.unbind(1)
-    mixed = [(m0 * r + m1 * g + m2 * b + _OPSIN_BIAS).clamp_min(0.0) for m0, m1, m2 in _OPSIN]
-    cbrt_bias = float(np.cbrt(np.float64(_OPSIN_BIAS)))
+    mixed = [(m0 * r + m1 * g + m2 * b + OPSIN_BIAS).clamp_min(0.0) for m0, m1, m2 in OPSIN]
+    cbrt_bias = float(np.cbrt(np.float64(OPSIN_BIAS)))
     c0, c1, c2 = (m.pow(1.0 / 3.0) for m in mixed)
     c0, c1 = c0 - cbrt_bias, c1 - cbrt_bias
     x, y = 0.5 * (c0 - c1), 0.5 * (c0 + c1)

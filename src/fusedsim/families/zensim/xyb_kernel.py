@@ -41,8 +41,8 @@ import triton.language as tl
 from fusedsim.core.launch import Launcher
 from fusedsim.families.zensim.f32_twin import cbrt_f32_ref
 from fusedsim.families.zensim.twin import (
-    _OPSIN,
-    _OPSIN_BIAS,
+    OPSIN,
+    OPSIN_BIAS,
     MIN_PYRAMID_DIM,
     simd_padded_width,
 )
@@ -53,8 +53,8 @@ from fusedsim.families.zensim.ops import zensim_downscale, zensim_xyb
 def _constants(device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """float32 [m00..m22, bias, -cbrt(bias), 0.01, 0.55] (the twin's float32 constants: its ``full_like`` rounds
     the matrix to float32, its cube root of the bias is computed here by the twin itself) and float64 [0.42]."""
-    neg_cbrt_bias = -cbrt_f32_ref(torch.tensor([_OPSIN_BIAS], dtype=torch.float32))
-    values = [m for row in _OPSIN for m in row] + [_OPSIN_BIAS, neg_cbrt_bias.item(), 0.01, 0.55]
+    neg_cbrt_bias = -cbrt_f32_ref(torch.tensor([OPSIN_BIAS], dtype=torch.float32))
+    values = [m for row in OPSIN for m in row] + [OPSIN_BIAS, neg_cbrt_bias.item(), 0.01, 0.55]
     return (torch.tensor(values, dtype=torch.float32).to(device),
             torch.tensor([0.42], dtype=torch.float64).to(device))
 

@@ -47,7 +47,9 @@ def test_cached_reference_is_prepared_once(monkeypatch):
         calls.append(1)
         return prepare(*args, **kwargs)
 
-    monkeypatch.setitem(registry._FUNCTIONS, spec.prepare, counting)
+    import dataclasses
+
+    monkeypatch.setitem(registry._FUNCTIONS, spec.name, dataclasses.replace(spec.implementation(), prepare=counting))
     ref, d1 = image_pair(40, 40, seed=1)
     _, d2 = image_pair(40, 40, seed=2)
     scorer = Scorer(["dssim", "ssim"], device="cpu").set_reference(ref)

@@ -104,7 +104,7 @@ def test_strips_match_pytorch_msssim():
 
 
 def test_psnr_strips_sum_in_blocks(monkeypatch):
-    import fusedsim.ssim.strip_sums as _strip_sums
+    from fusedsim.families.ssim import strip_sums as _strip_sums
 
     ref, dist = image_pair(200, 300)
     full = Scorer(["psnr"], device="cpu", memory="full").score(ref, dist).values["psnr"]

@@ -10,11 +10,12 @@ import sys
 import pytest
 
 from fusedsim.metrics import registry
-from fusedsim.metrics.registry import MetricSpec, get_metric, list_metrics, register_metric
+from fusedsim.metrics.registry import MetricFunctions, MetricSpec, get_metric, list_metrics, register_metric
 
 
 def spec(name: str, **kw) -> MetricSpec:
-    fields = dict(kind="image", compute="math:sqrt", summary="test metric", outputs=(name,))
+    fields = dict(kind="image", functions=lambda: MetricFunctions(compute=math.sqrt), summary="test metric",
+                  outputs=(name,))
     fields.update(kw)
     return MetricSpec(name=name, **fields)
 
@@ -70,7 +71,7 @@ def test_register_rejects_taken_names_and_aliases(scratch_registry):
 
 @pytest.mark.parametrize("bad, match", [
     (dict(kind="audio"), "kind must be one of"),
-    (dict(compute="math.sqrt"), "compute must be 'module:function'"),
+    (dict(functions="math:sqrt"), "functions must be a loader"),  # code, not a string
     (dict(outputs=()), "outputs must name"),
     (dict(value_range=(1.0, 0.0)), "value_range"),
     (dict(min_size=0), "min_size must be an int >= 1"),
@@ -82,7 +83,7 @@ def test_spec_validation(bad, match):
         spec("Upper")
 
 
-def test_every_compute_string_names_a_callable():
+def test_every_metric_loads_a_callable():
     for s in list_metrics():
         assert callable(s.load()), s.name
 

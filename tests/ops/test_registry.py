@@ -161,7 +161,7 @@ def test_gpu_pending_ops_run_their_twins_under_auto_and_their_kernels_when_force
     op = dataclasses.replace(OPS[0], triton_by_default=False)  # as a newly added op starts
     example = op.examples(torch.device("cpu"))[0]
     calls = []
-    monkeypatch.setattr(registry, "choose_backend", lambda *t, op: "triton")  # as on a GPU under auto
+    monkeypatch.setattr(registry, "choose_backend", lambda *t, op, **kw: "triton")  # as on a GPU under auto
     monkeypatch.setattr(type(op), "triton", lambda self, *a: calls.append("kernel") or self.reference(*a))
     op(*example.tensors, *example.scalars)
     assert calls == []

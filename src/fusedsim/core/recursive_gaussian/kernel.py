@@ -33,6 +33,7 @@ import torch
 import triton
 import triton.language as tl
 
+from fusedsim.core.kernel_args import sm_count
 from fusedsim.core.launch import Launcher
 from fusedsim.core.recursive_gaussian.twin import recursive_gaussian_coefficients
 from fusedsim.core.recursive_gaussian.ops import recursive_gaussian
@@ -52,17 +53,12 @@ def coefficient_tensor(sigma: float, device: torch.device) -> torch.Tensor:
     return torch.tensor(values, dtype=torch.float32, device=device)
 
 
-@functools.lru_cache(maxsize=16)
-def _sm_count(device: torch.device) -> int:
-    return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 0
-
-
 def lanes_per_program(lines: int, other_programs: int, device: torch.device) -> int:
     """64 lines (columns of the vertical passes) per program, or 32 when that leaves fewer than two programs per
     multiprocessor: each line is a sequential chain, so small images need every multiprocessor busy (the
     interpreter: 64)."""
     wide, narrow = LANES
-    return narrow if other_programs * triton.cdiv(lines, wide) < 2 * _sm_count(device) else wide
+    return narrow if other_programs * triton.cdiv(lines, wide) < 2 * sm_count(device) else wide
 
 
 def horizontal_bounds(width: int, radius: int) -> tuple[int, int]:

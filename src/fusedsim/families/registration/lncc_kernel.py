@@ -56,7 +56,8 @@ from fusedsim.core.moments.source import (
     stats_row,
     weights,
 )
-from fusedsim.families.ssim.kernels import launch_counter, split_blocks, strides5, tl_dtype
+from fusedsim.core.kernel_args import split_blocks, strides5, tl_dtype
+from fusedsim.core.stream_buffers import stream_counter as launch_counter
 from fusedsim.families.registration.lncc_twin import REDUCE_MEAN, REDUCE_NONE
 from fusedsim.core.moments.twin import compute_dtype
 from fusedsim.families.registration.ops import lncc

@@ -29,7 +29,7 @@ import triton
 import triton.language as tl
 
 from fusedsim.core.launch import on_tensors_device
-from fusedsim.families.ssim.kernels import sm_count, split_blocks, tl_dtype
+from fusedsim.core.kernel_args import sm_count, split_blocks, tl_dtype
 from fusedsim.core.moments.twin import compute_dtype
 from fusedsim.families.registration.ops import parzen_histogram
 

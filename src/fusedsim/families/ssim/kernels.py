@@ -43,6 +43,7 @@ from fusedsim.families.ssim.kernel_source import (
     render_grad_maps,
     render_grad_saved_2d,
 )
+from fusedsim.core.kernel_args import sm_count, split_blocks, strides5, tl_dtype
 from fusedsim.core.stream_buffers import stream_counter as launch_counter
 from fusedsim.core.stream_buffers import stream_scratch, stream_scratch_and_counter
 from fusedsim.core.waves import resident_programs, segment_rows
@@ -96,25 +97,6 @@ def _lanes_fit(taps: int, block_w: int, warps: int) -> bool:
     return taps - 1 <= LANE_REACH and block_w >= 32 and block_w == 32 * warps
 
 
-def tl_dtype(dtype: torch.dtype):
-    import triton.language as tl
-
-    return tl.float64 if dtype == torch.float64 else tl.float32
-
-
-def split_blocks(value: float) -> tuple[float, float]:
-    """A float64 constant as an fp32 (hi, lo) pair: Triton passes Python floats as fp32."""
-    import numpy as np
-
-    hi = float(np.float32(value))
-    return hi, float(np.float32(value - hi))
-
-
-@functools.lru_cache(maxsize=16)
-def sm_count(device: torch.device) -> int:
-    return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 0
-
-
 # Registers per thread of the forward, which set how many of its programs share a multiprocessor in the
 # rows-per-program model (ops/waves.py): uncapped, 128 at K = 11 on Triton 3.6; the saving forward is capped at
 # 120, the same 4 programs of 4 warps. The saved-maps backward's is its cap, SAVED_BWD_MAXNREG.
@@ -157,10 +139,6 @@ def _tile(width: int, out_rows: int = 0, planes: int = 0, device: torch.device |
     rows = 128 if device is None else _segment_rows(out_rows, triton.cdiv(width, block_w), planes, device, halo,
                                                     registers, warps, min_rows)
     return block_w, rows, warps
-
-
-def strides5(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(strides) if len(shape) == 5 else (strides[0], strides[1], 0, strides[2], strides[3])
 
 
 def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -47,6 +47,7 @@ import torch
 import triton
 import triton.language as tl
 
+from fusedsim.core.kernel_args import sm_count
 from fusedsim.core.launch import Launcher
 from fusedsim.families.zensim.f32_twin import SCALE_SUMS, STRIP_INNER
 from fusedsim.families.zensim.twin import BLUR_RADIUS, C2
@@ -60,11 +61,6 @@ def _constants(device: torch.device) -> torch.Tensor:
     """float64 [C2, f32(1/(2r+1))] as the kernels read them (C2 stays float64: the twin adds it in float64)."""
     inv = torch.tensor(1.0 / (2 * BLUR_RADIUS + 1), dtype=torch.float32).item()
     return torch.tensor([C2, inv], dtype=torch.float64, device=device)
-
-
-@functools.lru_cache(maxsize=16)
-def _sm_count(device: torch.device) -> int:
-    return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 0
 
 
 # ------------------------------------------------------------------------------------------- Triton helpers
@@ -334,7 +330,7 @@ def _lanes(lines: int, other_programs: int, device: torch.device) -> int:
     interpreter (CPU tensors) pays per operation, not per lane: 128 there, for fewer programs."""
     if device.type == "cpu":
         return 128
-    return 32 if other_programs * triton.cdiv(lines, 64) < 2 * _sm_count(device) else 64
+    return 32 if other_programs * triton.cdiv(lines, 64) < 2 * sm_count(device) else 64
 
 
 class ScaleSumsPlan:

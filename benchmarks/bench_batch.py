@@ -119,7 +119,7 @@ def compute_seconds(folder: Path, pairs: int, per_ref: int, metric: str, device:
 
 
 def table_tasks(table: Path) -> list:
-    from fusedsim.cli._pairs import read_pairs
+    from fusedsim.cli.pair_table import read_pairs
     from fusedsim.engine.batch_pairs import PairTask, plan
 
     t = read_pairs(table)

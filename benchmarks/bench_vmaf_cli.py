@@ -153,20 +153,19 @@ def read_limit(ref: Path, dist: Path, frames: int, planes: tuple[str, ...], thre
 
 
 def in_process_features(ref: Path, dist: Path, frames: int, features: list[str]) -> dict[str, float]:
-    """frames/s of the streamed path per feature, in one warm process, with the CLI's default batch and threads."""
+    """frames/s of the pipeline per feature (on a GPU: the streamed path), in one warm process, with the CLI's
+    default batch and threads; the clips are opened once, outside the timing."""
     import torch
 
-    from fusedsim.cli.vmaf import _score_streamed
-    from fusedsim.io.video import open_video
-    from fusedsim.vmaf.features import extract
+    from fusedsim.families.vmaf.pipeline import open_clips
 
     out = {}
-    with open_video(ref) as r, open_video(dist) as d:
+    with open_clips(ref, dist) as clips:
         for f in features:
-            _score_streamed(r, d, [f], extract, "cuda", 32, None, None)  # warm: compile, allocate
+            clips.score([f], device="cuda", frames=32)  # warm: compile, allocate
             torch.cuda.synchronize()
             t0 = time.perf_counter()
-            _score_streamed(r, d, [f], extract, "cuda", frames, None, None)
+            clips.score([f], device="cuda", frames=frames)
             out[f] = frames / (time.perf_counter() - t0)
             print(f"in-process streamed {f:15s}: {out[f]:8.1f} frames/s", flush=True)
     return out

@@ -38,3 +38,12 @@ def refdata() -> Path:
 def kernel_device() -> torch.device:
     """Where Triton kernels run in this session: the GPU when there is one, else the CPU via the interpreter."""
     return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist with ``--dist loadgroup`` (README's GPU command), tests that compile the same kernels run
+    on one worker: each test module is a group unless a test names its own (the op twin tests group by op). On a
+    fresh GPU machine compilation dominates the run, and a kernel compiled by two workers is compiled twice."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))

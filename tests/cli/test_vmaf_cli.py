@@ -18,6 +18,8 @@ import torch
 
 from fusedsim.cli import main as cli_main
 from fusedsim.cli import vmaf as vmaf_cli
+from fusedsim.cli import vmaf_output
+from fusedsim.families.vmaf import pipeline as vmaf_pipeline
 from fusedsim.io.video import VideoFormat, open_video
 
 SUPPORTED = ("ssim", "float_ssim", "float_ms_ssim", "psnr")
@@ -107,7 +109,7 @@ def test_pooling_matches_libvmaf_pooled_values(refdata):
         doc = json.loads(path.read_text())
         for name, pooled in doc["pooled_metrics"].items():
             values = [frame["metrics"][name] for frame in doc["frames"]]
-            assert vmaf_cli.pool(values) == pooled, (path.name, name)
+            assert vmaf_pipeline.pool(values) == pooled, (path.name, name)
             assert sequential_pool(values) == pooled
 
 
@@ -125,19 +127,19 @@ def test_format_json_reproduces_libvmaf_document(refdata):
 
 
 def test_pool_edge_cases():
-    assert vmaf_cli.pool([0.0, 0.0]) == {"min": 0.0, "max": 0.0, "mean": 0.0, "harmonic_mean": 0.0}
-    pooled = vmaf_cli.pool([1.0, math.nan, 0.5])  # libvmaf's comparisons skip a NaN after the first frame
+    assert vmaf_pipeline.pool([0.0, 0.0]) == {"min": 0.0, "max": 0.0, "mean": 0.0, "harmonic_mean": 0.0}
+    pooled = vmaf_pipeline.pool([1.0, math.nan, 0.5])  # libvmaf's comparisons skip a NaN after the first frame
     assert (pooled["min"], pooled["max"]) == (0.5, 1.0) and math.isnan(pooled["mean"])
-    assert vmaf_cli.pool([-1.0, 3.0])["harmonic_mean"] == -1.0  # 1/0 = inf as in C
+    assert vmaf_pipeline.pool([-1.0, 3.0])["harmonic_mean"] == -1.0  # 1/0 = inf as in C
     with pytest.raises(ValueError, match="zero frames"):
-        vmaf_cli.pool([])
+        vmaf_pipeline.pool([])
 
 
 def test_number_formatting_round_trips():
     for x in (0.1, 1 / 3, 0.95437015486695487, 1e-300, 5e-324, 123456.789, 1e22, -2.5):
-        assert float(vmaf_cli.format_number(x)) == x
-    assert vmaf_cli.format_number(1.0) == "1" and vmaf_cli.format_number(60.0) == "60"
-    assert vmaf_cli.format_number(math.nan) == "null" and vmaf_cli.format_number(math.inf) == "null"
+        assert float(vmaf_output.format_number(x)) == x
+    assert vmaf_output.format_number(1.0) == "1" and vmaf_output.format_number(60.0) == "60"
+    assert vmaf_output.format_number(math.nan) == "null" and vmaf_output.format_number(math.inf) == "null"
 
 
 def test_format_csv_and_text():
@@ -408,7 +410,7 @@ def test_compute_streams_long_clip_with_flat_memory(tmp_path):
     tracemalloc.start()
     try:
         with open_video(tmp_path / "ref.yuv", **kwargs) as r, open_video(tmp_path / "dist.yuv", **kwargs) as d:
-            metrics = vmaf_cli.compute(r, d, ["ssim"], extract, batch_frames=4)
+            metrics = vmaf_pipeline.compute(r, d, ["ssim"], extract, batch_frames=4)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -420,9 +422,9 @@ def test_compute_streams_long_clip_with_flat_memory(tmp_path):
 
 
 def test_auto_batch_frames():
-    assert vmaf_cli._auto_batch_frames(VideoFormat(1920, 1080, 8, "420").frame_bytes) == 32
-    assert vmaf_cli._auto_batch_frames(VideoFormat(3840, 2160, 10, "420").frame_bytes) == 5
-    assert vmaf_cli._auto_batch_frames(10**12) == 1
+    assert vmaf_pipeline._auto_batch_frames(VideoFormat(1920, 1080, 8, "420").frame_bytes) == 32
+    assert vmaf_pipeline._auto_batch_frames(VideoFormat(3840, 2160, 10, "420").frame_bytes) == 5
+    assert vmaf_pipeline._auto_batch_frames(10**12) == 1
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -38,7 +38,12 @@ def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
     return ((a - b).norm() / b.norm().clamp_min(1e-30)).item()
 
 
-@pytest.mark.parametrize("op,index", CASES, ids=[f"{op.name}-{i}" for op, i in CASES])
+# one xdist group per op: its cases share compiled kernels
+GROUPED_CASES = [pytest.param(op, i, id=f"{op.name}-{i}", marks=pytest.mark.xdist_group(f"op-{op.name}"))
+                 for op, i in CASES]
+
+
+@pytest.mark.parametrize("op,index", GROUPED_CASES)
 def test_op_matches_its_twin(op, index, kernel_device):
     _check_against_twin(op, op.examples(kernel_device)[index])
 

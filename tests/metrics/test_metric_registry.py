@@ -33,7 +33,9 @@ def test_builtin_names_and_kinds():
     assert [s.name for s in list_metrics("video")] == ["vmaf:ssim", "vmaf:float_ssim", "vmaf:float_ms_ssim",
                                                        "vmaf:psnr"]
     perceptual = [s.name for s in list_metrics("srgb")]
-    assert set(perceptual) <= {"ssimulacra2", "butteraugli", "dssim", "iw-ssim", "cvvdp", "zensim"}
+    # no list of perceptual metrics here: each is declared by its family folder (tests/metrics/test_srgb_specs.py
+    # runs every one of them)
+    assert perceptual and all(s.functions.__module__.startswith("fusedsim.families.") for s in list_metrics("srgb"))
     assert sorted(list_metrics(), key=lambda s: s.name) == sorted(
         list_metrics("image") + list_metrics("video") + list_metrics("srgb"), key=lambda s: s.name)
 

@@ -14,8 +14,9 @@ from collections.abc import Iterator
 from contextlib import closing
 from typing import Any
 
-from fusedsim.core.device import DEVICE_HELP, check_device_name
-from fusedsim.cli.score import DEFAULT_METRICS, parse_image_metric, score_metric_specs
+from fusedsim.cli.common import (DEFAULT_METRICS, chosen_metrics, metric_table, parse_device, parse_image_metric,
+                                 parse_memory)
+from fusedsim.core.device import DEVICE_HELP
 
 DESCRIPTION = """\
 Score many image pairs listed in a table and write one row per pair.
@@ -53,28 +54,6 @@ metrics:
 DECODER_CHOICES = ("auto", "threads", "processes")  # fusedsim.engine.batch_pairs.DECODER_MODES, torch-free here
 
 
-def parse_metric_list(text: str) -> list[str]:
-    """argparse type of ``--metric``: names, aliases, comma lists or ``all`` as registry names (as ``score``)."""
-    got = parse_image_metric(text)
-    return list(got) if isinstance(got, (list, tuple)) else [got]
-
-
-def parse_device(text: str) -> str:
-    try:
-        return check_device_name(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def parse_memory(text: str) -> str:
-    from fusedsim.engine.memory import parse_memory  # torch-free
-
-    try:
-        return str(parse_memory(text, "--memory"))
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -86,16 +65,13 @@ def _positive(text: str) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    specs = score_metric_specs()
-    width = max(len(s.name) for s in specs)
-    table = "\n".join(f"  {s.name:<{width}}  {s.summary}" for s in specs)
     parser = sub.add_parser("batch", help="score every pair of a CSV/TSV/Parquet table into an output table",
-                            description=DESCRIPTION.format(metrics=table),
+                            description=DESCRIPTION.format(metrics=metric_table()),
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("pairs", metavar="PAIRS", help="table of pairs (.csv, .tsv, .parquet)")
     parser.add_argument("-o", "--output", required=True, metavar="OUT",
                         help="results table (.csv, .tsv, .jsonl, .parquet)")
-    parser.add_argument("--metric", action="append", type=parse_metric_list, metavar="NAME[,NAME...]",
+    parser.add_argument("--metric", action="append", type=parse_image_metric, metavar="NAME[,NAME...]",
                         help=f"metrics to compute, repeatable or comma-separated, or all (default: "
                              f"{', '.join(DEFAULT_METRICS)})")
     parser.add_argument("--resume", action="store_true", help="keep the rows already in OUT and skip their pairs")
@@ -123,11 +99,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=run)
 
 
-def _metrics(args: argparse.Namespace) -> list[str]:
-    names = [n for group in (args.metric or [list(DEFAULT_METRICS)]) for n in group]
-    return list(dict.fromkeys(names))
-
-
 def _local_outcomes(scorer, tasks, columns, args, stats) -> Iterator[Any]:
     from fusedsim.engine.batch_pairs import (PairRunner, decode_ahead, default_prefetch, default_workers,
                                              image_bytes_estimate, plan)
@@ -144,15 +115,15 @@ def _local_outcomes(scorer, tasks, columns, args, stats) -> Iterator[Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fusedsim.cli._outputs import Output, check_outputs
-    from fusedsim.cli._pairs import read_pairs, table_format
-    from fusedsim.cli._rowsink import OUTPUT_FORMATS, RowSink
+    from fusedsim.cli.outputs import Output, check_outputs
+    from fusedsim.cli.pair_table import read_pairs, table_format
+    from fusedsim.cli.rowsink import OUTPUT_FORMATS, RowSink
     from fusedsim.engine.batch_pairs import metric_columns
     from fusedsim.metrics.registry import get_metric
 
     if args.address and args.engine != "ray":
         raise ValueError("--address needs --engine ray")
-    metric_names = _metrics(args)
+    metric_names = chosen_metrics(args.metric)
     specs = [get_metric(n) for n in metric_names]
     fmt = table_format(args.output, OUTPUT_FORMATS, "-o")
     table = read_pairs(args.pairs)
@@ -200,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
 def _run_batch(args, table, sink, engine, score_columns, stats) -> int:
     import math
 
-    from fusedsim.cli._rowsink import cell_text
+    from fusedsim.cli.rowsink import cell_text
     from fusedsim.engine.batch_pairs import PairOutcome, PairTask
 
     done = sink.start(args.resume)

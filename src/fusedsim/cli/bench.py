@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from fusedsim.cli.common import chosen_metrics, parse_device, parse_image_metric
 from fusedsim.core.device import DEVICE_HELP
-from fusedsim.cli.score import parse_device, parse_image_metric
 
 DEFAULT_METRICS = ("ssim", "ms-ssim", "psnr")
 DEFAULT_SIZES = (256, 512, 1024)
@@ -58,13 +58,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import time
 
-    from fusedsim.cli._json import dumps
+    from fusedsim.cli.json_text import dumps
     from fusedsim.engine.bench_cache import BenchCache, save_bench_cache
     from fusedsim.engine.machine import cache_path, machine_identity
     from fusedsim.engine.measure import cold_start_seconds, devices_for, measure
     from fusedsim.metrics.registry import get_metric
 
-    names = list(dict.fromkeys(n for group in (args.metric or [DEFAULT_METRICS]) for n in group))
+    names = chosen_metrics(args.metric, DEFAULT_METRICS)
     specs = [get_metric(n) for n in names]
     devices = devices_for(args.device)
     identity = machine_identity()

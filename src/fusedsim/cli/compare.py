@@ -10,9 +10,9 @@ import math
 import sys
 from typing import Any
 
+from fusedsim.cli.common import (DEFAULT_METRICS, chosen_metrics, metric_table, parse_device, parse_image_metric,
+                                 parse_memory)
 from fusedsim.core.device import DEVICE_HELP
-from fusedsim.cli.batch import parse_device, parse_memory, parse_metric_list
-from fusedsim.cli.score import DEFAULT_METRICS, score_metric_specs
 
 DESCRIPTION = """\
 Score each DIST against REF with the chosen metrics; REF is decoded and
@@ -28,15 +28,12 @@ metrics:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    specs = score_metric_specs()
-    width = max(len(s.name) for s in specs)
-    table = "\n".join(f"  {s.name:<{width}}  {s.summary}" for s in specs)
     parser = sub.add_parser("compare", help="score many distorted images against one reference",
-                            description=DESCRIPTION.format(metrics=table),
+                            description=DESCRIPTION.format(metrics=metric_table()),
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("ref", metavar="REF", help="reference image file")
     parser.add_argument("dists", metavar="DIST", nargs="+", help="distorted image files")
-    parser.add_argument("--metric", action="append", type=parse_metric_list, metavar="NAME[,NAME...]",
+    parser.add_argument("--metric", action="append", type=parse_image_metric, metavar="NAME[,NAME...]",
                         help=f"metrics, repeatable or comma-separated, or all (default: {', '.join(DEFAULT_METRICS)})")
     parser.add_argument("--format", choices=("plain", "json", "tsv"), default="plain", help="output format")
     parser.add_argument("--device", type=parse_device, default="auto", help=f"{DEVICE_HELP} (auto: cuda when available)")
@@ -62,13 +59,13 @@ def format_rows(columns: list[str], rows: list[list[Any]], fmt: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fusedsim.cli._json import dumps
+    from fusedsim.cli.json_text import dumps
     from fusedsim.engine import Scorer
     from fusedsim.engine.batch_pairs import metric_columns
     from fusedsim.io.images import read_image
     from fusedsim.metrics.registry import get_metric
 
-    names = list(dict.fromkeys(n for group in (args.metric or [list(DEFAULT_METRICS)]) for n in group))
+    names = chosen_metrics(args.metric)
     columns = metric_columns([get_metric(n) for n in names])
     scorer = Scorer(names, device=args.device, memory=args.memory)
     scorer.set_reference(read_image(args.ref, "REF"))  # a bad reference stops here, before any row

@@ -1,22 +1,24 @@
 """``fusedsim diffmap REF DIST --metric M -o map.png``: a metric's per-pixel map as a heat map beside the images.
 
-Only metrics that define a per-pixel map are offered (:data:`MAPS`): SSIM's map (``fusedsim.families.ssim(...,
-reduction="none")``, the valid region, averaged over channels), Butteraugli's distance map (its result's
-``distmap``) and ColorVideoVDP's difference map (``cvvdp(..., return_map=True)``, pycvvdp's heatmap values).
-Other metrics are refused with the list of those that have a map: a map made up for a metric that does not
-define one would show something else under its name.
+Only metrics whose spec gives a per-pixel map are offered (``MetricSpec.has_map``; the map is the family's
+``score_map``): SSIM's map (the valid region, averaged over channels), Butteraugli's distance map (its result's
+``distmap``) and ColorVideoVDP's difference map (pycvvdp's heatmap values). Other metrics are refused with the list
+of those that have a map: a map made up for a metric that does not define one would show something else under its
+name. Asking a spec for its map imports the metric, so the list is found when it is shown (``--help``, a refusal),
+never while the parser is built.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from fusedsim.cli.common import IMAGE_KINDS, parse_device, score_metric_specs
 from fusedsim.core.device import DEVICE_HELP
-from fusedsim.cli.batch import parse_device
-from fusedsim.metrics.registry import get_metric
+from fusedsim.metrics.registry import MetricSpec, get_metric
 
 if TYPE_CHECKING:
     import numpy as np
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
     from fusedsim.io.images import ImageData
 
 _MARGIN, _TITLE, _BAR = 12, 34, 70  # layout in pixels: margins, title band, colour bar with its labels
+_MAPS = "{maps}"  # in the description and --metric's help: the metrics with a map, filled in by --help
 
 
 @dataclass(frozen=True)
@@ -36,64 +39,89 @@ class MapSource:
     cmap: str
 
 
-def _ssim_map(ref: ImageData, dist: ImageData, device: Any) -> np.ndarray:
+#: How each map is drawn: colour-bar label and colour map (presentation only; which metrics have a map is the
+#: registry's to say, and a map not named here is drawn under its metric's name)
+_LOOKS = {
+    "ssim": ("local SSIM (1 = identical)", "magma"),
+    "butteraugli": ("Butteraugli distance (0 = identical)", "inferno"),
+    "cvvdp": ("ColorVideoVDP difference, 1 - JOD/10 (0 = identical)", "inferno"),
+}
+
+
+def metric_map(spec: MetricSpec, ref: ImageData, dist: ImageData, device: Any) -> np.ndarray:
+    """``spec``'s per-pixel map of the pair as float64 ``(H, W)`` aligned with the images: a map of the valid
+    region only (smaller than the images) is centred, each value at its window's centre, with NaN around it."""
     import numpy as np
 
-    from fusedsim.families.ssim import ssim
+    from fusedsim.engine.inputs import metric_input
 
-    x, y = ref.pixels.to(device).float(), dist.pixels.to(device).float()
-    local = ssim(x, y, data_range=ref.data_range, reduction="none")  # (1, C, H - 10, W - 10): the valid region
-    local = local.mean(1)[0].double().cpu().numpy()
+    x = metric_input(spec, ref.pixels.to(device), ref.data_range, "REF")
+    y = metric_input(spec, dist.pixels.to(device), dist.data_range, "DIST")
+    params = {"data_range": ref.data_range} if spec.kind == "image" else {}
+    local = spec.load("score_map")(x, y, **params)[0].double().cpu().numpy()
     full = np.full((ref.height, ref.width), np.nan)
     top, left = (ref.height - local.shape[0]) // 2, (ref.width - local.shape[1]) // 2
-    full[top:top + local.shape[0], left:left + local.shape[1]] = local  # centred: each value at its window centre
+    full[top:top + local.shape[0], left:left + local.shape[1]] = local
     return full
 
 
-def _butteraugli_map(ref: ImageData, dist: ImageData, device: Any) -> np.ndarray:
-    from fusedsim.engine.inputs import srgb
-    from fusedsim.families.butteraugli.api import butteraugli
-
-    x = srgb(ref.pixels.to(device), ref.data_range, "REF")
-    y = srgb(dist.pixels.to(device), dist.data_range, "DIST")
-    return butteraugli(x, y).distmap[0].double().cpu().numpy()
+def map_source(spec: MetricSpec) -> MapSource:
+    """The map of a metric that has one (``spec.has_map``), with how it is drawn."""
+    default = (f"{spec.name} map", "magma" if spec.higher_is_better else "inferno")
+    return MapSource(functools.partial(metric_map, spec), *_LOOKS.get(spec.name, default))
 
 
-def _cvvdp_map(ref: ImageData, dist: ImageData, device: Any) -> np.ndarray:
-    from fusedsim.engine.inputs import srgb
-    from fusedsim.families.cvvdp.api import cvvdp
-
-    x = srgb(ref.pixels.to(device), ref.data_range, "REF")
-    y = srgb(dist.pixels.to(device), dist.data_range, "DIST")
-    return cvvdp(x, y, return_map=True).diff_map[0, 0].double().cpu().numpy()
+def map_sources() -> dict[str, MapSource]:
+    """Metric name -> map, for every image metric whose spec gives one, in listing order (imports the metrics)."""
+    return {spec.name: map_source(spec) for spec in score_metric_specs() if spec.has_map}
 
 
-#: metric name -> its per-pixel map
-MAPS = {
-    "ssim": MapSource(_ssim_map, "local SSIM (1 = identical)", "magma"),
-    "butteraugli": MapSource(_butteraugli_map, "Butteraugli distance (0 = identical)", "inferno"),
-    "cvvdp": MapSource(_cvvdp_map, "ColorVideoVDP difference, 1 - JOD/10 (0 = identical)", "inferno"),
-}
+def __getattr__(name: str) -> Any:
+    """``MAPS`` is :func:`map_sources`, found on first use: importing this module must not import the metrics."""
+    if name == "MAPS":
+        return map_sources()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _map_metric(text: str) -> str:
     try:
-        name = get_metric(text).name
+        spec = get_metric(text)
     except ValueError:
-        name = text
-    if name not in MAPS:
-        raise argparse.ArgumentTypeError(f"{text!r} has no per-pixel map; choose from {', '.join(MAPS)}")
-    return name
+        spec = None
+    if spec is None or spec.kind not in IMAGE_KINDS or not spec.has_map:
+        raise argparse.ArgumentTypeError(f"{text!r} has no per-pixel map; choose from {', '.join(map_sources())}")
+    return spec.name
+
+
+class _HelpNamingMaps(argparse.Action):
+    """``-h/--help`` that first names the metrics with a map where the help says ``{maps}``: finding them imports
+    the metrics, which building the parser (``fusedsim --help`` builds every command's) must not do."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, default: Any = argparse.SUPPRESS,
+                 help: str | None = None) -> None:
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+        self.naming: list[argparse.Action] = []  # actions whose help says {maps}
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        names = ", ".join(map_sources())
+        parser.description = parser.description.replace(_MAPS, names)
+        for action in self.naming:
+            action.help = action.help.replace(_MAPS, names)
+        parser.print_help()
+        parser.exit()
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("diffmap", help="draw a metric's per-pixel map beside the two images",
+    parser = sub.add_parser("diffmap", help="draw a metric's per-pixel map beside the two images", add_help=False,
                             description="Draw REF, DIST and the per-pixel map of a metric as a heat map with a "
-                                        f"colour bar, into a PNG. Metrics with a map: {', '.join(MAPS)}. The SSIM "
+                                        f"colour bar, into a PNG. Metrics with a map: {_MAPS}. The SSIM "
                                         "map covers the valid region (a 5-px border has no window).")
+    show_help = parser.add_argument("-h", "--help", action=_HelpNamingMaps, help="show this help message and exit")
     parser.add_argument("ref", metavar="REF", help="reference image file")
     parser.add_argument("dist", metavar="DIST", help="distorted image file")
-    parser.add_argument("--metric", type=_map_metric, default="ssim", help=f"{', '.join(MAPS)} (default: ssim)")
+    show_help.naming.append(parser.add_argument("--metric", type=_map_metric, default="ssim",
+                                                help=f"{_MAPS} (default: ssim)"))
     parser.add_argument("-o", "--output", required=True, metavar="PNG", help="the figure (PNG)")
     parser.add_argument("--width", type=int, default=1800, help="figure width in pixels (default 1800)")
     parser.add_argument("--device", type=parse_device, default="auto", help=f"{DEVICE_HELP} (auto: cuda when available)")
@@ -111,7 +139,7 @@ def draw(ref: ImageData, dist: ImageData, values: np.ndarray, source: MapSource,
     """The figure: REF, DIST and the heat map of ``values`` (``(H, W)``) with its colour bar."""
     import numpy as np
 
-    from fusedsim.cli._figures import pyplot
+    from fusedsim.cli.figures import pyplot
 
     plt = pyplot()
     dpi = 100
@@ -147,8 +175,8 @@ def draw(ref: ImageData, dist: ImageData, values: np.ndarray, source: MapSource,
 
 def run(args: argparse.Namespace) -> int:
     from fusedsim.core.device import resolve_device
-    from fusedsim.cli._figures import pyplot, save_figure
-    from fusedsim.cli._outputs import Output, check_outputs
+    from fusedsim.cli.figures import pyplot, save_figure
+    from fusedsim.cli.outputs import Output, check_outputs
     from fusedsim.engine.inputs import check_min_size
     from fusedsim.io.images import check_image_pair, read_image
 
@@ -163,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
     check_image_pair(ref, dist)
     spec = get_metric(args.metric)
     check_min_size([spec], ref.width, ref.height)
-    source = MAPS[spec.name]
+    source = map_source(spec)
     values = source.compute(ref, dist, resolve_device(args.device))
     import numpy as np
 

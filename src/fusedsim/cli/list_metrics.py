@@ -43,7 +43,7 @@ def format_table(specs: tuple[MetricSpec, ...]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fusedsim.cli._json import dumps
+    from fusedsim.cli.json_text import dumps
 
     specs = list_metrics(args.kind)
     if args.format == "json":

@@ -11,13 +11,14 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from fusedsim.core.device import DEVICE_HELP, check_device_name
+from fusedsim.cli.common import (DEFAULT_METRICS, chosen_metrics, metric_table, parse_device, parse_image_metric,
+                                 parse_memory, score_metric_specs)
+from fusedsim.core.device import DEVICE_HELP
 from fusedsim.engine.inputs import check_min_size
-from fusedsim.metrics.registry import MetricSpec, get_metric, list_metrics
+from fusedsim.metrics.registry import get_metric
 
-__all__ = ["DEFAULT_METRICS", "add_parser", "check_min_size", "example_pair", "run"]
-
-DEFAULT_METRICS = ("ssim",)
+__all__ = ["DEFAULT_METRICS", "add_parser", "check_min_size", "example_pair", "parse_image_metric", "run",
+           "score_metric_specs"]
 
 DESCRIPTION = """\
 Compare a distorted image file with its reference (8- or 16-bit, grey or RGB).
@@ -39,55 +40,10 @@ def example_pair() -> tuple[Path, Path]:
     return Path(str(root / "example_ref.png")), Path(str(root / "example_dist.png"))
 
 
-def parse_image_metric(text: str) -> list[str]:
-    """argparse type of ``--metric``: a metric name or alias, a comma list of them, or ``all``; returned as
-    registry names."""
-    names = []
-    for item in text.split(","):
-        item = item.strip()
-        if item.lower() == "all":
-            names.extend(s.name for s in score_metric_specs())
-            continue
-        try:
-            spec = get_metric(item)
-        except ValueError:
-            spec = None
-        if spec is None or spec.kind not in _KINDS:
-            known = ", ".join(s.name for s in score_metric_specs())
-            raise argparse.ArgumentTypeError(f"unknown image metric {item!r}; choose from {known} (or all)")
-        names.append(spec.name)
-    return names
-
-
-def parse_memory(text: str) -> str:
-    from fusedsim.engine.memory import parse_memory
-
-    try:
-        return str(parse_memory(text, "--memory"))
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-_KINDS = ("image", "srgb")  # pixel metrics, and the perceptual metrics on sRGB images
-
-
-def score_metric_specs() -> list[MetricSpec]:
-    return [s for kind in _KINDS for s in list_metrics(kind)]
-
-
-def parse_device(text: str) -> str:
-    try:
-        return check_device_name(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 def add_parser(sub: argparse._SubParsersAction) -> None:
     specs = score_metric_specs()
-    width = max(len(s.name) for s in specs)
-    table = "\n".join(f"  {s.name:<{width}}  {s.summary}" for s in specs)
     parser = sub.add_parser("score", help="score a distorted image against a reference image",
-                            description=DESCRIPTION.format(metrics=table),
+                            description=DESCRIPTION.format(metrics=metric_table()),
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("ref", metavar="REF", nargs="?", help="reference image file")
     parser.add_argument("dist", metavar="DIST", nargs="?", help="distorted image file")
@@ -107,7 +63,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fusedsim.cli._json import dumps
+    from fusedsim.cli.json_text import dumps
     from fusedsim.engine.scorer import Scorer
     from fusedsim.io.images import check_image_pair, read_image
 
@@ -119,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         ref_path, dist_path = Path(args.ref), Path(args.dist)
     else:
         raise ValueError("REF and DIST image files are required (or --example)")
-    specs_names = list(dict.fromkeys(n for group in (args.metric or [DEFAULT_METRICS]) for n in group))
+    specs_names = chosen_metrics(args.metric)
     specs = [get_metric(name) for name in specs_names]
     ref = read_image(ref_path, "REF")
     dist = read_image(dist_path, "DIST")

@@ -15,9 +15,8 @@ import math
 import sys
 from typing import TYPE_CHECKING, Any
 
+from fusedsim.cli.common import DEFAULT_METRICS, chosen_metrics, parse_device, parse_image_metric, parse_memory
 from fusedsim.core.device import DEVICE_HELP
-from fusedsim.cli.batch import parse_device, parse_memory, parse_metric_list
-from fusedsim.cli.score import DEFAULT_METRICS
 
 if TYPE_CHECKING:
     from fusedsim.io.images import ImageData
@@ -90,7 +89,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                              "on this machine)")
     parser.add_argument("--quality", type=parse_qualities, default=parse_qualities("10:95:5"),
                         help="START:STOP:STEP (stop included) or Q[,Q...] (default 10:95:5)")
-    parser.add_argument("--metric", action="append", type=parse_metric_list, metavar="NAME[,NAME...]",
+    parser.add_argument("--metric", action="append", type=parse_image_metric, metavar="NAME[,NAME...]",
                         help=f"metrics, repeatable or comma-separated, or all (default: {', '.join(DEFAULT_METRICS)})")
     parser.add_argument("-o", "--output", default="-", metavar="TSV", help="the table (default: standard output)")
     parser.add_argument("--plot", metavar="PNG", help="rate-quality curves, one panel per metric output")
@@ -128,7 +127,7 @@ def _text(value: Any) -> str:
 
 def plot_curves(rows: list[dict[str, Any]], columns: list[str], target: str) -> None:
     """One panel per metric column: the metric against bits per pixel, one curve per (reference, codec)."""
-    from fusedsim.cli._figures import pyplot, save_figure
+    from fusedsim.cli.figures import pyplot, save_figure
 
     plt = pyplot()
     n = len(columns)
@@ -159,7 +158,7 @@ def plot_curves(rows: list[dict[str, Any]], columns: list[str], target: str) -> 
 
 
 def run(args: argparse.Namespace) -> int:
-    from fusedsim.cli._outputs import Output, check_outputs, write_outputs
+    from fusedsim.cli.outputs import Output, check_outputs, write_outputs
     from fusedsim.engine import Scorer
     from fusedsim.engine.batch_pairs import metric_columns
     from fusedsim.io.images import read_image
@@ -171,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
     if missing:
         raise ValueError(f"--codec {', '.join(missing)}: Pillow cannot write it on this machine (available: "
                          f"{', '.join(have) or 'none'})")
-    names = list(dict.fromkeys(n for group in (args.metric or [list(DEFAULT_METRICS)]) for n in group))
+    names = chosen_metrics(args.metric)
     columns = metric_columns([get_metric(n) for n in names])
     outputs = [Output(args.output, "tsv", "-o")]
     if args.plot:
@@ -180,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         if outputs[1].stream:
             raise ValueError(f"--plot {args.plot}: give a PNG file path")
-        from fusedsim.cli._figures import pyplot
+        from fusedsim.cli.figures import pyplot
 
         pyplot()  # a missing matplotlib is reported before the work
     refs = [read_image(path, "REF") for path in args.refs]  # every reference checked before the first encoding

@@ -15,6 +15,8 @@ from collections.abc import Iterator
 
 import torch
 
+from fusedsim.core.state import cache_dict
+
 BACKENDS = ("auto", "reference", "triton")
 _ENV_VAR = "FUSEDSIM_BACKEND"
 _forced: contextvars.ContextVar[str | None] = contextvars.ContextVar("fusedsim_backend", default=None)
@@ -59,7 +61,7 @@ def requested_backend() -> str:
 
 # the environment variable as os.environ stores it, and its checked values by raw value
 _ENV_KEY = os.environ.encodekey(_ENV_VAR) if hasattr(os.environ, "encodekey") else _ENV_VAR
-_parsed_env: dict = {}
+_parsed_env: dict = cache_dict()
 
 
 @contextlib.contextmanager

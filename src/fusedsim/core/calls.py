@@ -12,17 +12,24 @@ from collections.abc import Callable
 
 import torch
 
+from fusedsim.core import state
 from fusedsim.core.backend import requested_backend
 
 
 class CallTable:
-    """Validated calls by key, cleared when full (keys are metadata: a workload uses a handful)."""
+    """Validated calls by key, cleared when full (keys are metadata: a workload uses a handful). Each table
+    registers with :mod:`fusedsim.core.state` (tables are module-level: one per public function family), so
+    :func:`fusedsim.core.state.reset` empties it."""
 
     __slots__ = ("_calls", "_limit")
 
     def __init__(self, limit: int = 512) -> None:
         self._calls: dict[tuple, Callable] = {}
         self._limit = limit
+        state.register(self)
+
+    def __len__(self) -> int:
+        return len(self._calls)
 
     def get(self, key: tuple | None, build: Callable[[], Callable]) -> Callable:
         """The call for ``key`` (``None``: not cacheable, e.g. a user window), building it on a miss."""

@@ -10,7 +10,7 @@ so that a generated kernel can be read, diffed or profiled line by line outside 
 from __future__ import annotations
 
 import contextlib
-import functools
+import itertools
 import linecache
 import os
 import pathlib
@@ -25,9 +25,9 @@ def indent(lines: list[str], levels: int = 1) -> list[str]:
     return [pad + line if line else line for line in lines]
 
 
-@functools.lru_cache(maxsize=None)
-def _counter() -> list[int]:
-    return [0]
+# numbers the generated sources' file names, so that each stays in linecache under its own name (not a cache:
+# never reset)
+_SOURCE_NUMBERS = itertools.count(1)
 
 
 def dump_dir() -> pathlib.Path | None:
@@ -64,9 +64,7 @@ def jit_from_source(name: str, source: str, do_not_specialize: Sequence[str] = (
     directory = dump_dir()
     if directory is not None:
         dump_source(name, source, directory)
-    count = _counter()
-    count[0] += 1
-    filename = f"<fusedsim-generated-{name}-{count[0]}>"
+    filename = f"<fusedsim-generated-{name}-{next(_SOURCE_NUMBERS)}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
     namespace: dict = {"tl": tl, "triton": triton, "__name__": f"fusedsim.generated.{name}"}
     exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - source is rendered by this package

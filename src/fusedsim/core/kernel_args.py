@@ -3,14 +3,14 @@ float64 constant as an fp32 pair, and strides in the 5-D (N, C, D, H, W) layout 
 
 from __future__ import annotations
 
-import functools
-
 import torch
+
+from fusedsim.core.state import cached
 
 __all__ = ["sm_count", "split_blocks", "strides5", "tl_dtype"]
 
 
-@functools.lru_cache(maxsize=16)
+@cached(maxsize=16)
 def sm_count(device: torch.device) -> int:
     """Multiprocessors of a CUDA device (0 elsewhere): the grid sizes and rows-per-program models use it."""
     return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 0

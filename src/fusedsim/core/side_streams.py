@@ -14,11 +14,12 @@ costs the host a stream switch, so callers use this for large calls only (see :d
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from itertools import count
 
 import torch
+
+from fusedsim.core.state import cached
 
 #: side streams per device, taken in turn
 STREAMS = 2
@@ -29,7 +30,7 @@ STREAMS = 2
 MIN_ELEMENTS = 24 * 2**20
 
 
-@functools.lru_cache(maxsize=None)
+@cached(maxsize=None)
 def _side_streams(device: torch.device) -> tuple[tuple[torch.cuda.Stream, ...], count]:
     return tuple(torch.cuda.Stream(device) for _ in range(STREAMS)), count()
 

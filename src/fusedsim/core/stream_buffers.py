@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import torch
 
+from fusedsim.core import state
 from fusedsim.core.registry import in_compiled_graph
 
 #: Scratch requests larger than this are not kept (they are allocated per call, as before).
@@ -17,9 +18,35 @@ MAX_KEPT_BYTES = 16 * 2**20
 #: Total bytes of kept scratch per process; past it the kept set is dropped and refilled.
 MAX_TOTAL_BYTES = 64 * 2**20
 
-_counters: dict[tuple[int, int], torch.Tensor] = {}
-_scratch: dict[tuple, torch.Tensor] = {}
-_scratch_bytes = 0
+
+class _Kept:
+    """The kept buffers, registered with :mod:`fusedsim.core.state`: counters and scratch by key, and the scratch's
+    total size. The hot path reads the two dicts through the module names below (the same objects: cleared in
+    place, never replaced)."""
+
+    __slots__ = ("counters", "scratch", "scratch_bytes")
+
+    def __init__(self) -> None:
+        self.counters: dict[tuple[int, int], torch.Tensor] = {}
+        self.scratch: dict[tuple, torch.Tensor] = {}
+        self.scratch_bytes = 0
+
+    def drop_scratch(self) -> None:
+        self.scratch.clear()
+        self.scratch_bytes = 0
+
+    def clear(self) -> None:
+        """Drop every kept buffer, once the kernels that may still use them are done: they were allocated on side
+        streams (:func:`_allocate_off_stream`), so the allocator would not order their reuse after those kernels."""
+        for index in {key[0] for key in (*self.counters, *self.scratch)}:
+            torch.cuda.synchronize(index)
+        self.counters.clear()
+        self.drop_scratch()
+
+
+_KEPT = state.register(_Kept())
+_counters = _KEPT.counters
+_scratch = _KEPT.scratch
 
 
 # torch.cuda.is_current_stream_capturing without its Python frame (this runs on every call of the hot path)
@@ -58,18 +85,16 @@ def stream_counter(device: torch.device, index: int | None) -> torch.Tensor:
 def stream_scratch(device: torch.device, index: int | None, numel: int, dtype: torch.dtype) -> torch.Tensor:
     """Uninitialised scratch of ``numel`` elements for one launch on the current stream (contents undefined on
     entry and dead after the launch). Kept per (device, stream, size, dtype) when small."""
-    global _scratch_bytes
     nbytes = numel * dtype.itemsize
     if index is None or nbytes > MAX_KEPT_BYTES or _graph_owned():
         return torch.empty(numel, dtype=dtype, device=device)
     key = (index, torch._C._cuda_getCurrentRawStream(index), numel, dtype)
     buf = _scratch.get(key)
     if buf is None:
-        if _scratch_bytes + nbytes > MAX_TOTAL_BYTES:
-            _scratch.clear()
-            _scratch_bytes = 0
+        if _KEPT.scratch_bytes + nbytes > MAX_TOTAL_BYTES:
+            _KEPT.drop_scratch()
         buf = _scratch[key] = _allocate_off_stream(device, lambda: torch.empty(numel, dtype=dtype, device=device))
-        _scratch_bytes += nbytes
+        _KEPT.scratch_bytes += nbytes
     return buf
 
 

@@ -12,8 +12,9 @@ makespan")."""
 
 from __future__ import annotations
 
-import functools
 import heapq
+
+from fusedsim.core.state import cached
 
 # Past this many waves the schedule is estimated by whole waves of full programs (exact scheduling would cost
 # host time for a tail that is a small part of the kernel)
@@ -63,7 +64,7 @@ def makespan(total_rows: int, rows: int, strips: int, planes: int, slots: int, h
     return end
 
 
-@functools.lru_cache(maxsize=1024)
+@cached(maxsize=1024)
 def segment_rows(total_rows: int, strips: int, planes: int, slots: int, halo: int, min_rows: int = 32,
                  max_rows: int = 512) -> int:
     """Output rows per program (``min_rows`` .. ``max_rows``, or all rows when fewer) minimising

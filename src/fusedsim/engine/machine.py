@@ -8,7 +8,6 @@ empty.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
@@ -16,6 +15,8 @@ import platform
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from fusedsim.core.state import cached
 
 __all__ = ["cache_dir", "cache_path", "load_json", "machine_identity", "machine_key", "save_json"]
 
@@ -43,7 +44,7 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-@functools.lru_cache(maxsize=1)
+@cached(maxsize=1)
 def _gpu() -> tuple[str, str]:
     """(GPU model, driver version), or ("none", "none") without a CUDA device."""
     try:

@@ -296,11 +296,11 @@ class Scorer:
                 dist = torch.cat([to_device(d.pixels, device) for _, d in pairs])
                 y = self._dist_inputs[(spec.kind, str(device))] = metric_input(spec, dist, ref0.data_range, "DIST")
             if shared:
-                out = spec.load("score_prepared")(self._reference_state(spec, ref0, device), y)
+                out = spec.score(self._reference_state(spec, ref0, device), y, self.params[spec.name])
             else:
                 refs = torch.cat([to_device(r.pixels, device) for r, _ in pairs])
                 x = metric_input(spec, refs, ref0.data_range, "REF")
-                out = spec.load()(x, y, **self.params[spec.name])
+                out = spec.compute(x, y, self.params[spec.name])
         except Exception as exc:
             if is_oom(exc):
                 self._release(step)
@@ -338,7 +338,7 @@ class Scorer:
         devices = {s.device_type: s.device for s in ladder}
         if not self._auto_device:  # a device the user named is kept; the chooser picks only the memory mode
             devices = {self.device.type: str(self.device)}
-        channels = 3 if spec.kind == "srgb" else int(ref.pixels.shape[1])
+        channels = spec.input_channels(int(ref.pixels.shape[1]))
         usable = [m for m in self._bench.measurements if m.backend.partition(" ")[0] in devices]
         budgets = {kind: budget_bytes(torch.device(name)) for kind, name in devices.items()}
         cache = BenchCache(self._bench.identity, self._bench.created, usable, self._bench.cold_seconds)
@@ -352,13 +352,13 @@ class Scorer:
         return step if step.rung in [s.rung for s in ladder] else None
 
     def _fits(self, spec: MetricSpec, ref: ImageData, device: torch.device) -> bool:
-        channels = 3 if spec.kind == "srgb" else ref.pixels.shape[1]
+        channels = spec.input_channels(int(ref.pixels.shape[1]))
         return spec.working_set_bytes(ref.height, ref.width, channels) <= budget_bytes(device)
 
     def _strip_rows(self, spec: MetricSpec, ref: ImageData, device: torch.device) -> int:
         if self.memory.rows:
             return self.memory.rows
-        channels = 3 if spec.kind == "srgb" else ref.pixels.shape[1]
+        channels = spec.input_channels(int(ref.pixels.shape[1]))
         per_row = spec.bytes_per_pixel * ref.width * channels
         rows = strip_rows_for_budget(per_row, int(spec.halo_rows or 0), budget_bytes(device), spec.fixed_bytes)
         # the budget holds the whole image, so full mode was chosen or failed: the estimate was too low, and the

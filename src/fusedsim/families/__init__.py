@@ -18,17 +18,15 @@ import importlib
 import pkgutil
 from types import ModuleType
 
+from fusedsim.core.state import cached
+
 __all__ = ["family_names", "load_families", "exports"]
 
-_names: tuple[str, ...] | None = None
 
-
+@cached(maxsize=1)
 def family_names() -> tuple[str, ...]:
     """The families, by folder name, sorted (found on disk; nothing imported)."""
-    global _names
-    if _names is None:
-        _names = tuple(sorted(info.name for info in pkgutil.iter_modules(__path__) if info.ispkg))
-    return _names
+    return tuple(sorted(info.name for info in pkgutil.iter_modules(__path__) if info.ispkg))
 
 
 def load_families() -> tuple[ModuleType, ...]:

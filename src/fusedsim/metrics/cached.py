@@ -55,7 +55,7 @@ class Metric:
 
     def __call__(self, ref: torch.Tensor, dist: torch.Tensor) -> Any:
         """One-shot score of a pair (does not touch the cached reference)."""
-        return self.spec.load()(self._to_device(ref, "ref"), self._to_device(dist, "dist"), **self.params)
+        return self.spec.compute(self._to_device(ref, "ref"), self._to_device(dist, "dist"), self.params)
 
     def set_reference(self, ref: torch.Tensor) -> Metric:
         """Prepare ``ref`` once for later :meth:`score` calls; returns ``self``."""

@@ -31,6 +31,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from fusedsim.core.state import cache_dict
+
 __all__ = ["KINDS", "MetricFunctions", "MetricSpec", "get_metric", "list_metrics", "register_metric"]
 
 #: Input kinds: an image pair (RGB or grey, float values), integer Y'CbCr video planes with a bit depth, or an
@@ -170,6 +172,18 @@ class MetricSpec:
             return self.load("prepare")(ref, **params)
         return ref
 
+    def compute(self, ref: Any, dist: Any, params: dict[str, Any], data_range: float | None = None) -> Any:
+        """One-shot score of a pair (or of batches of pairs): no prepared reference. ``data_range`` reaches image
+        metrics (their default when None)."""
+        if self.kind == "image" and data_range is not None:
+            return self.load()(ref, dist, data_range=data_range, **params)
+        return self.load()(ref, dist, **params)
+
+    def input_channels(self, image_channels: int) -> int:
+        """Channels the metric reads from an image of ``image_channels``: the perceptual metrics read sRGB (grey
+        is replicated), the image metrics every channel as it is."""
+        return 3 if self.kind == "srgb" else image_channels
+
     def score(self, state: Any, dist: Any, params: dict[str, Any], data_range: float | None = None) -> Any:
         """Score ``dist`` against a state from :meth:`prepare`. ``data_range`` reaches image metrics (their
         default when None); a cached-reference metric's parameters are in its state."""
@@ -204,7 +218,7 @@ class MetricSpec:
 
 
 _LOADABLE = ("compute", "prepare", "score_prepared", "strip_sums", "strip_finish", "score_map")
-_FUNCTIONS: dict[str, MetricFunctions] = {}  # metric name -> its loaded functions
+_FUNCTIONS: dict[str, MetricFunctions] = cache_dict()  # metric name -> its loaded functions
 _SPECS: dict[str, MetricSpec] = {}
 _ALIASES: dict[str, str] = {}  # alias -> name
 _builtins_loaded = False

@@ -16,6 +16,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from fusedsim.core import state
 from fusedsim.core.backend import use_backend
 from fusedsim.registration import compose, scaling_and_squaring, warp
 
@@ -397,7 +398,7 @@ def test_64_bit_indexing_path(kernel_device, monkeypatch, channels):
     from fusedsim.core.registry import op
 
     monkeypatch.setattr(kernels, "_INT31", 16)
-    kernels._warp_plan_cached.cache_clear()
+    state.reset()
     x, a, u = _random_case((2, channels, 5, 6, 7), (4, 5, 6), seed=17, batches=(1, 2))
     tensors = [t.to(kernel_device).requires_grad_() for t in (x, a, u)]
     scalars = ([4, 5, 6], True, 0, 2, False)
@@ -411,4 +412,4 @@ def test_64_bit_indexing_path(kernel_device, monkeypatch, channels):
     torch.testing.assert_close(out.detach().cpu(), ref.detach(), rtol=1e-12, atol=1e-12)
     for g, w in zip(grads, want):
         torch.testing.assert_close(g.cpu(), w, rtol=1e-10, atol=1e-10)
-    kernels._warp_plan_cached.cache_clear()
+    state.reset()

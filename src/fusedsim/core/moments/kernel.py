@@ -10,8 +10,6 @@ Forward only for now (accumulation dtype float32, float64 for float64 inputs).
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 
@@ -20,9 +18,10 @@ from fusedsim.core.launch import Launcher
 from fusedsim.core.moments.source import render_moments
 from fusedsim.core.moments.twin import compute_dtype
 from fusedsim.core.moments.ops import windowed_moments
+from fusedsim.core.state import cached
 
 
-@functools.lru_cache(maxsize=None)
+@cached(maxsize=None)
 def _kernel(taps: int, three_d: bool):
     name = f"_windowed_moments_{'3d' if three_d else '2d'}_k{taps}_kernel"
     return jit_from_source(name, render_moments(taps, three_d, name))
@@ -53,7 +52,7 @@ class MomentsPlan:
         return out, ()
 
 
-@functools.lru_cache(maxsize=128)
+@cached(maxsize=128)
 def _plan(shape, sx, sy, dtype, taps, valid) -> MomentsPlan:
     return MomentsPlan(shape, sx, sy, dtype, taps, valid)
 

@@ -27,8 +27,6 @@ latency is hidden by loads in flight rather than by more threads.
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 import triton.language as tl
@@ -37,6 +35,7 @@ from fusedsim.core.kernel_args import sm_count
 from fusedsim.core.launch import Launcher
 from fusedsim.core.recursive_gaussian.twin import recursive_gaussian_coefficients
 from fusedsim.core.recursive_gaussian.ops import recursive_gaussian
+from fusedsim.core.state import cached
 
 LANES = (64, 32)  # columns per program (vertical passes), one per thread: 2 warps, or 1 warp
 TILE_R, TILE_W = 16, 16  # horizontal pass: rows per program (one warp), output columns per tile
@@ -44,7 +43,7 @@ MODE_PLAIN, MODE_DIST_MAPS, MODE_REF_MAPS, MODE_PAIR_MAPS = 0, 1, 2, 3
 MAPS_PER_MODE = {MODE_PLAIN: 1, MODE_DIST_MAPS: 3, MODE_REF_MAPS: 2, MODE_PAIR_MAPS: 5}
 
 
-@functools.lru_cache(maxsize=16)
+@cached(maxsize=16)
 def coefficient_tensor(sigma: float, device: torch.device) -> torch.Tensor:
     """Float32 coefficients as the kernels read them: mul_in, mul_prev, mul_prev2 (3 x 4 each), n2, -d1."""
     rg = recursive_gaussian_coefficients(sigma)
@@ -515,13 +514,13 @@ class VerticalPlan:
         return out
 
 
-@functools.lru_cache(maxsize=64)
+@cached(maxsize=64)
 def horizontal_plan(planes: int, height: int, width: int, mode: int, sigma: float, device,
                     b_bcast: bool = False) -> HorizontalPlan:
     return HorizontalPlan(planes, height, width, mode, sigma, device, b_bcast)
 
 
-@functools.lru_cache(maxsize=64)
+@cached(maxsize=64)
 def vertical_plan(planes: int, height: int, width: int, sigma: float, device) -> VerticalPlan:
     return VerticalPlan(planes, height, width, sigma, device)
 
@@ -543,7 +542,7 @@ class RecursiveGaussianPlan:
         return self._v(self._h(x.contiguous())[0]).reshape(self.shape), ()
 
 
-@functools.lru_cache(maxsize=64)
+@cached(maxsize=64)
 def _plan(shape, sigma, device) -> RecursiveGaussianPlan:
     return RecursiveGaussianPlan(shape, sigma, device)
 

@@ -18,12 +18,13 @@ Loops run over one axis in Python (per column, per row), vectorised over all oth
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
 import torch
+
+from fusedsim.core.state import cached
 
 __all__ = ["RecursiveGaussian", "horizontal_pass_ref", "recursive_gaussian_coefficients", "recursive_gaussian_ref",
            "vertical_pass_ref"]
@@ -42,7 +43,7 @@ class RecursiveGaussian:
     mul_prev2: tuple[tuple[float, ...], ...]
 
 
-@functools.lru_cache(maxsize=16)
+@cached(maxsize=16)
 def recursive_gaussian_coefficients(sigma: float) -> RecursiveGaussian:
     """Solve Charalampidis' equations in float64 for ``sigma``; coefficients are then stored as float32."""
     if not (sigma > 0 and math.isfinite(sigma)):

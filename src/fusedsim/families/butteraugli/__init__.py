@@ -16,7 +16,8 @@ from fusedsim.metrics.registry import MetricFunctions, MetricSpec, register_metr
 def _functions() -> MetricFunctions:
     from fusedsim.families.butteraugli import api
 
-    return MetricFunctions(compute=api.butteraugli, prepare=api.prepare_butteraugli, score_prepared=api.score_prepared_butteraugli)
+    return MetricFunctions(compute=api.butteraugli, prepare=api.prepare_butteraugli, score_prepared=api.score_prepared_butteraugli,
+                           score_map=lambda ref, dist, **params: api.butteraugli(ref, dist, **params).distmap)
 
 
 register_metric(MetricSpec(

@@ -15,13 +15,14 @@ device); the Triton kernels are forward-only.
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import NamedTuple
 
 import torch
 
+from fusedsim.core.state import cached
 from fusedsim.metrics.srgb_input import srgb_image, srgb_pair
+from fusedsim.families.butteraugli import ops
 from fusedsim.families.butteraugli.twin import (
     MIN_SIZE,
     TWIN_FILTERS,
@@ -38,7 +39,6 @@ __all__ = ["ButteraugliLoss", "ButteraugliResult", "ButteraugliState", "butterau
 
 _NAME = "butteraugli"
 _MIN_REASON = "libjxl's butteraugli returns an all-zero map below 8 px"
-_OP_FILTERS: ButteraugliFilters | None = None
 
 
 class ButteraugliResult(NamedTuple):
@@ -82,24 +82,23 @@ def _filters(*tensors: torch.Tensor) -> ButteraugliFilters:
     """The Triton ops when the backend chosen for ``tensors`` is Triton (one choice per call, not per op) and no
     gradient is needed; on CPU tensors under ``auto``, the twins with the compiled CPU filters (the registry's
     ``cpu=`` policy); the twins otherwise."""
-    global _OP_FILTERS
     if any(t.requires_grad for t in tensors):
         return TWIN_FILTERS
-    backend = _op("blur").backend_for(*tensors)
+    backend = ops.butteraugli_blur.backend_for(*tensors)
     if backend == "cpu":
         return _cpu_filters()
     if backend == "reference":
         return TWIN_FILTERS
-    if _OP_FILTERS is None:
-        _OP_FILTERS = ButteraugliFilters(**{name: _op(name).triton for name in ButteraugliFilters._fields})
     return _OP_FILTERS
 
 
 def _op(stage: str):
     """The op of a pipeline stage (``ButteraugliFilters`` field name -> ``butteraugli_<stage>``)."""
-    from fusedsim.families.butteraugli import ops
-
     return getattr(ops, f"butteraugli_{stage}")
+
+
+#: every stage's Triton op (bound methods: the kernel modules and Triton are imported on first launch)
+_OP_FILTERS = ButteraugliFilters(**{name: _op(name).triton for name in ButteraugliFilters._fields})
 
 
 def _cpu_filters() -> ButteraugliFilters:
@@ -136,7 +135,7 @@ def _linear(image: torch.Tensor, raw: torch.Tensor, filters: ButteraugliFilters)
     return filters.linear(image.to(dtype))
 
 
-@functools.lru_cache(maxsize=1)
+@cached(maxsize=1)
 def _u8_linear64() -> torch.Tensor:
     """(256,) float64: :func:`srgb_to_linear_ref` of every code as the metric feeds it (``code / 255.0``,
     float64). PyTorch's vector ``pow`` decodes every code, as it does all of an image but its last few values."""

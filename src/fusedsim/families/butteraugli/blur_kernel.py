@@ -12,13 +12,12 @@ L1/L2). Tiles whose window lies inside the image skip the border masks and the p
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 import triton.language as tl
 
 from fusedsim.core.launch import Launcher
+from fusedsim.core.state import cached
 from fusedsim.families.butteraugli.filters_twin import blur_taps
 from fusedsim.core.moments.twin import compute_dtype
 from fusedsim.families.butteraugli.ops import butteraugli_blur
@@ -132,7 +131,7 @@ class BlurPlan:
         return out, ()
 
 
-@functools.lru_cache(maxsize=256)
+@cached(maxsize=256)
 def _blur_plan(shape, strides, dtype, device, sigma) -> BlurPlan:
     return BlurPlan(shape, strides, dtype, device, sigma)
 

@@ -20,7 +20,6 @@ the 11 candidates by insertion (NaN last, as ``topk`` orders), weighted in the t
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
@@ -28,6 +27,7 @@ import torch
 from numba import njit, prange
 
 from fusedsim.core.cpu.parallel import parallel_kernel
+from fusedsim.core.state import cached
 from fusedsim.families.butteraugli.filters_twin import (
     EROSION_WEIGHTS,
     MALTA_HF_LINES,
@@ -45,7 +45,7 @@ __all__ = ["butteraugli_blur_numba", "butteraugli_malta_add_numba", "butteraugli
            "malta_lines_numba"]
 
 
-@functools.lru_cache(maxsize=64)
+@cached(maxsize=64)
 def _axis_plan(n: int, sigma: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(source index of each padded position, -1 for zero; weights w_0..w_r; divisor per output) of one axis, as
     the twin builds them."""

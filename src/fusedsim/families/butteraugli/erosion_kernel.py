@@ -12,13 +12,12 @@ always are candidates). Forward only: the differentiable path is the twin.
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 import triton.language as tl
 
 from fusedsim.core.launch import Launcher
+from fusedsim.core.state import cached
 from fusedsim.families.butteraugli.filters_twin import EROSION_WEIGHTS
 from fusedsim.families.butteraugli.ops import butteraugli_erosion
 
@@ -60,7 +59,7 @@ def _erosion_kernel(X, OUT, H, W, w0, w1, w2, BLOCK_H: tl.constexpr, BLOCK_W: tl
     tl.store(OUT + plane.to(tl.int64) * H * W + rows * W + cols, out, mask=ok)
 
 
-@functools.lru_cache(maxsize=64)
+@cached(maxsize=64)
 def _launcher(planes: int, height: int, width: int, dtype: torch.dtype) -> Launcher:
     """One launcher per shape and dtype (a launcher reuses its compiled kernel, which is specialised on dtype)."""
     grid = (triton.cdiv(width, BW), triton.cdiv(height, BH), planes)

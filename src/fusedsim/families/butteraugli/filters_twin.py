@@ -15,13 +15,14 @@ below; the HF table repeats four lines, as libjxl's does).
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+from fusedsim.core.state import cached
 
 __all__ = [
     "MALTA_HF_LINES", "MALTA_LF_LINES", "blur_taps", "butteraugli_blur_ref", "butteraugli_malta_add_ref",
@@ -78,7 +79,7 @@ def blur_taps(sigma: float) -> np.ndarray:
     return np.array([math.exp(scaler * i * i) for i in range(-radius, radius + 1)], dtype=np.float32)
 
 
-@functools.lru_cache(maxsize=64)
+@cached(maxsize=64)
 def _blur_matrix(n: int, sigma: float) -> np.ndarray:
     """The blur along one axis of length n as an (n, n) matrix ``M`` (``out = x @ M``), float64: column i holds
     the taps of output i, mirrored (5 taps) or renormalised over the in-image taps (any other length)."""

@@ -18,14 +18,13 @@ differentiable path is the twin.
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 import triton.language as tl
 
 from fusedsim.core.codegen import jit_from_source
 from fusedsim.core.launch import Launcher
+from fusedsim.core.state import cached
 from fusedsim.families.butteraugli.filters_twin import (
     MALTA_HF_LINES,
     MALTA_LF_LINES,
@@ -106,7 +105,7 @@ def _render_lines_kernel(name: str, lines) -> str:
     return "\n".join(lines_out) + "\n"
 
 
-@functools.cache
+@cached(maxsize=None)
 def _lines_kernel(low_freq: bool):
     name = "_malta_lf_kernel" if low_freq else "_malta_hf_kernel"
     return jit_from_source(name, _render_lines_kernel(name, MALTA_LF_LINES if low_freq else MALTA_HF_LINES))
@@ -149,7 +148,7 @@ class MaltaPlan:
         return out, ()
 
 
-@functools.lru_cache(maxsize=256)
+@cached(maxsize=256)
 def _malta_plan(*key) -> MaltaPlan:
     return MaltaPlan(*key)
 

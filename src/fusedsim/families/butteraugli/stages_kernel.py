@@ -25,13 +25,12 @@ differentiable path is the twin.
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 import triton.language as tl
 
 from fusedsim.core.launch import Launcher
+from fusedsim.core.state import cached
 import fusedsim.families.butteraugli.twin as spec
 from fusedsim.families.butteraugli.twin import BANDS
 from fusedsim.families.butteraugli.ops import (
@@ -341,7 +340,7 @@ def _dtype(*tensors: torch.Tensor) -> torch.dtype:
     return torch.float64 if any(t.dtype == torch.float64 for t in tensors) else torch.float32
 
 
-@functools.lru_cache(maxsize=64)
+@cached(maxsize=64)
 def _table(values: tuple[float, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     """Constants in the compute dtype (rounded as PyTorch rounds a Python scalar against a tensor of it)."""
     return torch.tensor(values, dtype=dtype, device=device)
@@ -413,7 +412,7 @@ class _Stage:
 _LINEAR_C = (0.04045, 12.92, 0.055, 1.055, 2.4)
 
 
-@functools.lru_cache(maxsize=8)
+@cached(maxsize=8)
 def _srgb_lut(device: torch.device) -> torch.Tensor:
     return spec.srgb_table_ref().to(device)
 

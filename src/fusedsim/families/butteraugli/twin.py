@@ -26,7 +26,6 @@ are those ops' specifications.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 from typing import NamedTuple
@@ -35,6 +34,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from fusedsim.core.state import cached
 from fusedsim.families.butteraugli.filters_twin import (
     butteraugli_blur_ref,
     butteraugli_malta_add_ref,
@@ -181,7 +181,7 @@ BANDS = 11
 8-9 UHF (X, Y), 10 the HF activity before its blur (the input of masking)."""
 
 
-@functools.lru_cache(maxsize=1)
+@cached(maxsize=1)
 def srgb_table_ref() -> torch.Tensor:
     """(256,) float32: the decoding of every uint8 code, ``srgb_to_linear_ref(code / 255)`` in float32 on the CPU
     (one table, so that no code's value depends on the vector width PyTorch's ``pow`` used for it)."""

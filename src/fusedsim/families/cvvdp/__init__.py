@@ -16,7 +16,9 @@ from fusedsim.metrics.registry import MetricFunctions, MetricSpec, register_metr
 def _functions() -> MetricFunctions:
     from fusedsim.families.cvvdp import api
 
-    return MetricFunctions(compute=api.cvvdp, prepare=api.prepare_cvvdp, score_prepared=api.score_prepared_cvvdp)
+    return MetricFunctions(compute=api.cvvdp, prepare=api.prepare_cvvdp, score_prepared=api.score_prepared_cvvdp,
+                           score_map=lambda ref, dist, **params: api.cvvdp(ref, dist, return_map=True,
+                                                                           **params).diff_map[:, 0])
 
 
 register_metric(MetricSpec(

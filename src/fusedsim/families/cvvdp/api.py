@@ -24,15 +24,15 @@ in float32.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import NamedTuple
 
 import torch
 
+from fusedsim.core.state import cached
 from fusedsim.metrics.srgb_input import SRGBPair, srgb_image, srgb_pair
 import fusedsim.families.cvvdp.twin as spec
+from fusedsim.families.cvvdp import ops
 from fusedsim.families.cvvdp.data import CVVDPDisplay, cvvdp_display, cvvdp_params
 
 __all__ = ["CVVDPLoss", "CVVDPReference", "CVVDPResult", "cvvdp", "prepare_cvvdp", "score_prepared_cvvdp"]
@@ -77,8 +77,6 @@ def _mask_diff(dtype: torch.dtype, grad: bool):
     gradients; otherwise the twin itself (differentiable, exact float64)."""
     if grad or dtype == torch.float64:
         return spec.cvvdp_mask_diff_ref
-    from fusedsim.families.cvvdp import ops
-
     return ops.cvvdp_mask_diff
 
 
@@ -86,24 +84,7 @@ def _fused(x: torch.Tensor, grad: bool) -> bool:
     """Whether the fused kernels run: float32 or uint8 codes without gradients, where the backend is Triton."""
     if grad or x.dtype not in (torch.float32, torch.uint8):
         return False
-    from fusedsim.families.cvvdp import ops
-
     return ops.cvvdp_linear_dkl.backend_for(x, compiled_cpu=False) == "triton"
-
-
-_OPS = None  # the fused path's ops, looked up on first use
-
-
-def _ops():
-    global _OPS
-    if _OPS is None:
-        from fusedsim.families.cvvdp import ops
-
-        _OPS = SimpleNamespace(
-            linear_dkl=ops.cvvdp_linear_dkl, reduce=ops.cvvdp_reduce, expand=ops.cvvdp_expand,
-            ref_band=ops.cvvdp_ref_band, test_band=ops.cvvdp_test_band, pair_band=ops.cvvdp_pair_band,
-            masker_vblur=ops.cvvdp_masker_vblur, band_pool=ops.cvvdp_band_pool)
-    return _OPS
 
 
 def _is_codes(x: object) -> bool:
@@ -148,7 +129,7 @@ def _working(x: torch.Tensor) -> torch.Tensor:
 
 def _dkl(image: torch.Tensor, display: CVVDPDisplay) -> torch.Tensor:
     xyz = [v for row in display.rgb2xyz for v in row]
-    return _ops().linear_dkl(image, display.peak_luminance, display.black_level, display.reflected,
+    return ops.cvvdp_linear_dkl(image, display.peak_luminance, display.black_level, display.reflected,
                              display.exposure, xyz)
 
 
@@ -164,7 +145,7 @@ def _band_scale(b: int) -> float:
     return 2.0 if b > 0 else 1.0  # middle bands are doubled (the baseband is handled apart)
 
 
-@functools.lru_cache(maxsize=8)
+@cached(maxsize=8)
 def _baseband_lut(device: torch.device) -> torch.Tensor:
     return spec.cvvdp_sensitivity_lut_ref(spec._BASEBAND_RHO, torch.empty(0, dtype=torch.float32)).to(device)
 
@@ -182,13 +163,12 @@ def _baseband_sensitivity(bkg: torch.Tensor) -> torch.Tensor:
 def _prepare_fused(ref: torch.Tensor, display: CVVDPDisplay) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     """:func:`spec.cvvdp_prepare_ref` through the fused kernels (contrast and sensitivity are views of one
     (N, 6, h, w) buffer per band)."""
-    ops = _ops()
     freqs = spec.cvvdp_bands(ref.shape[-2], ref.shape[-1], display.ppd)
     g = _dkl(ref, display)
     bands, sens = [], []
     for b in range(len(freqs) - 1):
-        g_next = ops.reduce(g)
-        both = ops.ref_band(g, g_next, freqs[b], _band_scale(b))
+        g_next = ops.cvvdp_reduce(g)
+        both = ops.cvvdp_ref_band(g, g_next, freqs[b], _band_scale(b))
         g = g_next  # level b is read by its band and the finer one only: dropped here (peak memory)
         bands.append(both[:, :3])
         sens.append(both[:, 3:])
@@ -198,7 +178,7 @@ def _prepare_fused(ref: torch.Tensor, display: CVVDPDisplay) -> tuple[list[torch
     return bands, sens
 
 
-@functools.lru_cache(maxsize=64)
+@cached(maxsize=64)
 def _pixels(sizes: tuple, device: torch.device) -> torch.Tensor:
     return torch.tensor(sizes, dtype=torch.float32, device=device)
 
@@ -206,11 +186,10 @@ def _pixels(sizes: tuple, device: torch.device) -> torch.Tensor:
 def _pool_band(band: torch.Tensor, return_map: bool, sums: list, diffs: list) -> None:
     """Masking and pooling of one band (``cvvdp_test_band``'s or ``cvvdp_pair_band``'s output): appends its
     pooled sums (N, 3) and, with ``return_map``, its difference map."""
-    ops = _ops()
     h, w = band.shape[-2:]
     blur = spec.masking_blur_applies(h, w)
-    masker = ops.masker_vblur(band[:, :3]) if blur else band[:, :3]
-    out = ops.band_pool(masker, band, blur, return_map)
+    masker = ops.cvvdp_masker_vblur(band[:, :3]) if blur else band[:, :3]
+    out = ops.cvvdp_band_pool(masker, band, blur, return_map)
     sums.append(out[..., -1].sum(dim=-1))
     if return_map:
         diffs.append(out[..., :-1])
@@ -229,18 +208,17 @@ def _finish_fused(test_base: torch.Tensor, ref_base: torch.Tensor, base_sens: to
     if not return_map:
         return jod
     diffs.append(d)
-    return jod, spec.cvvdp_heatmap_ref(diffs, params, expand=lambda x, size: _ops().expand(x, *size))
+    return jod, spec.cvvdp_heatmap_ref(diffs, params, expand=lambda x, size: ops.cvvdp_expand(x, *size))
 
 
 def _compare_fused(ref_bands: list[torch.Tensor], sens: list[torch.Tensor], dist: torch.Tensor,
                    display: CVVDPDisplay, return_map: bool):
     """:func:`spec.cvvdp_compare_ref` through the fused kernels (levels and buffers as :func:`_cvvdp_fused`)."""
-    ops = _ops()
     g = _dkl(dist, display)
     sums, diffs = [], []
     for b in range(len(ref_bands) - 1):
-        g_next = ops.reduce(g)
-        band = ops.test_band(g, g_next, ref_bands[b], sens[b], _band_scale(b))
+        g_next = ops.cvvdp_reduce(g)
+        band = ops.cvvdp_test_band(g, g_next, ref_bands[b], sens[b], _band_scale(b))
         g = g_next  # level b is read by this band and the finer one only: dropped before the masking buffers
         _pool_band(band, return_map, sums, diffs)
         del band  # not alive while the next band is made
@@ -251,13 +229,12 @@ def _cvvdp_fused(ref: torch.Tensor, dist: torch.Tensor, display: CVVDPDisplay, r
     """:func:`spec.cvvdp_ref` through the fused kernels, band by band: the reference's side of a band stays in
     registers (``cvvdp_pair_band``), so no reference pyramid is stored, and only two Gaussian levels of each
     image are alive at a time."""
-    ops = _ops()
     freqs = spec.cvvdp_bands(ref.shape[-2], ref.shape[-1], display.ppd)
     ref_g, test_g = _dkl(ref, display), _dkl(dist, display)
     sums, diffs = [], []
     for b in range(len(freqs) - 1):
-        ref_next, test_next = ops.reduce(ref_g), ops.reduce(test_g)
-        band = ops.pair_band(ref_g, ref_next, test_g, test_next, freqs[b], _band_scale(b))
+        ref_next, test_next = ops.cvvdp_reduce(ref_g), ops.cvvdp_reduce(test_g)
+        band = ops.cvvdp_pair_band(ref_g, ref_next, test_g, test_next, freqs[b], _band_scale(b))
         ref_g, test_g = ref_next, test_next  # level b of both images dropped before the masking buffers
         _pool_band(band, return_map, sums, diffs)
         del band  # not alive while the next band is made

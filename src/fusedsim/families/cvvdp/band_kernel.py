@@ -16,7 +16,6 @@ from torch. Forward only. One program = one row × a block of columns of one ima
 
 from __future__ import annotations
 
-import functools
 import math
 
 import torch
@@ -24,6 +23,7 @@ import triton
 import triton.language as tl
 
 from fusedsim.core.launch import Launcher
+from fusedsim.core.state import cached
 from fusedsim.families.cvvdp.pyramid_kernel import block_for, expand_at
 from fusedsim.families.cvvdp.data import cvvdp_params
 from fusedsim.families.cvvdp.twin import CH_GAIN, lut_field, cvvdp_sensitivity_lut_ref
@@ -141,7 +141,7 @@ def plane_view(x: torch.Tensor, batch: int | None = None) -> tuple[torch.Tensor,
     return x, sn, x.stride(1)
 
 
-@functools.lru_cache(maxsize=64)
+@cached(maxsize=64)
 def sensitivity_table(rho: float, device: torch.device) -> tuple[torch.Tensor, float, float, float, int]:
     """The band's log-S table (3, L) on ``device`` and the float32 constants the twin forms around it."""
     like = torch.empty(0, dtype=torch.float32)
@@ -163,7 +163,7 @@ def levels(g: torch.Tensor, g_next: torch.Tensor) -> tuple[torch.Tensor, torch.T
     return g, g_next, (n, h, w, hn, wn, gsn, gsc, nsn, nsc)
 
 
-@functools.lru_cache(maxsize=128)
+@cached(maxsize=128)
 def _ref_launcher(geometry: tuple, rho: float, scale: float, device: torch.device) -> tuple[Launcher, tuple, tuple]:
     n, h, w, hn, wn, gsn, gsc, nsn, nsc = geometry
     lut, log_l0, log_span, corr, nl = sensitivity_table(rho, device)
@@ -184,7 +184,7 @@ def cvvdp_ref_band_fwd(g: torch.Tensor, g_next: torch.Tensor, rho: float, scale:
     return out
 
 
-@functools.lru_cache(maxsize=128)
+@cached(maxsize=128)
 def _test_launcher(geometry: tuple, ref_strides: tuple, scale: float) -> tuple[Launcher, tuple]:
     n, h, w, hn, wn, gsn, gsc, nsn, nsc = geometry
     block, warps = block_for(w)

@@ -13,12 +13,13 @@ aspect ratio, or from a diagonal field of view (head-mounted displays), or a fix
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from fusedsim.core.state import cached
 
 __all__ = [
     "CVVDPDisplay",
@@ -34,7 +35,7 @@ _DATA = Path(__file__).resolve().parents[2] / "data" / "cvvdp"
 _INCH = 0.0254
 
 
-@functools.cache
+@cached(maxsize=None)
 def _json(name: str) -> Any:
     with open(_DATA / name, encoding="utf-8") as f:
         return json.load(f)
@@ -189,7 +190,7 @@ def cvvdp_display(display: str = "standard_4k", **overrides: Any) -> CVVDPDispla
     )
 
 
-@functools.lru_cache(maxsize=1)
+@cached(maxsize=1)
 def cvvdp_params() -> CVVDPParams:
     """The calibrated parameters of ColorVideoVDP 0.5.7 (masking model ``mult-mutual``, ``weber_g1`` contrast)."""
     p = _json("cvvdp_parameters.json")

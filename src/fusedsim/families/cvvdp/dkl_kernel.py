@@ -16,13 +16,12 @@ result equals that of the converted image bit for bit.
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 import triton.language as tl
 
 from fusedsim.core.launch import Launcher
+from fusedsim.core.state import cached
 from fusedsim.families.cvvdp.twin import dkl_matrix
 from fusedsim.families.cvvdp.ops import cvvdp_linear_dkl
 
@@ -60,14 +59,14 @@ def _dkl_kernel(X, CODES, OUT, HW, sn, sc, GAIN, BLACK, REFL, EXPOSURE, M00, M01
     tl.store(out + 2 * HW, l0 * M20 + l1 * M21 + l2 * M22, mask=ok)
 
 
-@functools.lru_cache(maxsize=8)
+@cached(maxsize=8)
 def _code_values(device: torch.device) -> torch.Tensor:
     """sRGB value of each uint8 code, float32, formed on ``device`` exactly as the metric's input conversion
     (``code.to(float32) / 255.0``; CUDA multiplies by the reciprocal, the CPU divides)."""
     return torch.arange(256, device=device).to(torch.uint8).to(torch.float32) / 255.0
 
 
-@functools.lru_cache(maxsize=32)
+@cached(maxsize=32)
 def _launcher(n: int, hw: int, sn: int, sc: int, peak: float, black: float, refl: float, exposure: float,
               rgb2xyz: tuple, u8: bool) -> tuple[Launcher, tuple]:
     m = dkl_matrix(tuple(rgb2xyz[3 * r:3 * r + 3] for r in range(3)), torch.empty(0, dtype=torch.float32))

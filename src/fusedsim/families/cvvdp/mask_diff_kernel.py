@@ -15,13 +15,12 @@ Forward only (gradients run the twin). Any strides; ``sens`` may be broadcast ov
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 import triton.language as tl
 
 from fusedsim.core.launch import Launcher
+from fusedsim.core.state import cached
 from fusedsim.families.cvvdp.data import cvvdp_params
 from fusedsim.core.moments.twin import compute_dtype
 from fusedsim.families.cvvdp.ops import cvvdp_mask_diff
@@ -90,7 +89,7 @@ def _cvvdp_mask_diff_kernel(T, R, S, B, OUT, HW, W, tsn, tsc, tsh, tsw, rsn, rsc
     tl.store(out + 2 * HW, soft(d2, m2, MAXV).to(ty), mask=ok)
 
 
-@functools.lru_cache(maxsize=4)
+@cached(maxsize=4)
 def mask_constants(dtype: torch.dtype) -> tuple:
     """The calibrated constants rounded as the twin forms them in ``dtype`` (float32 powers for float32)."""
     prm = cvvdp_params()
@@ -107,7 +106,7 @@ def mask_constants(dtype: torch.dtype) -> tuple:
     return tuple(float(c) for c in consts) + (1e-5,)
 
 
-@functools.lru_cache(maxsize=128)
+@cached(maxsize=128)
 def _launcher(shape, strides, dtype) -> tuple[Launcher, tuple]:
     n, _, h, w = shape
     cdt = compute_dtype(dtype)

@@ -20,13 +20,12 @@ and plain variants add in the same order, so the JOD does not depend on ``with_m
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 import triton.language as tl
 
 from fusedsim.core.launch import Launcher
+from fusedsim.core.state import cached
 from fusedsim.families.cvvdp.band_kernel import plane_view
 from fusedsim.families.cvvdp.mask_diff_kernel import mask_constants, soft, spow
 from fusedsim.families.cvvdp.pyramid_kernel import block_for
@@ -120,7 +119,7 @@ def _band_pool_kernel(V, BAND, TAPS, OUT, h, w, vsn, vsc, HW, OW,
     tl.store(out_row + 2 * h * OW + (OW - 1), tl.sum(acc2, axis=0))
 
 
-@functools.lru_cache(maxsize=8)
+@cached(maxsize=8)
 def _taps(device: torch.device) -> torch.Tensor:
     taps = gauss_taps(cvvdp_params().pu_dilate, torch.empty(0, dtype=torch.float32))
     if taps.numel() != _TAPS:  # pragma: no cover - pu_dilate is fixed by the calibrated parameters
@@ -128,7 +127,7 @@ def _taps(device: torch.device) -> torch.Tensor:
     return taps.to(device)
 
 
-@functools.lru_cache(maxsize=1)
+@cached(maxsize=1)
 def _pool_constants() -> tuple:
     """The masking constants (float32, as the twin forms them) and beta with 1e-5^beta."""
     consts = mask_constants(torch.float32)  # (1.45, q0..2, eps^q0..2, p, eps^p, mask_c, max_v, W (9), eps)
@@ -137,7 +136,7 @@ def _pool_constants() -> tuple:
     return (*consts[1:-1], float(beta), float(eps_beta), consts[-1])
 
 
-@functools.lru_cache(maxsize=128)
+@cached(maxsize=128)
 def _vblur_launcher(n: int, h: int, w: int, sn: int, sc: int) -> tuple[Launcher, tuple]:
     block, warps = block_for(w)
     launch = Launcher(_vblur_kernel, (triton.cdiv(w, block), h, n * 3), num_warps=warps)
@@ -157,7 +156,7 @@ def cvvdp_masker_vblur_fwd(m: torch.Tensor) -> torch.Tensor:
     return out
 
 
-@functools.lru_cache(maxsize=128)
+@cached(maxsize=128)
 def _pool_launcher(n: int, h: int, w: int, vsn: int, vsc: int, blur: bool, with_map: bool
                    ) -> tuple[Launcher, tuple, int]:
     block = max(32, min(1024, triton.next_power_of_2(w)))

@@ -14,7 +14,6 @@ block of columns of one image pair.
 
 from __future__ import annotations
 
-import functools
 import math
 
 import torch
@@ -22,6 +21,7 @@ import triton
 import triton.language as tl
 
 from fusedsim.core.launch import Launcher
+from fusedsim.core.state import cached
 from fusedsim.families.cvvdp.band_kernel import (
     contrast,
     levels,
@@ -57,7 +57,7 @@ def _pair_band_kernel(RG, RGN, TG, TGN, LUT, OUT, w, hn, wn, rgsn, rgsc, rnsn, r
     store_six(out, HW, m0, m1, m2, a0, a1, a2, ok)
 
 
-@functools.lru_cache(maxsize=128)
+@cached(maxsize=128)
 def _launcher(ref_geometry: tuple, test_strides: tuple, rho: float, scale: float, device: torch.device
               ) -> tuple[Launcher, torch.Tensor, tuple]:
     n, h, w, hn, wn, *ref_strides = ref_geometry

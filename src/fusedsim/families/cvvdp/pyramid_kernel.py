@@ -22,13 +22,12 @@ twins). One program = one output row × a block of columns of one plane.
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 import triton.language as tl
 
 from fusedsim.core.launch import Launcher
+from fusedsim.core.state import cached
 from fusedsim.families.cvvdp.ops import cvvdp_expand, cvvdp_reduce
 
 __all__ = ["block_for", "cvvdp_expand_fwd", "cvvdp_reduce_fwd", "expand_at"]
@@ -144,7 +143,7 @@ def _planes(x: torch.Tensor) -> torch.Tensor:
     return x.contiguous()
 
 
-@functools.lru_cache(maxsize=128)
+@cached(maxsize=128)
 def _reduce_launcher(n: int, c: int, h: int, w: int) -> tuple[Launcher, tuple]:
     ho, wo = (h + 1) // 2, (w + 1) // 2
     block, warps = block_for(wo)
@@ -163,7 +162,7 @@ def cvvdp_reduce_fwd(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-@functools.lru_cache(maxsize=128)
+@cached(maxsize=128)
 def _expand_launcher(n: int, c: int, h: int, w: int, ho: int, wo: int) -> tuple[Launcher, tuple]:
     block, warps = block_for(wo)
     launch = Launcher(_expand_kernel, (triton.cdiv(wo, block), ho, n * c), num_warps=warps)

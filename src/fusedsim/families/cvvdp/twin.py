@@ -29,13 +29,13 @@ The twin computes in the dtype it is given (float32 as pycvvdp; float64 for grad
 
 from __future__ import annotations
 
-import functools
 import math
 from types import SimpleNamespace
 
 import torch
 import torch.nn.functional as F
 
+from fusedsim.core.state import cached
 from fusedsim.families.cvvdp.data import (
     CVVDPDisplay,
     CVVDPParams,
@@ -94,7 +94,7 @@ def _frozen(value):
     return tuple(_frozen(v) for v in value) if isinstance(value, (list, tuple)) else float(value)
 
 
-@functools.lru_cache(maxsize=256)
+@cached(maxsize=256)
 def _const(value, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     return torch.as_tensor(value, dtype=dtype, device=device)
 
@@ -206,7 +206,7 @@ def cvvdp_contrast_pyramid_ref(dkl: torch.Tensor, n_bands: int) -> tuple[list[to
 
 
 # ----------------------------------------------------------------------------------------------------------- CSF
-@functools.cache
+@cached(maxsize=None)
 def lut_field(name: str) -> tuple:
     return _frozen(csf_lut()[name])
 

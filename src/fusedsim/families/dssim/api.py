@@ -15,11 +15,11 @@ dssim's f32 results by their rounding, ~1e-6 on small images), float16/bfloat16 
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import torch
 
+from fusedsim.core.state import cached
 from fusedsim.metrics.srgb_input import prepared_batch, repeat_prepared, srgb_image, srgb_pair
 from fusedsim.families.dssim import ops
 import fusedsim.families.dssim.twin as spec
@@ -64,7 +64,7 @@ class DSSIMReference:
     dtype: torch.dtype
 
 
-@functools.lru_cache(maxsize=8)
+@cached(maxsize=8)
 def _lut(device: torch.device) -> torch.Tensor:
     """dssim's sRGB -> linear table for uint8 (256 float32 values): the same function on the same values u/255 as
     :func:`~fusedsim.families.dssim.twin.srgb_to_linear_ref`, so bit-identical to it, in one gather."""

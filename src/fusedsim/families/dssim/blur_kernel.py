@@ -13,14 +13,13 @@ twin :func:`fusedsim.families.dssim.twin.dssim_blur_ref` bit for bit. Forward on
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 import triton.language as tl
 
 from fusedsim.core.backend import triton_interpreting
 from fusedsim.core.launch import Launcher
+from fusedsim.core.state import cached
 import fusedsim.families.dssim.twin as spec
 from fusedsim.core.moments.twin import compute_dtype
 from fusedsim.families.dssim.ops import dssim_blur
@@ -104,7 +103,7 @@ def tile_shape() -> tuple[int, int]:
     return (64, 64) if triton_interpreting() else (8, 64)
 
 
-@functools.lru_cache(maxsize=128)
+@cached(maxsize=128)
 def _launcher(shape, strides, out_strides, dtype) -> tuple[Launcher, tuple]:
     n, c, h, w = shape
     bh, bw = tile_shape()

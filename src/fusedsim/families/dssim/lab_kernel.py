@@ -12,13 +12,12 @@ metric's gradients go through the twin). float32 and float64 (computed in the in
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 import triton.language as tl
 
 from fusedsim.core.launch import Launcher
+from fusedsim.core.state import cached
 from fusedsim.families.dssim.blur_kernel import ieee_div
 import fusedsim.families.dssim.twin as spec
 from fusedsim.core.moments.twin import compute_dtype
@@ -80,7 +79,7 @@ def _dssim_lab_kernel(LIN, LUT, ALPHA, OUT_L, OUT_AB, H, W, sn, sc, sh, sw, an, 
     tl.store(out + off_b, tl.fma(BS, cy - cz, BO).to(OUT_AB.dtype.element_ty), mask=ok)
 
 
-@functools.lru_cache(maxsize=128)
+@cached(maxsize=128)
 def _launcher(shape, strides, alpha_strides, dtype, has_alpha, out_layout) -> tuple[Launcher, tuple]:
     n, _, h, w = shape
     block = 512
@@ -108,7 +107,7 @@ def dssim_lab_into(lin: torch.Tensor, alpha: torch.Tensor, has_alpha: bool, out_
     launch(lin, srgb8_table(lin.device), alpha, out_l, out_ab, *tail)
 
 
-@functools.lru_cache(maxsize=8)
+@cached(maxsize=8)
 def srgb8_table(device: torch.device) -> torch.Tensor:
     """dssim's 256-entry sRGB -> linear table (float32) on ``device`` (cached)."""
     return spec.srgb8_table_ref().to(device)

@@ -14,13 +14,12 @@ operations in the same order, nothing contracted. Forward only.
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 import triton.language as tl
 
 from fusedsim.core.launch import Launcher
+from fusedsim.core.state import cached
 from fusedsim.families.dssim.blur_kernel import dssim_blur_into
 from fusedsim.families.dssim.lab_kernel import dssim_lab_into, srgb8_table
 from fusedsim.core.moments.twin import compute_dtype
@@ -62,7 +61,7 @@ def _srgb8_half_kernel(RAW, LUT, OUT, HO, WO, sn, sc, sh, sw, BLOCK: tl.constexp
     tl.store(OUT + plane.to(tl.int64) * HO * WO + pix, (a + b + c + d) * 0.25, mask=ok)  # dssim's order
 
 
-@functools.lru_cache(maxsize=64)
+@cached(maxsize=64)
 def _half_launcher(shape, strides) -> tuple[Launcher, tuple]:
     n, c, h, w = shape
     ho, wo = h // 2, w // 2

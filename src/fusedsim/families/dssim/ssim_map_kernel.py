@@ -18,13 +18,12 @@ in dssim's order without contraction and with IEEE division, so float32 maps equ
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 import triton.language as tl
 
 from fusedsim.core.launch import Launcher
+from fusedsim.core.state import cached
 from fusedsim.families.dssim.blur_kernel import (
     BLUR_CONSTANTS,
     five_tap,
@@ -137,7 +136,7 @@ def _dssim_ssim_map_kernel(X, Y, OUT, H, W, sxn, sxc, sxh, sxw, syn, syc, syh, s
     tl.store(OUT + (n.to(tl.int64) * H + rows) * W + cols, val.to(OUT.dtype.element_ty), mask=ok)
 
 
-@functools.lru_cache(maxsize=128)
+@cached(maxsize=128)
 def _launcher(shape, sx, sy, dtype) -> tuple[Launcher, tuple]:
     n, _, h, w = shape
     bh, bw = tile_shape()

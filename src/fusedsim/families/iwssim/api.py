@@ -24,12 +24,12 @@ as the MATLAB code does.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
+from fusedsim.core.state import cached
 from fusedsim.metrics.srgb_input import prepared_batch, repeat_prepared, srgb_image, srgb_pair
 from fusedsim.core.moments.ops import windowed_moments
 from fusedsim.families.iwssim import ops
@@ -65,7 +65,7 @@ def _grey(image: torch.Tensor, is_grey: bool, luma: str, raw: torch.Tensor | Non
     return spec.grey_ref(image, luma)
 
 
-@functools.lru_cache(maxsize=16)
+@cached(maxsize=16)
 def _coefs(coefs: tuple[float, float, float], device: torch.device) -> torch.Tensor:
     return torch.tensor(coefs, dtype=torch.float64, device=device)
 

@@ -12,13 +12,12 @@ writes each output once. Forward only (the differentiable path is the twin). ref
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 import triton.language as tl
 
 from fusedsim.core.launch import Launcher
+from fusedsim.core.state import cached
 from fusedsim.families.iwssim.twin import BINOM5
 from fusedsim.families.iwssim.ops import iwssim_binom
 
@@ -64,12 +63,12 @@ def _binom_kernel(X, K, OUT, H, W, HO, WO, sxp, sxh, sxw, STEP: tl.constexpr, AL
     tl.store(OUT + (plane.to(tl.int64) * HO + rows) * WO + cols, acc, mask=ok)
 
 
-@functools.lru_cache(maxsize=16)
+@cached(maxsize=16)
 def binom_taps(device: torch.device) -> torch.Tensor:
     return torch.tensor(BINOM5, dtype=torch.float64, device=device)  # float64 through memory, not as arguments
 
 
-@functools.lru_cache(maxsize=128)
+@cached(maxsize=128)
 def _launcher(planes: int, ho: int, wo: int, dtype: torch.dtype, step: int, along_w: bool,
               ints: tuple[int, ...]) -> Launcher:
     """One launcher per grid, dtype and integer arguments (``ints``: the input's size and strides): a launcher

@@ -20,13 +20,12 @@ and level l's size K_l; its level-l block ``[:K_l + 1, :K_l]`` is ``iwssim_eig``
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 import triton.language as tl
 
 from fusedsim.core.launch import Launcher
+from fusedsim.core.state import cached
 from fusedsim.families.iwssim.ops import iwssim_eig, iwssim_eig_levels
 
 __all__ = ["iwssim_eig_fwd", "iwssim_eig_levels_fwd"]
@@ -125,14 +124,14 @@ def _iwssim_eig_kernel(G, SIZES, OUT, N, KS, MAX_SWEEPS: tl.constexpr, KP: tl.co
     tl.store(base + KS * KS + idx, tl.where(K == KS, lam, 0.0), mask=idx < KS)
 
 
-@functools.lru_cache(maxsize=64)
+@cached(maxsize=64)
 def _launcher(programs: int, n: int, ks: int) -> Launcher:
     """One launcher per grid and integer arguments: a launcher reuses the kernel it compiled first, which Triton
     specialised on N and KS (N = 1 and KS % 16 == 0 become constants)."""
     return Launcher(_iwssim_eig_kernel, (programs,), num_warps=4)
 
 
-@functools.lru_cache(maxsize=16)
+@cached(maxsize=16)
 def _sizes(sizes: tuple[int, ...], device: torch.device) -> torch.Tensor:
     return torch.tensor(sizes, dtype=torch.int32, device=device)
 

@@ -13,13 +13,12 @@ loads (L1 hits) and ~35 flops. Forward only (the differentiable path is the twin
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 import triton.language as tl
 
 from fusedsim.core.launch import Launcher
+from fusedsim.core.state import cached
 from fusedsim.families.iwssim.twin import enlarge_taps
 from fusedsim.families.iwssim.ops import iwssim_enlarge
 
@@ -59,7 +58,7 @@ def _enlarge_kernel(X, IY, WY, IX, WX, OUT, HO, WO, sxp, sxh, sxw, BLOCK_H: tl.c
     tl.store(OUT + (plane.to(tl.int64) * HO + rows) * WO + cols, acc, mask=ok)
 
 
-@functools.lru_cache(maxsize=128)
+@cached(maxsize=128)
 def _launcher(planes: int, ho: int, wo: int, dtype: torch.dtype, strides: tuple[int, ...]) -> Launcher:
     """One launcher per grid, dtype and strides: a launcher reuses the kernel it compiled first, which Triton
     specialised on the integer arguments (a stride of 1 becomes a constant)."""

@@ -13,8 +13,6 @@ only; the twin is :func:`fusedsim.families.iwssim.twin.neighbourhood_gram_ref` (
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 import triton.language as tl
@@ -22,6 +20,7 @@ import triton.language as tl
 from fusedsim.core.backend import triton_interpreting
 from fusedsim.core.codegen import indent, jit_from_source
 from fusedsim.core.launch import Launcher
+from fusedsim.core.state import cached
 from fusedsim.families.iwssim.ops import iwssim_gram
 
 __all__ = ["iwssim_gram_fwd", "neighbourhood_loads"]
@@ -89,13 +88,13 @@ def _render(k: int, name: str) -> str:
     return f"def {name}({sig}):\n" + "\n".join(indent(body)) + "\n"
 
 
-@functools.cache
+@cached(maxsize=None)
 def _kernel(k: int):
     name = f"_iwssim_gram_k{k}_kernel"
     return jit_from_source(name, _render(k, name))
 
 
-@functools.lru_cache(maxsize=128)
+@cached(maxsize=128)
 def _launcher(shape, strides, parent_strides, has_parent) -> tuple[Launcher, tuple, int]:
     n, _, h, w = shape
     k = 10 if has_parent else 9

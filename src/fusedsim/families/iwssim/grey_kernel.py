@@ -10,13 +10,12 @@ float arguments would be float32). Forward only.
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 import triton.language as tl
 
 from fusedsim.core.launch import Launcher
+from fusedsim.core.state import cached
 from fusedsim.families.iwssim.ops import iwssim_grey8
 
 __all__ = ["iwssim_grey8_fwd"]
@@ -39,7 +38,7 @@ def _iwssim_grey8_kernel(RAW, LUMA, OUT, H, W, sn, sc, sh, sw, ROUNDED: tl.const
     tl.store(OUT + n.to(tl.int64) * H * W + pix, v, mask=ok)
 
 
-@functools.lru_cache(maxsize=64)
+@cached(maxsize=64)
 def _launcher(shape, strides, rounded) -> tuple[Launcher, tuple]:
     n, _, h, w = shape
     block = 1024

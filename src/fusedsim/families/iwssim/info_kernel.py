@@ -14,14 +14,13 @@ sums the box in another order (differences ~1e-15 relative). Non-f32 constants a
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 import triton.language as tl
 
 from fusedsim.core.backend import triton_interpreting
 from fusedsim.core.launch import Launcher
+from fusedsim.core.state import cached
 from fusedsim.families.iwssim.gram_kernel import KP, neighbourhood_tile
 import fusedsim.families.iwssim.twin as spec
 from fusedsim.families.iwssim.ops import iwssim_info
@@ -77,7 +76,7 @@ def _iwssim_info_kernel(REF, DIST, PAR, EIG, OUT, H, W, sn, sh, sw, dn, dh, dw, 
              mask=tl.arange(0, BLOCK) + tl.program_id(0) * BLOCK < count)
 
 
-@functools.lru_cache(maxsize=128)
+@cached(maxsize=128)
 def _launcher(shape, sr, sd, sp, has_parent) -> tuple[Launcher, tuple]:
     n, _, h, w = shape
     block = 1024 if triton_interpreting() else 64  # interpreter: few large programs

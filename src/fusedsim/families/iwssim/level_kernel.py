@@ -18,14 +18,13 @@ added by one ``torch.sum`` (deterministic). Forward only.
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 
 from fusedsim.core.backend import triton_interpreting
 from fusedsim.core.codegen import indent, jit_from_source
 from fusedsim.core.launch import Launcher
+from fusedsim.core.state import cached
 from fusedsim.families.iwssim.gram_kernel import neighbourhood_loads
 import fusedsim.families.iwssim.twin as spec
 from fusedsim.families.iwssim.ops import iwssim_level
@@ -110,19 +109,19 @@ def _render(k: int, name: str) -> str:
     return f"def {name}({sig}):\n" + "\n".join(indent(body)) + "\n"
 
 
-@functools.cache
+@cached(maxsize=None)
 def _kernel(k: int):
     name = f"_iwssim_level_k{k}_kernel"
     return jit_from_source(name, _render(k, name))
 
 
-@functools.lru_cache(maxsize=16)
+@cached(maxsize=16)
 def _constants(device: torch.device) -> torch.Tensor:
     values = (spec.C2, spec.SIGMA_NSQ, 1.0 / (spec.SIGMA_NSQ * spec.SIGMA_NSQ), spec.TOL, 1.0 / 9.0)
     return torch.tensor(values, dtype=torch.float64, device=device)
 
 
-@functools.lru_cache(maxsize=128)
+@cached(maxsize=128)
 def _launcher(shape, sr, sd, sp, sm, se, has_parent) -> tuple[Launcher, tuple, int]:
     n, _, h, w = shape
     k = 10 if has_parent else 9

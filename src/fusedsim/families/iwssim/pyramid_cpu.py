@@ -9,13 +9,12 @@ twin's padded copies, its eleven passes over memory and its strided selections.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import torch
 from numba import prange
 
 from fusedsim.core.cpu.parallel import parallel_kernel
+from fusedsim.core.state import cached
 import fusedsim.families.iwssim.twin as spec
 from fusedsim.families.iwssim.ops import iwssim_band, iwssim_reduce
 
@@ -24,7 +23,7 @@ __all__ = ["iwssim_band_numba", "iwssim_reduce_numba"]
 _TAPS = np.array(spec.BINOM5, dtype=np.float64)
 
 
-@functools.lru_cache(maxsize=64)
+@cached(maxsize=64)
 def _reflect1(size: int) -> np.ndarray:
     """Source index of each of the size + 4 padded positions (mirror about the edge sample), as the twin builds it."""
     idx = np.abs(np.arange(-2, size + 2))

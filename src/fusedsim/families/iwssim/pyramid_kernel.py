@@ -20,13 +20,12 @@ Forward only (the differentiable path is the twin).
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 import triton.language as tl
 
 from fusedsim.core.launch import Launcher
+from fusedsim.core.state import cached
 from fusedsim.families.iwssim.binom_kernel import binom_taps, reflect1
 from fusedsim.families.iwssim.ops import iwssim_band, iwssim_reduce
 
@@ -113,7 +112,7 @@ def _planes(x: torch.Tensor) -> torch.Tensor:
     return x.reshape(n * c, h, w)  # a view for the usual layouts; reshape copies the rest
 
 
-@functools.lru_cache(maxsize=128)
+@cached(maxsize=128)
 def _launcher(kind: str, planes: int, ho: int, wo: int, dtype: torch.dtype, strides: tuple[int, ...]) -> Launcher:
     """One launcher per grid, dtype and strides: a launcher reuses the kernel it compiled first, which Triton
     specialised on the integer arguments (a stride of 1 becomes a constant)."""

@@ -25,7 +25,6 @@ Images must be at least 11·2⁴ = 176 px on each side (MATLAB returns -Inf belo
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 
@@ -33,6 +32,7 @@ import torch
 import torch.nn.functional as F
 
 from fusedsim.core.moments.twin import gaussian_window, windowed_moments_ref
+from fusedsim.core.state import cached
 
 __all__ = [
     "FILTER_AXIS_DEFAULT",
@@ -89,12 +89,12 @@ def grey_ref(rgb: torch.Tensor, luma: str = "matlab") -> torch.Tensor:
     return torch.floor(grey + 0.5) if rounded else grey
 
 
-@functools.lru_cache(maxsize=16)
+@cached(maxsize=16)
 def _binom(dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     return torch.tensor(BINOM5, dtype=dtype, device=device)
 
 
-@functools.lru_cache(maxsize=16)
+@cached(maxsize=16)
 def gaussian_table(device: torch.device) -> torch.Tensor:
     """The 11-tap Gaussian (σ = 1.5, sum 1) as a (1, 11) float64 window table on ``device`` (cached)."""
     return gaussian_window(WINDOW, SIGMA, dtype=torch.float64, device=device).view(1, -1)
@@ -174,7 +174,7 @@ def laplacian_pyramid_ref(img: torch.Tensor, levels: int = LEVELS,
     return bands
 
 
-@functools.lru_cache(maxsize=64)
+@cached(maxsize=64)
 def enlarge_taps(m: int, out: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """1-D ``imenlarge2`` of length ``m`` as a sparse matrix: for the first ``out`` outputs, (idx (out, 4),
     weight (out, 4)) with out[j] = Σ_k weight[j, k]·in[idx[j, k]]. Cached per size and device (built on the CPU

@@ -8,12 +8,12 @@ for float64 inputs) and the loss is returned in that dtype; gradients come back 
 
 from __future__ import annotations
 
-import functools
 import math
 
 import torch
 
 from fusedsim.core.calls import CallTable
+from fusedsim.core.state import cached
 from fusedsim.core.validation import check_choice, check_image_pair
 from fusedsim.families.registration.lncc_twin import (
     CONVENTIONS,
@@ -57,7 +57,7 @@ def _check_options(kernel_size, kernel_type, sigma, smooth_nr, smooth_dr, reduct
             float(dr0 if smooth_dr is None else smooth_dr))
 
 
-@functools.lru_cache(maxsize=128)
+@cached(maxsize=128)
 def _setup(kernel_size: int, kind: str, sigma: float, smooth_nr: float, smooth_dr: float, convention: str,
            ndim: int, channels: int, dtype: torch.dtype, device: torch.device) -> tuple[torch.Tensor, tuple]:
     """The (C, K) window on the device (built once per configuration: a per-call copy would stall the stream)

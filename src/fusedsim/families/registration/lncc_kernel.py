@@ -28,13 +28,12 @@ independent of the window size; no state is saved by the forward. The upstream g
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 
 from fusedsim.core.codegen import indent, jit_from_source
 from fusedsim.core.launch import Launcher
+from fusedsim.core.state import cached
 from fusedsim.families.registration.lncc_slab_kernel import BLOCK as SLAB_BLOCK
 from fusedsim.families.registration.lncc_slab_kernel import DEPTH_BLOCK as SLAB_DEPTH_BLOCK
 from fusedsim.families.registration.lncc_slab_kernel import SlabLNCC
@@ -283,7 +282,7 @@ def render_grad_conv(k: int, three_d: bool, name: str) -> str:
     return f"def {name}({sig}):\n" + "\n".join(indent(body)) + "\n"
 
 
-@functools.cache
+@cached(maxsize=None)
 def _kernel(kind: str, taps: int, three_d: bool):
     name = f"_lncc_{kind}_{'3d' if three_d else '2d'}_k{taps}_kernel"
     render = {"fwd": render_forward, "grad_maps": render_grad_maps, "grad_conv": render_grad_conv}[kind]
@@ -381,7 +380,7 @@ class LNCCPlan:
         return dp, dt, None
 
 
-@functools.lru_cache(maxsize=256)
+@cached(maxsize=256)
 def _plan_cached(shape, sx, sy, dtype, device, taps, consts, clamp, reduce, options) -> LNCCPlan:
     return LNCCPlan(shape, sx, sy, dtype, device, taps, consts, clamp, reduce, **dict(options))
 

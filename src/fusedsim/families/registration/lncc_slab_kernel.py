@@ -16,12 +16,11 @@ whose scratch does not exceed the M full-size maps of the streaming backward.
 
 from __future__ import annotations
 
-import functools
-
 import torch
 
 from fusedsim.core.codegen import jit_from_source
 from fusedsim.core.launch import Launcher
+from fusedsim.core.state import cached
 from fusedsim.families.registration.lncc_slab_source import (
     DEPTH_VARYING,
     PLANE_VARYING,
@@ -37,7 +36,7 @@ DEPTH_BLOCK = 8  # output slices per depth program: (DS + K - 1)/DS loads per ou
 BLOCK = 256  # in-plane voxels per depth program (one per thread)
 
 
-@functools.cache
+@cached(maxsize=None)
 def _kernel(kind: str, *key):
     """The jitted slab kernel ``kind`` for ``key`` (K, then DS and flags where the kind has them)."""
     name = f"_lncc_slab_{kind}_{'_'.join(str(int(v)) for v in key)}_kernel"

@@ -9,11 +9,11 @@ histogram-derivative table and the op returns the exact per-voxel gradients.
 
 from __future__ import annotations
 
-import functools
 import math
 
 import torch
 
+from fusedsim.core.state import cached
 from fusedsim.core.validation import check_choice, check_image_pair
 from fusedsim.families.registration.mutual_information_twin import (
     CONVENTIONS,
@@ -45,7 +45,7 @@ def _check_options(num_bins, sigma_ratio, smooth_nr, smooth_dr, reduction, conve
             raise ValueError(f"{name} must be a finite number {'> 0' if positive else '>= 0'}; got {value}")
 
 
-@functools.lru_cache(maxsize=64)
+@cached(maxsize=64)
 def _setup(convention: str, num_bins: int, sigma_ratio: float | None, smooth_nr: float | None,
            smooth_dr: float | None, dtype: torch.dtype, device: torch.device):
     """Bin centres on the device (built once per configuration) and the convention's constants."""
@@ -53,7 +53,7 @@ def _setup(convention: str, num_bins: int, sigma_ratio: float | None, smooth_nr:
     return centres.to(dtype=dtype, device=device), preterm, clamp, pooled, nr, dr
 
 
-@functools.lru_cache(maxsize=64)
+@cached(maxsize=64)
 def _identity_norm(channels: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     return torch.tensor([[0.0, 1.0]], dtype=dtype).expand(channels, 2).contiguous().to(device)
 

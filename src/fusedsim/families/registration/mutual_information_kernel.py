@@ -22,8 +22,6 @@ gradients of (lo, scale) are reduced per program.
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 import triton.language as tl
@@ -31,6 +29,7 @@ import triton.language as tl
 from fusedsim.core.launch import on_tensors_device
 from fusedsim.core.kernel_args import sm_count, split_blocks, tl_dtype
 from fusedsim.core.moments.twin import compute_dtype
+from fusedsim.core.state import cached
 from fusedsim.families.registration.ops import parzen_histogram
 
 
@@ -202,7 +201,7 @@ class HistogramPlan:
         return dx, dy, d_norm, None
 
 
-@functools.lru_cache(maxsize=128)
+@cached(maxsize=128)
 def _plan_cached(shape, dtype, device, num_bins, preterm, clamp, pooled) -> HistogramPlan:
     return HistogramPlan(shape, dtype, device, num_bins, preterm, clamp, pooled)
 

@@ -23,7 +23,6 @@ writing a channel-last output, with ``v`` added in the same pass when ``add_v``.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import torch
@@ -31,6 +30,7 @@ import triton
 import triton.language as tl
 
 from fusedsim.core.launch import Launcher, register_cap
+from fusedsim.core.state import cached
 from fusedsim.families.registration.ops import compose, warp
 
 # sizes are used in float arithmetic; keeping them out of Triton's value specialisation keeps them tensors
@@ -600,7 +600,7 @@ def _meta(t: torch.Tensor) -> tuple:
     return tuple(t.shape), tuple(t.stride()), t.dtype
 
 
-@functools.lru_cache(maxsize=256)
+@cached(maxsize=256)
 def _warp_plan_cached(*key) -> WarpPlan:
     return WarpPlan(*key)
 
@@ -636,7 +636,7 @@ class ComposePlan:
         return g_u, g_v, g_a
 
 
-@functools.lru_cache(maxsize=256)
+@cached(maxsize=256)
 def _compose_plan_cached(*key) -> ComposePlan:
     return ComposePlan(*key)
 

@@ -19,7 +19,9 @@ def _ssim_functions() -> MetricFunctions:
     from fusedsim.families.ssim import functional, strip_sums
 
     return MetricFunctions(compute=functional.ssim, strip_sums=strip_sums.ssim_strip_sums,
-                           strip_finish=strip_sums.ssim_strip_finish)
+                           strip_finish=strip_sums.ssim_strip_finish,
+                           score_map=lambda ref, dist, **params: functional.ssim(ref, dist, reduction="none",
+                                                                                 **params).mean(1))
 
 
 def _ms_ssim_functions() -> MetricFunctions:

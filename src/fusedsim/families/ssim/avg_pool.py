@@ -12,14 +12,13 @@ and the ``avg_pool_half`` op.
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 import triton.language as tl
 
 from fusedsim.core.launch import Launcher
 from fusedsim.core.moments.twin import compute_dtype
+from fusedsim.core.state import cached
 from fusedsim.families.ssim.ops import avg_pool_half
 
 
@@ -74,7 +73,7 @@ class AvgPoolPlan:
         return out, ()
 
 
-@functools.lru_cache(maxsize=256)
+@cached(maxsize=256)
 def avg_pool_plan(shape, sx, sy, dtype, device) -> AvgPoolPlan:
     return AvgPoolPlan(shape, sx, sy, dtype, device)
 

@@ -13,12 +13,12 @@ culprit at the cost of one synchronisation).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 
 import torch
 
 from fusedsim.core.calls import CallTable
+from fusedsim.core.state import cached
 from fusedsim.core.validation import (
     check_choice,
     check_image_pair,
@@ -57,7 +57,7 @@ def traced_reduce(x, y, win, c1, c2, valid, symmetric, reduce, ssim_weight=-1.0)
 
 
 # ------------------------------------------------------------------------------------------------ windows
-@functools.lru_cache(maxsize=64)
+@cached(maxsize=64)
 def _cached_gaussian_table(win_size: int, win_sigma: float, channels: int, dtype: torch.dtype,
                            device: torch.device) -> torch.Tensor:
     # built once per configuration: a per-call host-to-device copy would stall the stream

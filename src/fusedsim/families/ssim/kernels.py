@@ -20,7 +20,6 @@ recomputes the statistics in the backward and keeps nothing but the inputs.
 
 from __future__ import annotations
 
-import functools
 import math
 
 import torch
@@ -30,6 +29,7 @@ import triton.language as tl
 from fusedsim.core.codegen import jit_from_source
 from fusedsim.core.launch import Launcher, register_cap
 from fusedsim.core.lane_shift import MAX_SHIFT as LANE_REACH
+from fusedsim.core.state import cached
 from fusedsim.families.ssim.ms_combine import ms_combine_group, ms_factor, ms_pow
 from fusedsim.families.ssim.kernel_source import (
     REDUCE_CHANNEL,
@@ -63,7 +63,7 @@ FWD_MIN_ROWS = 32
 SAVE_MAXNREG, SAVED_BWD_MAXNREG = 120, 72
 
 
-@functools.cache
+@cached(maxsize=None)
 def _kernel(kind: str, taps: int, three_d: bool, unroll: bool = True, ms_levels: int = 0):
     ms = f"_ms{ms_levels}" if ms_levels else ""
     name = f"_ssim_{kind}_{'3d' if three_d else '2d'}_k{taps}{'' if unroll else '_nu'}{ms}_kernel"
@@ -74,7 +74,7 @@ def _kernel(kind: str, taps: int, three_d: bool, unroll: bool = True, ms_levels:
     return jit_from_source(name, renderers[kind](), do_not_specialize=varying)
 
 
-@functools.cache
+@cached(maxsize=None)
 def _fused_backward_kernel(taps: int, maps: tuple[str, ...], unroll: bool, ms_levels: int = 0):
     ms = f"_ms{ms_levels}" if ms_levels else ""
     name = f"_ssim_grad_fused_2d_k{taps}_{'_'.join(maps)}{'_u' if unroll else ''}{ms}_kernel"
@@ -83,7 +83,7 @@ def _fused_backward_kernel(taps: int, maps: tuple[str, ...], unroll: bool, ms_le
                            do_not_specialize=_VARYING + (["ms_level"] if ms_levels else []))
 
 
-@functools.cache
+@cached(maxsize=None)
 def _saved_backward_kernel(taps: int, maps: tuple[str, ...], unroll: bool, lanes: bool = False):
     name = f"_ssim_grad_saved_2d_k{taps}_{'_'.join(maps)}{'_u' if unroll else ''}{'_ln' if lanes else ''}_kernel"
     return jit_from_source(name, render_grad_saved_2d(taps, maps, name, unroll=unroll, lanes=lanes),
@@ -454,7 +454,7 @@ class SSIMPlan:
         return maps
 
 
-@functools.lru_cache(maxsize=256)
+@cached(maxsize=256)
 def _plan_cached(shape, sx, sy, dtype, device, taps, c1, c2, valid, symmetric, reduce, ssim_weight) -> SSIMPlan:
     return SSIMPlan(shape, sx, sy, dtype, device, taps, c1, c2, valid, symmetric, reduce, ssim_weight)
 
@@ -667,7 +667,7 @@ class MSSSIMPlan:
         return up[0], up[1], None, None
 
 
-@functools.lru_cache(maxsize=64)
+@cached(maxsize=64)
 def _ms_plan_cached(shape, sx, sy, dtype, device, taps, c1, c2, symmetric, levels, reduce) -> MSSSIMPlan:
     return MSSSIMPlan(shape, sx, sy, dtype, device, taps, c1, c2, symmetric, levels, reduce)
 

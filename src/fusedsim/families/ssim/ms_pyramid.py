@@ -12,7 +12,6 @@ inputs as :mod:`fusedsim.families.ssim.avg_pool`: the pyramid is bit-identical t
 
 from __future__ import annotations
 
-import functools
 import math
 
 import torch
@@ -22,6 +21,7 @@ import triton.language as tl
 from fusedsim.core.codegen import indent, jit_from_source
 from fusedsim.core.launch import Launcher
 from fusedsim.core.moments.twin import compute_dtype
+from fusedsim.core.state import cached
 
 _LEVEL1_TILE = (16, 64)  # rows, columns of a program's level-1 tile (a power of 2 each)
 _BLOCK = 2048  # most pixels pooled per step
@@ -105,7 +105,7 @@ def render_pyramid(levels: int, name: str) -> str:
     return f"def {name}({sig}):\n" + "\n".join(indent(body)) + "\n"
 
 
-@functools.cache
+@cached(maxsize=None)
 def _pyramid_kernel(levels: int):
     name = f"_ms_pyramid_{levels}_kernel"
     return jit_from_source(name, render_pyramid(levels, name))
@@ -156,6 +156,6 @@ class PyramidPlan:
         return xs, ys
 
 
-@functools.lru_cache(maxsize=64)
+@cached(maxsize=64)
 def pyramid_plan(shape, sx, sy, dtype: torch.dtype, levels: int) -> PyramidPlan:
     return PyramidPlan(shape, sx, sy, dtype, levels)

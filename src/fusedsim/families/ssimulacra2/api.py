@@ -17,7 +17,14 @@ from typing import NamedTuple
 
 import torch
 
+from fusedsim.core import side_streams
 from fusedsim.metrics.srgb_input import srgb_image, srgb_pair
+from fusedsim.families.ssimulacra2.ops import (
+    ssimulacra2_error_pool,
+    ssimulacra2_linear_xyb,
+    ssimulacra2_pair_pool,
+    ssimulacra2_reference_blur,
+)
 from fusedsim.families.ssimulacra2.twin import (
     MIN_SIZE,
     TWIN_STEPS,
@@ -34,9 +41,12 @@ __all__ = ["SSIMULACRA2Loss", "Ssimulacra2Prepared", "prepare_ssimulacra2", "sco
 
 _NAME = "ssimulacra2"
 _MIN_REASON = "the reference skips every scale of an image smaller than 8 px (it returns 100 for any such pair)"
-_OP_STEPS: Ssimulacra2Steps | None = None
-_SIDE_STEPS: Ssimulacra2Steps | None = None
-_side_streams = None  # fusedsim.core.side_streams, imported with the ops (its MIN_ELEMENTS is read per call)
+#: the registered ops (Triton on GPUs, the twins on the CPU), one scale after another
+_OP_STEPS = Ssimulacra2Steps(ssimulacra2_linear_xyb, ssimulacra2_reference_blur, ssimulacra2_error_pool,
+                             ssimulacra2_pair_pool)
+#: the same ops with the scales' comparisons on side streams (:mod:`fusedsim.core.side_streams`)
+_SIDE_STEPS = _OP_STEPS._replace(error_pool=side_streams.concurrent(ssimulacra2_error_pool),
+                                 pair_pool=side_streams.concurrent(ssimulacra2_pair_pool), gather=side_streams.gather)
 
 
 class Ssimulacra2Prepared(NamedTuple):
@@ -51,26 +61,11 @@ def _steps(*tensors: torch.Tensor) -> Ssimulacra2Steps:
     """The registered ops (Triton on GPUs, the twins on the CPU), or the twins when gradients are needed. Large
     GPU calls take the ops whose scales run on side streams: the smaller scales overlap the largest one's
     latency-bound vertical pass (:mod:`fusedsim.core.side_streams`; same values)."""
-    global _OP_STEPS, _SIDE_STEPS, _side_streams
     if any(t.requires_grad for t in tensors):
         return TWIN_STEPS
-    if _OP_STEPS is None:
-        import fusedsim.core.side_streams as side_streams
-        from fusedsim.families.ssimulacra2.ops import (
-            ssimulacra2_error_pool,
-            ssimulacra2_linear_xyb,
-            ssimulacra2_pair_pool,
-            ssimulacra2_reference_blur,
-        )
-
-        _OP_STEPS = Ssimulacra2Steps(ssimulacra2_linear_xyb, ssimulacra2_reference_blur, ssimulacra2_error_pool,
-                                     ssimulacra2_pair_pool)
-        _SIDE_STEPS = _OP_STEPS._replace(error_pool=side_streams.concurrent(ssimulacra2_error_pool),
-                                         pair_pool=side_streams.concurrent(ssimulacra2_pair_pool),
-                                         gather=side_streams.gather)
-        _side_streams = side_streams
     image = tensors[0]  # the image being scored: no prepared reference state is larger
-    return _SIDE_STEPS if image.is_cuda and image.numel() >= _side_streams.MIN_ELEMENTS else _OP_STEPS
+    # MIN_ELEMENTS read per call (tests lower it)
+    return _SIDE_STEPS if image.is_cuda and image.numel() >= side_streams.MIN_ELEMENTS else _OP_STEPS
 
 
 def _working_image(checked: torch.Tensor) -> torch.Tensor:

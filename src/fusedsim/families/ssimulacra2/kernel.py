@@ -23,8 +23,6 @@ same row steps).
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 import triton.language as tl
@@ -42,6 +40,7 @@ from fusedsim.core.recursive_gaussian.kernel import (
     vertical_plan,
 )
 from fusedsim.core.recursive_gaussian.twin import recursive_gaussian_coefficients
+from fusedsim.core.state import cached
 from fusedsim.families.ssimulacra2.twin import C2, SIGMA
 from fusedsim.families.ssimulacra2.ops import ssimulacra2_error_pool, ssimulacra2_pair_pool, ssimulacra2_reference_blur
 
@@ -337,17 +336,17 @@ class PairPoolPlan:
         return self._pool(maps, x1, x2, x1, x1), ()  # mu1, s11 unused: blurred in the kernel
 
 
-@functools.lru_cache(maxsize=64)
+@cached(maxsize=64)
 def _ref_blur_plan(shape, device) -> ReferenceBlurPlan:
     return ReferenceBlurPlan(shape, device)
 
 
-@functools.lru_cache(maxsize=64)
+@cached(maxsize=64)
 def _error_plan(ref_shape, dist_shape, device) -> ErrorPoolPlan:
     return ErrorPoolPlan(ref_shape, dist_shape, device)
 
 
-@functools.lru_cache(maxsize=64)
+@cached(maxsize=64)
 def _pair_plan(shape, device) -> PairPoolPlan:
     return PairPoolPlan(shape, device)
 

@@ -26,13 +26,13 @@ iff the size of scale s-1 is at least 8 (its last scale can be 4-7 px): 6 scales
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import NamedTuple
 
 import torch
 
 from fusedsim.core.recursive_gaussian.twin import recursive_gaussian_ref
+from fusedsim.core.state import cached
 from fusedsim.core.xyb.twin import linear_to_xyb_ref, srgb_to_linear_ref, srgb_u8_to_linear_ref, uint8_to_unit_ref
 
 __all__ = ["C2", "MAX_SCALES", "MIN_SIZE", "SIGMA", "Ssimulacra2State", "Ssimulacra2Steps", "TWIN_STEPS", "WEIGHTS",
@@ -264,7 +264,7 @@ def ssimulacra2_subscores_prepared_ref(state: Ssimulacra2State, dist: torch.Tens
     return torch.stack(steps.gather(per_scale), dim=2).flatten(1)  # (N, 3, S, 2, 3) -> channel-major
 
 
-@functools.lru_cache(maxsize=32)
+@cached(maxsize=32)
 def _weights(count: int, device: torch.device) -> torch.Tensor:
     """The first ``count`` weights on ``device``, made once (a host-to-device copy per call would synchronise)."""
     return torch.tensor(WEIGHTS[:count], dtype=torch.float64, device=device)

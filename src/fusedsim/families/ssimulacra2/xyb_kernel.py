@@ -15,13 +15,12 @@ without fp fusion so nothing else is contracted.
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 import triton.language as tl
 
 from fusedsim.core.launch import Launcher
+from fusedsim.core.state import cached
 import fusedsim.core.xyb.twin as X
 from fusedsim.families.ssimulacra2.ops import ssimulacra2_linear_xyb
 
@@ -205,7 +204,7 @@ class LinearXybPlan:
         return out, ()
 
 
-@functools.lru_cache(maxsize=128)
+@cached(maxsize=128)
 def _plan(shape, strides, dtype, scale) -> LinearXybPlan:
     return LinearXybPlan(shape, strides, dtype, scale)
 

@@ -77,7 +77,7 @@ register_metric(MetricSpec(
 #: imported on first use.
 PUBLIC = {
     "integer_ssim": "integer_ssim_api", "float_ssim": "float_ssim_api", "float_ms_ssim": "float_ssim_api",
-    "psnr": "psnr_api",
+    "psnr": "psnr_api", "score_clips": "pipeline", "open_clips": "pipeline",
 }
 
 __getattr__, __dir__ = lazy_attributes(__name__, {name: f"{__name__}.{module}" for name, module in PUBLIC.items()})

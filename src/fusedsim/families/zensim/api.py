@@ -21,13 +21,14 @@ any size down to 1x1 (sides under 64 px are mirror-padded, as upstream does). By
 from __future__ import annotations
 
 import json
-from functools import cache
 from pathlib import Path
 from typing import NamedTuple
 
 import torch
 
+from fusedsim.core.state import cache_dict, cached
 from fusedsim.metrics.srgb_input import srgb_image
+from fusedsim.families.zensim import ops
 from fusedsim.families.zensim.f32_twin import zensim_features_from_sums_ref
 from fusedsim.families.zensim.twin import (
     FEATURE_NAMES,
@@ -51,8 +52,6 @@ _NAME = "zensim"
 _PROFILES = {"previewv0_2": "PreviewV0_2", "preview-v0.2": "PreviewV0_2", "zensim-preview-v0.2": "PreviewV0_2",
              "previewv0_1": "PreviewV0_1", "preview-v0.1": "PreviewV0_1", "zensim-preview-v0.1": "PreviewV0_1"}
 DEFAULT_PROFILE = "PreviewV0_2"
-_SCALE_SUMS = None  # the zensim_scale_sums op, looked up on first use
-_XYB_OPS = None  # the zensim_xyb and zensim_downscale ops, looked up on first use
 _DATA = Path(__file__).resolve().parents[2] / "data" / "zensim"
 
 
@@ -63,7 +62,7 @@ class _Profile(NamedTuple):
     b: float
 
 
-@cache
+@cached(maxsize=None)
 def _load_profile(name: str) -> _Profile:
     data = json.loads((_DATA / "linear_profiles.json").read_text())
     weights = torch.tensor(data[name], dtype=torch.float64)
@@ -111,18 +110,7 @@ def _xyb(rgb: torch.Tensor, alpha: torch.Tensor | None) -> torch.Tensor:
     return linear_to_positive_xyb_ref(linear)
 
 
-def _colour_ops():
-    """The ``zensim_xyb`` and ``zensim_downscale`` ops (Triton kernels on GPU tensors when the backend picks
-    Triton, else the twins ``zensim_xyb_ref`` / ``zensim_downscale_ref``), looked up on first use."""
-    global _XYB_OPS
-    if _XYB_OPS is None:
-        from fusedsim.families.zensim import ops
-
-        _XYB_OPS = (ops.zensim_xyb, ops.zensim_downscale)
-    return _XYB_OPS
-
-
-_LINEAR_LUT: dict[torch.device, torch.Tensor] = {}
+_LINEAR_LUT: dict[torch.device, torch.Tensor] = cache_dict()
 
 
 def _linear_lut(device: torch.device) -> torch.Tensor:
@@ -147,8 +135,9 @@ def _levels_f32(rgb: torch.Tensor, alpha: torch.Tensor | None) -> list[torch.Ten
         bg = alpha_background_ref(*linear.shape[-2:]).to(linear.device)
         blended = (linear.double() * a.double() + (bg * (1.0 - a)).double()).to(torch.float32)  # FMA
         linear = torch.where(a >= 1.0, linear, torch.where(a <= 0.0, bg.expand_as(linear), blended))
-    xyb_op, downscale_op = _colour_ops()
-    return pyramid_levels_ref(xyb_op(linear, lut), downscale_op)  # padded positive XYB, float32
+    # the zensim_xyb and zensim_downscale ops: Triton kernels on GPU tensors when the backend picks Triton, else the
+    # twins zensim_xyb_ref / zensim_downscale_ref
+    return pyramid_levels_ref(ops.zensim_xyb(linear, lut), ops.zensim_downscale)  # padded positive XYB, float32
 
 
 def _identical(ref: torch.Tensor, dist: torch.Tensor) -> torch.Tensor:
@@ -164,12 +153,7 @@ def _identical(ref: torch.Tensor, dist: torch.Tensor) -> torch.Tensor:
 def _features_f32(ref_levels: list[torch.Tensor], dist_levels: list[torch.Tensor]) -> torch.Tensor:
     """Features (N, 228) in upstream's float32 arithmetic: each scale's sums by the ``zensim_scale_sums`` op (its
     Triton kernel on GPU tensors when the backend picks Triton, else the twin ``zensim_scale_sums_ref``)."""
-    global _SCALE_SUMS
-    if _SCALE_SUMS is None:
-        from fusedsim.families.zensim import ops
-
-        _SCALE_SUMS = ops.zensim_scale_sums
-    sums = [_SCALE_SUMS(s, d) for s, d in zip(ref_levels, dist_levels)]
+    sums = [ops.zensim_scale_sums(s, d) for s, d in zip(ref_levels, dist_levels)]
     return zensim_features_from_sums_ref(sums, [s.shape[-2] * s.shape[-1] for s in ref_levels])
 
 
@@ -223,7 +207,7 @@ def _features_prepared(prepared: ZensimPrepared, dist: object, check_range: bool
     return features, batched or prepared.batched
 
 
-@cache
+@cached(maxsize=None)
 def _weights_on(name: str, device: torch.device) -> torch.Tensor:
     """A profile's weights on a device, copied once (a host-to-device copy per call would synchronise)."""
     return _load_profile(name).weights.to(device)

@@ -41,14 +41,13 @@ The pooled float64 sums run in another order than the twin's (per row, then rows
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 import triton.language as tl
 
 from fusedsim.core.kernel_args import sm_count
 from fusedsim.core.launch import Launcher
+from fusedsim.core.state import cached
 from fusedsim.families.zensim.f32_twin import SCALE_SUMS, STRIP_INNER
 from fusedsim.families.zensim.twin import BLUR_RADIUS, C2
 from fusedsim.families.zensim.ops import zensim_scale_sums
@@ -56,7 +55,7 @@ from fusedsim.families.zensim.ops import zensim_scale_sums
 _SUMS = 3 * 4 + 5  # float64 sums per plane; then 3 maxima
 
 
-@functools.lru_cache(maxsize=16)
+@cached(maxsize=16)
 def _constants(device: torch.device) -> torch.Tensor:
     """float64 [C2, f32(1/(2r+1))] as the kernels read them (C2 stays float64: the twin adds it in float64)."""
     inv = torch.tensor(1.0 / (2 * BLUR_RADIUS + 1), dtype=torch.float32).item()
@@ -373,7 +372,7 @@ class ScaleSumsPlan:
         return out, ()
 
 
-@functools.lru_cache(maxsize=64)
+@cached(maxsize=64)
 def _plan(src_shape, src_stride, dst_shape, dst_stride, device) -> ScaleSumsPlan:
     return ScaleSumsPlan(src_shape, src_stride, dst_shape, dst_stride, device)
 

@@ -32,13 +32,12 @@ contracted.
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 import triton.language as tl
 
 from fusedsim.core.launch import Launcher
+from fusedsim.core.state import cached
 from fusedsim.families.zensim.f32_twin import cbrt_f32_ref
 from fusedsim.families.zensim.twin import (
     OPSIN,
@@ -49,7 +48,7 @@ from fusedsim.families.zensim.twin import (
 from fusedsim.families.zensim.ops import zensim_downscale, zensim_xyb
 
 
-@functools.lru_cache(maxsize=16)
+@cached(maxsize=16)
 def _constants(device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """float32 [m00..m22, bias, -cbrt(bias), 0.01, 0.55] (the twin's float32 constants: its ``full_like`` rounds
     the matrix to float32, its cube root of the bias is computed here by the twin itself) and float64 [0.42]."""
@@ -188,7 +187,7 @@ class XybPlan:
         return out, ()
 
 
-@functools.lru_cache(maxsize=64)
+@cached(maxsize=64)
 def _xyb_plan(shape, stride, dtype, device) -> XybPlan:
     return XybPlan(shape, stride, dtype, device)
 
@@ -228,7 +227,7 @@ class DownscalePlan:
         return out, ()
 
 
-@functools.lru_cache(maxsize=64)
+@cached(maxsize=64)
 def _downscale_plan(shape, stride, dtype, device) -> DownscalePlan:
     return DownscalePlan(shape, stride, device)
 

@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from fusedsim.cli._atomic import write_bytes
+from fusedsim.cli.atomic import write_bytes
 
 __all__ = ["OUTPUT_FORMATS", "RowSink", "cell_text"]
 

@@ -2,7 +2,7 @@
 
 A figure is rendered to memory first, then written to a temporary file beside its target and renamed into place,
 so a failed render or a full disk never leaves a half-written PNG (the target of a symlink is replaced, as
-:mod:`fusedsim.cli._outputs` resolves it).
+:mod:`fusedsim.cli.outputs` resolves it).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from fusedsim.cli._atomic import write_bytes
+from fusedsim.cli.atomic import write_bytes
 
 __all__ = ["pyplot", "save_figure"]
 

@@ -9,7 +9,19 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import torch
+# Under pytest-xdist each worker gets its share of the cores: with every worker's torch, OpenMP and numba pools
+# sized to the whole machine, 16 workers run 256 threads on 16 cores, and the CPU twins inside the GPU suite ran
+# 10-20x slower than alone (measured on a 16-core GPU machine: 200+ s for one float64 gradcheck).
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+if _WORKERS > 1:
+    _SHARE = str(max(1, (os.cpu_count() or 1) // _WORKERS))
+    for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+        os.environ.setdefault(_name, _SHARE)
+
+import torch  # noqa: E402
+
+if _WORKERS > 1:
+    torch.set_num_threads(int(_SHARE))
 
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")

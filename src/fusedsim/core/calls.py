@@ -67,8 +67,9 @@ class CallTable:
 
 
 class KernelCall:
-    """An op bound to Triton (:meth:`fusedsim.core.registry.KernelOp.bind`): its plan for tensors like the example
-    and fixed trailing tensors (window, weights): ``call(*tensors)``."""
+    """An op on a pair bound to Triton (:meth:`fusedsim.core.registry.KernelOp.bind`): its plan for tensors like the
+    example pair and fixed trailing tensors (window, weights): ``call(x, y)``, the training hot path (no loop, no
+    generator: a call costs what the old per-op call object cost)."""
 
     __slots__ = ("device_index", "extra", "op", "plan", "_with_grad")
 
@@ -83,15 +84,14 @@ class KernelCall:
         # what a call that records a graph runs: the op's run_plan, without its frame
         self._with_grad = apply_planned if op.differentiable else op.run_plan
 
-    def __call__(self, x: torch.Tensor, y: torch.Tensor | None = None, *more: torch.Tensor) -> torch.Tensor:
+    def __call__(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         idx = self.device_index
         if idx is not None and idx != torch._C._cuda_getDevice():  # Triton launches on the current device
             with torch.cuda.device(idx):
-                return self(x, y, *more)
-        tensors = (x,) if y is None else (x, y, *more)
-        if any(t.requires_grad for t in tensors) and torch.is_grad_enabled():
-            return self._with_grad(self.plan, *tensors, *self.extra)
-        return self.plan.forward(*tensors, *self.extra)[0]
+                return self(x, y)
+        if (x.requires_grad or y.requires_grad) and torch.is_grad_enabled():
+            return self._with_grad(self.plan, x, y, *self.extra)
+        return self.plan.forward(x, y, *self.extra)[0]
 
 
 class TwinCall:

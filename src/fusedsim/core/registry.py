@@ -178,15 +178,18 @@ class KernelOp:
             return self._cpu_fn(*args)
         return self.reference(*args)
 
-    def bind(self, example: tuple[torch.Tensor, ...], fixed: tuple[torch.Tensor, ...] = (), scalars: tuple = ()):
-        """This op bound to the backend chosen for tensors like ``example``, with trailing ``fixed`` tensors (a
-        window, weights) and ``scalars``: ``call(*tensors) -> out``. The lean path of the public functions, which
-        keep the call in a :class:`~fusedsim.core.calls.CallTable` keyed by the tensors' metadata: on Triton the
+    def bind(self, example: tuple[torch.Tensor, torch.Tensor], fixed: tuple[torch.Tensor, ...] = (),
+             scalars: tuple = ()):
+        """This op on a pair, bound to the backend chosen for tensors like the ``example`` pair, with trailing
+        ``fixed`` tensors (a window, weights) and ``scalars``: ``call(x, y) -> out``. The lean path of the public
+        functions, which keep the call in a :class:`~fusedsim.core.calls.CallTable` keyed by the tensors' metadata: on Triton the
         plan is built once (no dispatcher round trip, no autograd node when nothing needs a gradient). A bound call
         may be reused with and without gradients, so it never takes a compiled CPU kernel (the twin is the
         differentiable CPU path)."""
         from fusedsim.core.calls import KernelCall, TwinCall
 
+        if len(example) != 2:
+            raise ValueError(f"{self.name}: bind takes an example pair of tensors; got {len(example)}")
         if self.backend_for(*example, compiled_cpu=False) == "triton":
             return KernelCall(self, example, fixed, scalars)
         return TwinCall(self.reference, fixed, scalars)

@@ -6,7 +6,6 @@ Building the parser imports neither torch nor a metric; ``run`` imports them.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from collections import Counter
@@ -33,7 +32,10 @@ finishing order: a killed run keeps every finished row and --resume skips
 them (a pair listed k times is done once k rows carry it; failed rows count
 as finished). Parquet's durable log is OUT.log.jsonl beside it: the Parquet
 file is written from it at the end of every run, and the log is removed when
-every pair is done.
+every pair is done. A run holds a lock (OUT.lock beside OUT) from start to
+end: a second run on the same OUT, --resume too, fails at once naming the
+process that holds it. OUT may not be the table or one of its images (a
+hard link or symlink to one included).
 
 A bad pair (missing or unreadable file, different sizes, too small for a
 metric) gets NaN and its error message, and the run goes on; --fail-fast
@@ -45,7 +47,8 @@ a GPU the perceptual metrics score up to 8 consecutive pairs of one size in
 one call (against their shared reference, or each against its own).
 
 Exit status: 0 when every pair was scored, 1 when some failed, 2 on a usage
-error (nothing scored).
+error (nothing scored); Ctrl-C says how many rows were kept and ends as
+interrupted (130 in a shell).
 
 metrics:
 {metrics}"""
@@ -131,8 +134,7 @@ def run(args: argparse.Namespace) -> int:
     check_outputs([out])
     if out.stream:
         raise ValueError(f"-o {args.output}: batch writes a file it can resume; give a file path")
-    if os.path.realpath(args.pairs) == out.target:
-        raise ValueError(f"-o {args.output} is the pairs table itself; choose another output")
+    _refuse_inputs_as_output(args, table, out, fmt)
     if fmt == "parquet":
         try:
             import pyarrow  # noqa: F401
@@ -145,6 +147,35 @@ def run(args: argparse.Namespace) -> int:
     if clash:
         raise ValueError(f"PAIRS {table.path} already has the output column(s) {', '.join(clash)}; rename them")
     sink = RowSink(out.target, fmt, columns, (table.ref_column, table.dist_column), args.output)
+    from fusedsim.cli.lock import exclusive_output_lock
+
+    # held from before the output is read until it is closed: a second run on the same -o fails at once
+    with exclusive_output_lock(out.target, "-o", args.output):
+        return _locked_run(args, table, sink, metric_names, score_columns)
+
+
+def _refuse_inputs_as_output(args: argparse.Namespace, table: Any, out: Any, fmt: str) -> None:
+    """-o (its lock file, and Parquet's side log) must be neither the pairs table nor one of its images: writing would destroy
+    it. Compared by device and inode, so a hard link or symlink to an input is refused too."""
+    from fusedsim.cli.outputs import Output, refuse_outputs_that_are_inputs
+
+    from fusedsim.cli.lock import lock_path
+
+    outputs = [out, Output(lock_path(out.target), "lock", "-o (its lock file)")]
+    if fmt == "parquet":
+        outputs.append(Output(out.target + ".log.jsonl", "jsonl", "-o (its log)"))
+    inputs: list[tuple[str, str]] = [("PAIRS", str(args.pairs))]
+    for number, row in enumerate(table.rows, start=1):
+        for column in (table.ref_column, table.dist_column):
+            path = table.image_path(row[column])
+            if path:
+                inputs.append((f"PAIRS row {number} {column}", path))
+    refuse_outputs_that_are_inputs(outputs, inputs)
+
+
+def _locked_run(args: argparse.Namespace, table: Any, sink: Any, metric_names: list[str],
+                score_columns: list[str]) -> int:
+    """The run once the output's lock is held: refuse to clobber earlier results, build the engine, score."""
     if sink.existing() and not (args.resume or args.overwrite):
         raise ValueError(f"-o {args.output} already holds results; pass --resume to continue that run or "
                          "--overwrite to replace it")
@@ -163,6 +194,9 @@ def run(args: argparse.Namespace) -> int:
         engine = Scorer(metric_names, device=args.device, memory=args.memory)
     try:
         return _run_batch(args, table, sink, engine, score_columns, stats)
+    except KeyboardInterrupt as exc:
+        exc.reported = True  # type: ignore[attr-defined]  # _run_batch said what was kept and how to resume
+        raise
     finally:
         if args.engine == "ray":
             engine.shutdown()

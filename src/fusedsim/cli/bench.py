@@ -22,6 +22,16 @@ FUSEDSIM_CACHE_DIR), which `fusedsim score` and the engine's chooser read;
 the cache is stale after a week or when the GPU or its driver changes."""
 
 
+#: The largest square side measured: 32768² pixels (1 Gpx) is past any image the chooser plans for, and a larger
+#: side would be refused by the allocator with a message that does not name --sizes.
+MAX_SIDE = 32768
+
+
+def _pair_bytes(side: int, channels: int) -> int:
+    """Bytes of the random float32 pair one measurement holds before the metric's own working set."""
+    return 2 * 4 * channels * side * side
+
+
 def _sizes(text: str) -> list[int]:
     try:
         sizes = [int(s) for s in text.split(",") if s.strip()]
@@ -29,7 +39,26 @@ def _sizes(text: str) -> list[int]:
         sizes = []
     if not sizes or min(sizes) < 1:
         raise argparse.ArgumentTypeError(f"--sizes must be comma-separated positive side lengths; got {text!r}")
+    if max(sizes) > MAX_SIDE:
+        side = max(sizes)
+        raise argparse.ArgumentTypeError(f"side {side} is over the limit of {MAX_SIDE} pixels (a {side}x{side} RGB "
+                                         f"pair alone needs {_pair_bytes(side, 3) / 1e9:.1f} GB)")
     return sizes
+
+
+def check_sizes_fit(sizes: list[int], channels: int, devices: list) -> None:
+    """Refuse, before any measurement, a side whose input pair alone exceeds a device's memory budget
+    (:func:`fusedsim.engine.memory.budget_bytes`), naming the budget, instead of the allocator's message."""
+    from fusedsim.engine.memory import budget_bytes
+
+    for dev in devices:
+        budget = budget_bytes(dev)
+        for side in sizes:
+            need = _pair_bytes(side, channels)
+            if need > budget:
+                raise ValueError(f"--sizes {side}: a {side}x{side} pair needs {need / 1e9:.2f} GB before the "
+                                 f"metric's work, over the {dev.type} memory budget of {budget / 1e9:.2f} GB; "
+                                 "give smaller sizes")
 
 
 def _positive(text: str) -> int:
@@ -67,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
     names = chosen_metrics(args.metric, DEFAULT_METRICS)
     specs = [get_metric(n) for n in names]
     devices = devices_for(args.device)
+    check_sizes_fit(args.sizes, args.channels, devices)
     identity = machine_identity()
     cache = BenchCache(identity=identity, created=time.time())
     cache.cold_seconds = {dev.type: cold_start_seconds(dev) for dev in devices}

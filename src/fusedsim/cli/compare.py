@@ -65,6 +65,11 @@ def run(args: argparse.Namespace) -> int:
     from fusedsim.io.images import read_image
     from fusedsim.metrics.registry import get_metric
 
+    from fusedsim.cli.outputs import Output, refuse_outputs_that_are_inputs
+
+    # standard output redirected onto an input (``>> ref.png``) would be appended to it
+    refuse_outputs_that_are_inputs([Output("-", args.format, "standard output")],
+                                   [("REF", args.ref), *(("DIST", path) for path in args.dists)])
     names = chosen_metrics(args.metric)
     columns = metric_columns([get_metric(n) for n in names])
     scorer = Scorer(names, device=args.device, memory=args.memory)

@@ -135,6 +135,26 @@ def figure_size(width: int, image_width: int, image_height: int) -> tuple[int, i
     return width, int(round(panel * image_height / image_width)) + _TITLE + 2 * _MARGIN
 
 
+#: The widest figure drawn: a few times a 4K screen, well inside matplotlib's limit of 2**16 pixels a side (a
+#: wider one would compute the map first and then fail in the renderer, or exhaust the memory).
+MAX_WIDTH = 16000
+_MAX_SIDE = 2**16 - 1  # matplotlib's Agg renderer refuses 2**16 pixels or more in either direction
+
+
+def check_width(width: int) -> None:
+    """Refuse a ``--width`` outside 300..MAX_WIDTH before any image is read or any map computed."""
+    if not 300 <= width <= MAX_WIDTH:
+        raise ValueError(f"--width must lie in 300..{MAX_WIDTH} pixels; got {width}")
+
+
+def check_figure_height(width: int, image_width: int, image_height: int) -> None:
+    """Refuse a figure too tall to render (a very tall image at a large width) before the map is computed."""
+    height = figure_size(width, image_width, image_height)[1]
+    if height > _MAX_SIDE:
+        raise ValueError(f"--width {width}: the figure of {image_width}x{image_height} images would be {height} "
+                         f"pixels tall (at most {_MAX_SIDE}); give a smaller --width")
+
+
 def draw(ref: ImageData, dist: ImageData, values: np.ndarray, source: MapSource, width: int, title: str) -> Any:
     """The figure: REF, DIST and the heat map of ``values`` (``(H, W)``) with its colour bar."""
     import numpy as np
@@ -176,14 +196,14 @@ def draw(ref: ImageData, dist: ImageData, values: np.ndarray, source: MapSource,
 def run(args: argparse.Namespace) -> int:
     from fusedsim.core.device import resolve_device
     from fusedsim.cli.figures import pyplot, save_figure
-    from fusedsim.cli.outputs import Output, check_outputs
+    from fusedsim.cli.outputs import Output, check_outputs, refuse_outputs_that_are_inputs
     from fusedsim.engine.inputs import check_min_size
     from fusedsim.io.images import check_image_pair, read_image
 
-    if args.width < 300:
-        raise ValueError(f"--width must be at least 300 pixels; got {args.width}")
+    check_width(args.width)
     out = Output(args.output, "png", "-o")
     check_outputs([out])
+    refuse_outputs_that_are_inputs([out], [("REF", args.ref), ("DIST", args.dist)])
     if out.stream:
         raise ValueError(f"-o {args.output}: give a PNG file path")
     plt = pyplot()  # before the work: a missing matplotlib is reported at once
@@ -191,6 +211,7 @@ def run(args: argparse.Namespace) -> int:
     check_image_pair(ref, dist)
     spec = get_metric(args.metric)
     check_min_size([spec], ref.width, ref.height)
+    check_figure_height(args.width, ref.width, ref.height)
     source = map_source(spec)
     values = source.compute(ref, dist, resolve_device(args.device))
     import numpy as np

@@ -13,14 +13,16 @@
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Output", "OutputWriteError", "check_outputs", "write_outputs"]
+__all__ = ["Output", "OutputWriteError", "check_outputs", "refuse_outputs_that_are_inputs", "same_file",
+           "write_outputs"]
 
 _STDOUT = "-"
 
@@ -42,6 +44,7 @@ class Output:
     option: str
     target: str = ""  # the resolved file written (a symlink's target), or "-" for standard output
     stream: bool = False  # written in place (stdout, a device or a FIFO): no temporary file, no rename
+    line: int = 0  # the line of a list file (vmaf --pairs) that named it, for messages; 0: none
 
 
 def _resolve(out: Output) -> None:
@@ -63,6 +66,63 @@ def _resolve(out: Output) -> None:
         out.target, out.stream = out.path, True  # /dev/null, a FIFO, a terminal: written directly
         return
     out.target = os.path.realpath(out.path)  # follows symlinks (also dangling ones: their target is created)
+
+
+def _file_id(path: str) -> tuple[int, int] | None:
+    """``(st_dev, st_ino)`` of the file ``path`` names (symlinks followed), or None when there is none."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _stream_id(stream: object) -> tuple[int, int] | None:
+    """The regular file a standard stream is redirected to (``>> ref.png``, ``< dist.y4m``), or None for a terminal,
+    a pipe or a stream without a descriptor."""
+    try:
+        st = os.fstat(stream.fileno())  # type: ignore[attr-defined]
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else None
+
+
+def same_file(a: str, b: str) -> bool:
+    """Whether paths ``a`` and ``b`` name one file: the same device and inode when both exist (hard links,
+    symlinks, ``..``), else the same resolved path when neither does (a dangling symlink to the other's name);
+    a file that exists is never one that does not."""
+    id_a, id_b = _file_id(a), _file_id(b)
+    if id_a is not None or id_b is not None:
+        return id_a == id_b
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+_STDOUT_NAMES = (_STDOUT, "/dev/stdout", "/proc/self/fd/1", "/dev/fd/1")
+
+
+def refuse_outputs_that_are_inputs(outputs: Sequence[Output], inputs: Iterable[tuple[str, str]]) -> None:
+    """Raise ValueError before any work when an output is one of the inputs (``(argument, path)`` pairs), naming
+    the output's argument and both paths.
+
+    Writing an output replaces its file, so an output that is also an input destroys that input (and reading a
+    half-written input gives wrong values). Identity is by device and inode (:func:`same_file`), which a path
+    comparison misses for hard links. Standard output and standard input (``-``) count as the files they are
+    redirected to (``>> ref.png``, ``< dist.y4m``). Empty inputs are skipped.
+    """
+    inputs = [(arg, str(path)) for arg, path in inputs if str(path)]
+    for out in outputs:
+        to_stdout = out.path in _STDOUT_NAMES
+        out_id = _stream_id(sys.stdout) if to_stdout else _file_id(out.path)
+        where = "standard output" if to_stdout else out.path
+        for arg, path in inputs:
+            if path == "-":
+                if out_id is not None and out_id == _stream_id(sys.stdin):
+                    raise ValueError(f"{out.option} {where} is the file standard input ({arg} -) is read from; "
+                                     "writing it would destroy that input: choose another output path")
+                continue
+            if (out_id is not None and out_id == _file_id(path)) if to_stdout else same_file(out.path, path):
+                raise ValueError(f"{out.option} {where} is the input {arg} {path} (the same file); writing it would "
+                                 "destroy that input: choose another output path")
 
 
 def check_outputs(outputs: Sequence[Output]) -> None:

@@ -58,20 +58,45 @@ def _pick(columns: list[str], aliases: tuple[str, ...], role: str, path: Path) -
     return found[0]
 
 
+def _not_utf8(path: Path, reason: str) -> ValueError:
+    """The file, the first byte that is not UTF-8 and its line, for a table saved as latin-1, cp1252, UTF-16, ...
+    (the decoder's own message names neither the file nor the line)."""
+    data = path.read_bytes()
+    skip = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+    try:
+        data[skip:].decode("utf-8")
+        at = 0
+    except UnicodeDecodeError as exc:
+        at, reason = skip + exc.start, exc.reason
+    line = data.count(b"\n", 0, at) + 1
+    return ValueError(f"PAIRS {path}: not UTF-8 text: byte 0x{data[at]:02x} on line {line} ({reason}); save the "
+                      "table as UTF-8 (e.g. iconv -f latin1 -t utf-8)")
+
+
 def _read_delimited(path: Path, delimiter: str) -> tuple[list[str], list[dict[str, Any]]]:
-    with open(path, newline="", encoding="utf-8-sig") as f:
-        reader = csv.reader(f, delimiter=delimiter)
-        header = next(reader, None)
-        if header is None:
-            raise ValueError(f"PAIRS {path}: the file is empty (a header row with ref and dist columns is needed)")
-        rows = []
-        for line, cells in enumerate(reader, start=2):
-            if not any(c.strip() for c in cells):
-                continue  # blank line
-            if len(cells) != len(header):
-                raise ValueError(f"PAIRS {path}: line {line} has {len(cells)} fields but the header has "
-                                 f"{len(header)}")
-            rows.append(dict(zip(header, cells)))
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            return _parse_delimited(path, csv.reader(f, delimiter=delimiter))
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(path, exc.reason) from None
+
+
+def _parse_delimited(path: Path, reader: Any) -> tuple[list[str], list[dict[str, Any]]]:
+    """Header and rows of a csv reader; errors cite the line where the record starts (a quoted cell may span
+    several lines, so records and lines are counted apart)."""
+    header = next(reader, None)
+    if header is None:
+        raise ValueError(f"PAIRS {path}: the file is empty (a header row with ref and dist columns is needed)")
+    rows = []
+    start = reader.line_num + 1
+    for cells in reader:
+        line, start = start, reader.line_num + 1
+        if not any(c.strip() for c in cells):
+            continue  # blank line
+        if len(cells) != len(header):
+            raise ValueError(f"PAIRS {path}: line {line} has {len(cells)} fields but the header has "
+                             f"{len(header)}")
+        rows.append(dict(zip(header, cells)))
     return header, rows
 
 

@@ -1,7 +1,8 @@
 """Incremental result tables of ``fusedsim batch``: every finished row is on disk before the next pair is scored.
 
-* CSV/TSV and JSONL are append-only logs: one line per row, flushed at once. A run killed mid-line leaves at most
-  one partial last line, which ``--resume`` cuts off before appending.
+* CSV/TSV and JSONL are append-only logs: one record per row, flushed at once. A run killed mid-row leaves at most
+  one partial last record, which ``--resume`` cuts off before appending (CSV/TSV records are found with the csv
+  reader: a quoted cell may hold line breaks).
 * Parquet cannot be appended row by row and a killed writer leaves a file without its footer, so its durable log
   is a JSONL file beside it (``OUT.parquet.log.jsonl``); the Parquet file is written from the log at the end of
   every run (to a temporary file, then renamed into place) and the log is removed once every pair is done.
@@ -66,6 +67,51 @@ def _cut_partial_line(path: str) -> None:
         f.truncate(0)
 
 
+class _Lines:
+    """The lines of a binary file (split at ``\\n`` only), decoded for the csv reader, counting the bytes handed
+    out so far (``end``) and whether the reader asked past the last line (``eof``)."""
+
+    def __init__(self, f: Any) -> None:
+        self.f = f
+        self.end = 0
+        self.last = b""
+        self.eof = False
+
+    def __iter__(self) -> _Lines:
+        return self
+
+    def __next__(self) -> str:
+        line = self.f.readline()
+        if not line:
+            self.eof = True
+            raise StopIteration
+        self.end += len(line)
+        self.last = line
+        return line.decode("utf-8", errors="replace")
+
+
+def _cut_partial_record(path: str, delimiter: str) -> None:
+    """Drop a CSV/TSV record cut by a killed run, found with the csv reader: a quoted cell may hold newlines, so
+    the last line break is not necessarily the end of a record. A record is whole when it ends with a line break
+    and the reader finished it without reaching the end of the file (inside an open quote it does)."""
+    with open(path, "rb+") as f:
+        lines = _Lines(f)
+        reader = csv.reader(lines, delimiter=delimiter)
+        complete = 0
+        while True:
+            try:
+                next(reader)
+            except StopIteration:
+                break
+            except csv.Error as exc:  # never cut whole records on a doubt: stop and say where
+                raise ValueError(f"cannot resume: {path} cannot be read as {'CSV' if delimiter == ',' else 'TSV'} "
+                                 f"near byte {lines.end}: {exc}") from None
+            if lines.eof or not lines.last.endswith(b"\n"):
+                break
+            complete = lines.end
+        f.truncate(complete)
+
+
 class RowSink:
     """Append rows with ``columns`` to ``target`` in ``fmt``; see the module docstring.
 
@@ -112,7 +158,10 @@ class RowSink:
     def _read_back(self) -> Counter:
         if self.fmt == "parquet" and not (os.path.exists(self.log) and os.path.getsize(self.log) > 0):
             self._seed_log_from_parquet()
-        _cut_partial_line(self.log)
+        if self.fmt in ("csv", "tsv"):
+            _cut_partial_record(self.log, "," if self.fmt == "csv" else "\t")
+        else:
+            _cut_partial_line(self.log)  # a JSON line holds no raw line break
         done: Counter = Counter()
         a, b = self.key_columns
         if self.fmt in ("csv", "tsv"):

@@ -75,6 +75,11 @@ def run(args: argparse.Namespace) -> int:
         ref_path, dist_path = Path(args.ref), Path(args.dist)
     else:
         raise ValueError("REF and DIST image files are required (or --example)")
+    from fusedsim.cli.outputs import Output, refuse_outputs_that_are_inputs
+
+    # standard output redirected onto an input (``>> ref.png``) would be appended to it
+    refuse_outputs_that_are_inputs([Output("-", args.format, "standard output")],
+                                   [("REF", str(ref_path)), ("DIST", str(dist_path))])
     specs_names = chosen_metrics(args.metric)
     specs = [get_metric(name) for name in specs_names]
     ref = read_image(ref_path, "REF")

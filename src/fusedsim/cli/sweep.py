@@ -50,24 +50,43 @@ def available_codecs() -> list[str]:
     return found
 
 
-def parse_qualities(text: str) -> list[int]:
-    """``"10:95:5"`` (start:stop:step, stop included), ``"50,75,90"`` or ``"80"`` as a list of qualities 0..100."""
+_QUALITY_FORM = "START:STOP:STEP with 0 <= START <= STOP <= 100 and STEP >= 1 (e.g. 10:95:5), or Q[,Q...]"
+
+
+def _quality_error(text: str, why: str) -> argparse.ArgumentTypeError:
+    """Every refusal says what is wrong with ``text`` and which form is expected."""
+    return argparse.ArgumentTypeError(f"{text!r}: {why}; expected {_QUALITY_FORM}")
+
+
+def _whole(part: str, text: str, what: str) -> int:
     try:
-        if ":" in text:
-            parts = [int(p) for p in text.split(":")]
-            if len(parts) not in (2, 3):
-                raise ValueError
-            start, stop, step = parts if len(parts) == 3 else (*parts, 5)
-            if step < 1 or stop < start:
-                raise ValueError
-            values = list(range(start, stop + 1, step))
-        else:
-            values = [int(p) for p in text.split(",") if p.strip()]
+        return int(part)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected START:STOP:STEP (e.g. 10:95:5) or Q[,Q...]; got {text!r}"
-                                         ) from None
-    if not values or any(not 0 <= q <= 100 for q in values):
-        raise argparse.ArgumentTypeError(f"qualities must lie in 0..100; got {text!r}")
+        raise _quality_error(text, f"{what} {part.strip()!r} is not a whole number") from None
+
+
+def parse_qualities(text: str) -> list[int]:
+    """``"10:95:5"`` (start:stop:step, stop included), ``"50,75,90"`` or ``"80"`` as a list of qualities 0..100.
+    A descending or empty range is refused (not swept as nothing), saying which part is wrong."""
+    if ":" in text:
+        parts = text.split(":")
+        if len(parts) not in (2, 3):
+            raise _quality_error(text, f"a range has 2 or 3 parts, not {len(parts)}")
+        start = _whole(parts[0], text, "START")
+        stop = _whole(parts[1], text, "STOP")
+        step = _whole(parts[2], text, "STEP") if len(parts) == 3 else 5
+        if step < 1:
+            raise _quality_error(text, f"STEP {step} must be at least 1")
+        if stop < start:
+            raise _quality_error(text, f"STOP {stop} is below START {start} (ranges ascend: {stop}:{start}:{step})")
+        values = list(range(start, stop + 1, step))
+    else:
+        values = [_whole(p, text, "quality") for p in text.split(",") if p.strip()]
+        if not values:
+            raise _quality_error(text, "no quality given")
+    outside = [q for q in values if not 0 <= q <= 100]
+    if outside:
+        raise _quality_error(text, f"quality {outside[0]} is outside 0..100")
     return values
 
 
@@ -158,7 +177,7 @@ def plot_curves(rows: list[dict[str, Any]], columns: list[str], target: str) -> 
 
 
 def run(args: argparse.Namespace) -> int:
-    from fusedsim.cli.outputs import Output, check_outputs, write_outputs
+    from fusedsim.cli.outputs import Output, check_outputs, refuse_outputs_that_are_inputs, write_outputs
     from fusedsim.engine import Scorer
     from fusedsim.engine.batch_pairs import metric_columns
     from fusedsim.io.images import read_image
@@ -176,6 +195,7 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         outputs.append(Output(args.plot, "png", "--plot"))
     check_outputs(outputs)
+    refuse_outputs_that_are_inputs(outputs, [("REF", path) for path in args.refs])
     if args.plot:
         if outputs[1].stream:
             raise ValueError(f"--plot {args.plot}: give a PNG file path")

@@ -241,7 +241,109 @@ def _jobs(args: argparse.Namespace) -> list[tuple[str, str, list[Output]]]:
     for ref, dist, _ in jobs:
         if ref == "-" and dist == "-":
             raise ValueError("only one of REF and DIST can be standard input (-)")
+    _refuse_inputs_as_outputs(args, jobs)
     return jobs
+
+
+#: Extensions of compressed video containers and streams: read as raw YUV they give meaningless size errors.
+COMPRESSED_SUFFIXES = (".mp4", ".m4v", ".mkv", ".webm", ".mov", ".avi", ".flv", ".wmv", ".mpg", ".mpeg", ".ts",
+                       ".m2ts", ".mts", ".ivf", ".h264", ".264", ".h265", ".265", ".hevc", ".av1", ".obu", ".3gp",
+                       ".ogv")
+_CONVERT = "convert it first, e.g. ffmpeg -i IN -f yuv4mpegpipe OUT.y4m (or pipe it: ... - | fusedsim vmaf REF -)"
+
+
+_Y4M_MAGIC = b"YUV4MPEG2 "
+_Y4M_HEADER_MAX = 4096  # the reader's limit too (fusedsim.io.video): a header line ends within these bytes
+
+
+def _y4m_header_problem(head: bytes, complete: bool) -> str:
+    """Why the start ``head`` of a Y4M stream has no usable header line ("" when it is fine or not Y4M); ``complete``
+    says ``head`` holds the whole input (else a missing newline may just lie beyond it)."""
+    if not head.startswith(_Y4M_MAGIC) or b"\n" in head:
+        return ""
+    if complete or len(head) >= _Y4M_HEADER_MAX:
+        first = head[:80].decode("ascii", "replace")
+        return (f"the Y4M header line does not end with a newline (\\n) within {len(head)} bytes ({first!r}"
+                f"{'...' if len(head) > 80 else ''}): a Y4M header is one line, followed by FRAME lines")
+    return ""
+
+
+def _compressed_magic(head: bytes) -> bool:
+    """ISO BMFF (MP4/MOV: ``ftyp`` at byte 4), Matroska/WebM (EBML), RIFF AVI and IVF signatures: only ones that
+    raw YUV pixels are very unlikely to spell, so a raw clip under any name is never refused."""
+    return (head[4:8] == b"ftyp" or head[:4] in (b"\x1a\x45\xdf\xa3", b"DKIF")
+            or (head[:4] == b"RIFF" and head[8:12] == b"AVI "))
+
+
+def check_clip(role: str, path: str) -> None:
+    """Refuse, before any work, a clip fusedsim cannot read: compressed video (by extension or signature; only Y4M
+    and raw YUV are read until video decoding lands) and an empty file (which raw YUV would call a size error)."""
+    import os
+    import stat
+
+    if path == "-":
+        return
+    name = os.path.basename(path)
+    suffix = os.path.splitext(name)[1].lower()
+    if suffix in COMPRESSED_SUFFIXES:
+        raise ValueError(f"{role} {path}: compressed video ({suffix}) is not supported yet; fusedsim vmaf reads "
+                         f"Y4M or raw planar YUV: {_CONVERT}")
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return  # a FIFO or device is read once, by the reader: never opened here
+        with open(path, "rb") as f:
+            head = f.read(_Y4M_HEADER_MAX)
+            complete = len(head) < _Y4M_HEADER_MAX or not f.read(1)
+    except OSError:
+        return  # missing, unreadable or a directory: the reader says so
+    if not head:
+        raise ValueError(f"{role} {path}: the file is empty (no Y4M header, no frames)")
+    problem = _y4m_header_problem(head, complete)
+    if problem:
+        raise ValueError(f"{role} {path}: {problem}")
+    if _compressed_magic(head):
+        raise ValueError(f"{role} {path}: this is compressed video, which is not supported yet; fusedsim vmaf reads "
+                         f"Y4M or raw planar YUV: {_CONVERT}")
+
+
+def check_stdin(role: str) -> None:
+    """An empty standard input (nothing piped) is said to be empty, not read as a raw YUV clip of the wrong size;
+    peeking does not consume the bytes the reader needs."""
+    buffer = getattr(sys.stdin, "buffer", None)
+    peek = getattr(buffer, "peek", None)
+    if peek is None:
+        return
+    try:
+        head = peek(16)
+    except (OSError, ValueError):
+        return
+    if not head:
+        raise ValueError(f"{role} - (standard input) is empty: nothing was piped in (e.g. ffmpeg -i IN -f "
+                         "yuv4mpegpipe - | fusedsim vmaf REF -)")
+    if head.startswith(_Y4M_MAGIC):
+        try:
+            head = peek(_Y4M_HEADER_MAX)[:_Y4M_HEADER_MAX]
+        except (OSError, ValueError):
+            return
+        problem = _y4m_header_problem(head, complete=False)
+        if problem:
+            raise ValueError(f"{role} - (standard input): {problem}")
+    if _compressed_magic(head):
+        raise ValueError(f"{role} - (standard input) is compressed video, which is not supported yet; pipe Y4M: "
+                         "ffmpeg -i IN -f yuv4mpegpipe - | fusedsim vmaf REF -")
+
+
+def _refuse_inputs_as_outputs(args: argparse.Namespace, jobs: list[tuple[str, str, list[Output]]]) -> None:
+    """No output may be a clip (of any pair: a later pair would read what an earlier one wrote) or the --pairs
+    file: writing it would destroy it. Without outputs the pooled table goes to standard output, which must not be
+    redirected onto a clip either."""
+    from fusedsim.cli.outputs import Output, refuse_outputs_that_are_inputs
+
+    inputs = [("--pairs", args.pairs)] if args.pairs is not None else []
+    for ref, dist, _ in jobs:
+        inputs += [("REF", ref), ("DIST", dist)]
+    outputs = [o for *_, outs in jobs for o in outs] or [Output("-", "text", "standard output")]
+    refuse_outputs_that_are_inputs(outputs, inputs)
 
 
 def _check_options(args: argparse.Namespace) -> None:
@@ -266,11 +368,12 @@ def _run_pairs(args: argparse.Namespace, jobs: list[tuple[str, str, list[Output]
     """Score every pair of --pairs: a failing pair is reported and the others still run (exit status 1)."""
     failed = []
     for i, (ref, dist, outputs) in enumerate(jobs, 1):
+        line = outputs[0].line or i  # the pair's line in the file (comments and blank lines are not pairs)
         try:
             _score_and_write(args, ref, dist, outputs, raw, features, extract, label=f"pair {i}/{len(jobs)}")
         except (ValueError, OSError) as exc:  # one bad pair does not stop the others; each is reported
-            failed.append(i)
-            sys.stderr.write(f"fusedsim vmaf: pair {i} ({ref}, {dist}): {exc}\n")
+            failed.append(line)
+            sys.stderr.write(f"fusedsim vmaf: pair {i} (line {line} of {args.pairs}: {ref}, {dist}): {exc}\n")
     _model_note(args)
     if failed:
         sys.stderr.write(f"fusedsim vmaf: {len(failed)} of {len(jobs)} pairs failed (lines "
@@ -296,6 +399,11 @@ def _score_pair(args: argparse.Namespace, ref: str, dist: str, raw: dict[str, An
     """The pipeline's scores of one pair, with a progress bar when stderr is a terminal (unless --quiet)."""
     from tqdm import tqdm
 
+    for role, path in (("REF", ref), ("DIST", dist)):  # per pair: with --pairs a bad clip fails its pair only
+        if path == "-":
+            check_stdin(role)
+        else:
+            check_clip(role, path)
     with open_clips(ref, dist, **raw) as clips:
         total = clips.expected_frames(args.frames, args.frame_cnt)
         show = not args.quiet and sys.stderr.isatty()
@@ -399,12 +507,22 @@ def _read_pairs(path: str, kind: str) -> list[tuple[str, str, list[Output]]]:
     from fusedsim.cli.outputs import Output
 
     try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
+        with open(path, "rb") as f:
+            data = f.read()
     except OSError as exc:
         raise ValueError(f"--pairs {path}: {exc.strerror or exc}") from None
+    # split at line feeds only: str.splitlines() also splits at \v, \f, \x1c-\x1e, \x85 and \u2028, so the line
+    # numbers in messages would not be the editor's
+    lines = data.split(b"\n")
     jobs = []
-    for number, line in enumerate(lines, 1):
+    for number, raw_line in enumerate(lines, 1):
+        try:
+            line = raw_line.decode("utf-8").removesuffix("\r")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"--pairs {path} line {number}: not UTF-8 text (byte 0x{raw_line[exc.start]:02x}, the "
+                             f"line's byte {exc.start + 1}); save the file as UTF-8") from None
+        if number == 1:
+            line = line.removeprefix("\ufeff")
         try:
             fields = shlex.split(line, comments=True)
         except ValueError as exc:
@@ -415,7 +533,7 @@ def _read_pairs(path: str, kind: str) -> list[tuple[str, str, list[Output]]]:
             raise ValueError(f"--pairs {path} line {number}: expected REF DIST OUTPUT, got {len(fields)} "
                              f"field{'s' if len(fields) != 1 else ''}: {line.strip()!r}")
         ref, dist, out = fields
-        jobs.append((ref, dist, [Output(out, kind, f"--pairs line {number}")]))
+        jobs.append((ref, dist, [Output(out, kind, f"--pairs line {number}", line=number)]))
     return jobs
 
 

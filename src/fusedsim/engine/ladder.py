@@ -5,6 +5,9 @@ its metric and backend with the pair's size; later runs skip that step for pairs
 (metric, size) does not fail twice on one machine. Only out-of-memory errors move down the ladder; any other error
 is raised as it is.
 
+A malformed record (hand edits, another version, a disk error) is ignored with a warning naming the file
+(:func:`validate_ladder`): a cache must never stop a ``score``. A record that cannot be written is a warning too.
+
 Tests inject failures with :func:`set_fault_hook`: the hook is called with ``(metric, backend)`` before each
 attempt and may raise :class:`InjectedOOM`.
 """
@@ -12,13 +15,15 @@ attempt and may raise :class:`InjectedOOM`.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from fusedsim.engine.machine import cache_path, load_json, save_json
+from fusedsim.engine.machine import CacheFileWarning, cache_path, load_json, save_json
 
-__all__ = ["InjectedOOM", "Step", "is_oom", "record_failure", "recorded_failure", "set_fault_hook"]
+__all__ = ["InjectedOOM", "Step", "is_oom", "record_failure", "recorded_failure", "set_fault_hook",
+           "validate_ladder"]
 
 
 class InjectedOOM(MemoryError):
@@ -84,9 +89,48 @@ def _size_key(channels: int) -> str:
     return f"c{channels}"
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _entry_problem(entry: Any) -> str | None:
+    """Why one failure record is unusable (the fields the ladder compares), or None."""
+    if not isinstance(entry, dict):
+        return f"a failure record is {type(entry).__name__}, not an object"
+    for key in ("pixels", "rows"):
+        if key in entry and not _is_int(entry[key]):
+            return f"a failure record's {key!r} is {entry[key]!r}, not an integer"
+    if "pixels" not in entry:
+        return "a failure record has no 'pixels'"
+    return None
+
+
+def validate_ladder(data: dict[str, Any]) -> str | None:
+    """Why ``data`` (a ``ladder-*.json``) cannot be used, or None: ``{"failures": {"metric|rung": {"cN": [{"pixels":
+    int, "rows": int?, ...}]}}}``. Checked whole on load, so a lookup or a new record never meets a bad shape."""
+    failures = data.get("failures", {})
+    if not isinstance(failures, dict):
+        return f"'failures' is {type(failures).__name__}, not an object"
+    for key, per_size in failures.items():
+        if not isinstance(per_size, dict):
+            return f"'failures'[{key!r}] is {type(per_size).__name__}, not an object"
+        for size, entries in per_size.items():
+            if not isinstance(entries, list):
+                return f"'failures'[{key!r}][{size!r}] is {type(entries).__name__}, not a list"
+            for entry in entries:
+                problem = _entry_problem(entry)
+                if problem:
+                    return f"{problem} (in {key!r})"
+    return None
+
+
+def _load_ladder() -> dict[str, Any]:
+    return load_json(cache_path("ladder"), validate_ladder)
+
+
 def recorded_failure(metric: str, step: Step, height: int, width: int, channels: int) -> dict[str, Any] | None:
     """The recorded failure that covers this step for a pair of this size, if any."""
-    data = load_json(cache_path("ladder")).get("failures", {})
+    data = _load_ladder().get("failures", {})
     for entry in data.get(f"{metric}|{step.rung}", {}).get(_size_key(channels), []):
         if height * width >= entry.get("pixels", 1 << 62) and (
                 step.mode != "strip" or (step.rows or 0) >= entry.get("rows", 1 << 62)):
@@ -97,7 +141,7 @@ def recorded_failure(metric: str, step: Step, height: int, width: int, channels:
 def record_failure(metric: str, step: Step, height: int, width: int, channels: int, reason: str) -> None:
     """Remember that ``step`` ran out of memory for ``metric`` on a ``height`` x ``width`` x ``channels`` pair."""
     path = cache_path("ladder")
-    data = load_json(path)
+    data = load_json(path, validate_ladder)
     failures = data.setdefault("failures", {})
     per_size = failures.setdefault(f"{metric}|{step.rung}", {}).setdefault(_size_key(channels), [])
     entry = {"pixels": height * width, "height": height, "width": width, "reason": reason[:300],
@@ -108,4 +152,7 @@ def record_failure(metric: str, step: Step, height: int, width: int, channels: i
     from fusedsim.engine.machine import machine_identity
 
     data["machine"] = machine_identity()
-    save_json(path, data)
+    problem = save_json(path, data)
+    if problem:  # the ladder still works for this run; later runs may try the failing step again
+        warnings.warn(f"could not save the out-of-memory record to {path}: {problem}", CacheFileWarning,
+                      stacklevel=2)

@@ -2,8 +2,11 @@
 
 The cache folder is ``FUSEDSIM_CACHE_DIR`` when set, else ``platformdirs.user_cache_dir("fusedsim")``. Each
 machine identity has its own files (``<kind>-<key>.json``), so a changed GPU or driver starts afresh. Files are
-written to a temporary file and renamed into place: a reader never sees half a file, and a corrupt file reads as
-empty.
+written to a temporary file and renamed into place: a reader never sees half a file. A file that is not valid
+JSON, or that its reader's validator rejects (a hand edit, another tool, a disk error), reads as empty with one
+:class:`CacheFileWarning` naming it: a cache is never required, so a bad one must not stop ``score``; the next
+write replaces it. A failed write returns its reason: the ladder warns and goes on, ``bench`` raises
+:class:`CacheWriteError` (its cache is the command's product).
 """
 
 from __future__ import annotations
@@ -13,14 +16,31 @@ import json
 import os
 import platform
 import tempfile
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from fusedsim.core.state import cached
 
-__all__ = ["cache_dir", "cache_path", "load_json", "machine_identity", "machine_key", "save_json"]
+__all__ = ["CacheFileWarning", "CacheWriteError", "cache_dir", "cache_path", "load_json", "machine_identity",
+           "machine_key", "report_bad_cache", "save_json"]
 
 CACHE_DIR_ENV = "FUSEDSIM_CACHE_DIR"
+
+#: a validator of a cache file's JSON: None when it is usable, else why not
+Validator = Callable[[Any], "str | None"]
+
+
+class CacheFileWarning(UserWarning):
+    """A cache file was ignored (malformed) or could not be written."""
+
+
+class CacheWriteError(RuntimeError):
+    """A cache that is the product of a command (``fusedsim bench``) could not be written."""
+
+
+_REPORTED: set[tuple[str, str]] = set()  # (path, reason) already warned about in this process
 
 
 def cache_dir() -> Path:
@@ -80,26 +100,50 @@ def cache_path(kind: str, identity: dict[str, Any] | None = None) -> Path:
     return cache_dir() / f"{kind}-{machine_key(identity)}.json"
 
 
-def load_json(path: Path) -> dict[str, Any]:
-    """The JSON object in ``path``; ``{}`` when missing or unreadable (a cache is never required)."""
+def report_bad_cache(path: Path, reason: str) -> None:
+    """Warn once per process that the cache file ``path`` is ignored because of ``reason``: every ``score`` reads
+    the ladder, and one line per call would drown the output."""
+    key = (str(path), reason)
+    if key in _REPORTED:
+        return
+    _REPORTED.add(key)
+    warnings.warn(f"ignoring the cache file {path}: {reason} (it is replaced on the next write; delete it to "
+                  "silence this)", CacheFileWarning, stacklevel=3)
+
+
+def load_json(path: Path, validate: Validator | None = None) -> dict[str, Any]:
+    """The JSON object in ``path``; ``{}`` when missing, and ``{}`` with a :class:`CacheFileWarning` when it cannot
+    be read, is not a JSON object, or ``validate`` rejects it (a cache is never required)."""
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
-    except (OSError, ValueError):
+    except (FileNotFoundError, NotADirectoryError):  # no cache yet
         return {}
-    return data if isinstance(data, dict) else {}
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        report_bad_cache(path, f"not readable as JSON ({exc})")
+        return {}
+    reason = "not a JSON object" if not isinstance(data, dict) else validate(data) if validate else None
+    if reason:
+        report_bad_cache(path, reason)
+        return {}
+    return data
 
 
-def save_json(path: Path, data: dict[str, Any]) -> None:
-    """Write ``data`` to ``path`` atomically (temporary file + rename); errors are ignored (a cache is optional)."""
+def save_json(path: Path, data: dict[str, Any]) -> str | None:
+    """Write ``data`` to ``path`` atomically (temporary file + rename); None when written, else why not (the
+    caller decides whether an unsaved cache matters)."""
+    tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".fs", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(data, f, indent=1, sort_keys=True, allow_nan=False)
         os.replace(tmp, path)
-    except (OSError, ValueError):
-        try:
-            os.unlink(tmp)  # type: ignore[possibly-undefined]
-        except (OSError, NameError):
-            pass
+    except (OSError, ValueError) as exc:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        return f"{type(exc).__name__}: {exc}" if isinstance(exc, ValueError) else (exc.strerror or str(exc))
+    return None

@@ -9,18 +9,25 @@ The budget of a GPU is ``FUSEDSIM_VRAM_CAP_BYTES`` when set, else 80% of the fre
 ``torch.cuda.mem_get_info``. On the CPU, ``FUSEDSIM_RAM_CAP_BYTES`` caps the whole process: the budget is 80% of
 the cap less what the process holds already (its resident set: the images, torch); without a cap, 80% of the
 available memory.
+
+A cap is a promise only strips can keep: a metric without a strip path runs in full whatever the budget. When its
+estimated working set is over a cap from the environment, :func:`warn_cap_once` says so (a
+:class:`MemoryCapWarning`, once per metric and device type) instead of exceeding the cap in silence; the engine
+calls it where it decides the modes.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["MemoryMode", "budget_bytes", "parse_memory", "process_rss", "strip_rows_for_budget"]
+__all__ = ["MemoryCapWarning", "MemoryMode", "budget_bytes", "cap_shortfall", "parse_memory", "process_rss",
+           "strip_rows_for_budget", "warn_cap_once"]
 
 VRAM_CAP_ENV = "FUSEDSIM_VRAM_CAP_BYTES"
 RAM_CAP_ENV = "FUSEDSIM_RAM_CAP_BYTES"
@@ -118,3 +125,42 @@ def strip_rows_for_budget(bytes_per_row: float, halo: int, budget: int, fixed: i
         return 1 << 30
     rows = int((budget - fixed) // bytes_per_row) - 2 * halo
     return max(rows, _MIN_STRIP_ROWS, halo)
+
+
+class MemoryCapWarning(UserWarning):
+    """A metric without strips needs more memory than ``FUSEDSIM_RAM_CAP_BYTES``/``FUSEDSIM_VRAM_CAP_BYTES``
+    allows: it runs anyway, over the cap."""
+
+
+_CAP_WARNED: set[tuple[str, str]] = set()  # (metric, device type) already warned about in this process
+
+
+def _cap_var(device: torch.device) -> str:
+    return VRAM_CAP_ENV if device.type == "cuda" else RAM_CAP_ENV
+
+
+def cap_shortfall(metric: str, working_set: int, device: torch.device, height: int, width: int) -> str | None:
+    """Why the memory cap on ``device`` cannot hold ``metric`` (no strip path: the caller knows) at ``height`` x
+    ``width``, or None when no cap is set or ``working_set`` fits its budget. Without a cap the budget is free
+    memory, which the OOM ladder handles; a cap is the user's limit, so exceeding it must be said."""
+    var = _cap_var(device)
+    cap = _env_bytes(var)
+    if cap is None:
+        return None
+    budget = budget_bytes(device)
+    if working_set <= budget:
+        return None
+    return (f"{var}={cap} cannot hold {metric} at {width}x{height}: it has no strip path and needs about "
+            f"{working_set / 2**20:.0f} MiB in full (the cap leaves {max(budget, 0) / 2**20:.0f} MiB); it runs in "
+            "full and will use more than the cap")
+
+
+def warn_cap_once(metric: str, working_set: int, device: torch.device, height: int, width: int) -> str | None:
+    """:func:`cap_shortfall`, warned as a :class:`MemoryCapWarning` the first time for ``metric`` on this device
+    type (a batch would repeat it for every pair); returns the text whether warned now or before."""
+    text = cap_shortfall(metric, working_set, device, height, width)
+    key = (metric, device.type)
+    if text is not None and key not in _CAP_WARNED:
+        _CAP_WARNED.add(key)
+        warnings.warn(text, MemoryCapWarning, stacklevel=2)
+    return text

@@ -10,17 +10,26 @@ Work is sent in chunks of pairs sharing one reference, at most two chunks in fli
 takes the next chunk of the reference it holds when there is one; results come back chunk by chunk and the driver
 writes them to the same incremental output as the local path. Image paths must be readable by every node (a
 shared file system). Ray is an optional extra: ``pip install 'fusedsim[ray]'``.
+
+A cluster address is probed first (:func:`check_address`: one TCP connection, a few seconds at most): Ray's own
+connection attempt retries for 20-odd seconds and ends in a traceback that does not name the address.
 """
 
 from __future__ import annotations
 
+import os
+import socket
 from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from fusedsim.engine.batch_pairs import PairOutcome, PairRunner, PairTask, decode_ahead, plan
 
-__all__ = ["RayBatch", "chunk_by_reference"]
+__all__ = ["ADDRESS_TIMEOUT_S", "RayBatch", "check_address", "chunk_by_reference"]
+
+ADDRESS_TIMEOUT_S = 5.0  # a cluster head that does not accept a connection in this time is reported unreachable
+_RAY_CLIENT_PORT = 10001  # the default port of ``ray://`` addresses
+_NOT_PROBED = ("", "auto", "local")  # Ray's own keywords: find a running instance, or start one
 
 _IN_FLIGHT = 2  # chunks queued per actor: the next one is ready when the current one ends
 _LOOKAHEAD = 64  # chunks searched for one of the reference an actor already holds
@@ -60,6 +69,41 @@ class _Worker:
         return outcomes, self.runner.prepared - before
 
 
+def _host_port(address: str) -> tuple[str, int]:
+    """``(host, port)`` of ``HOST:PORT``, ``[IPv6]:PORT`` or ``ray://HOST[:PORT]``; ``ValueError`` otherwise."""
+    client = address.startswith("ray://")
+    rest = address[len("ray://"):] if client else address
+    host, sep, port = rest.rstrip("/").rpartition(":")
+    if not sep or (client and "]" in port):
+        host, port = rest.rstrip("/"), str(_RAY_CLIENT_PORT) if client else ""
+    host = host.strip("[]")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"--address {address}: a Ray cluster address is HOST:PORT (the head's GCS port, 6379 by "
+                         "default), ray://HOST[:PORT] (Ray Client), auto or local")
+    return host, int(port)
+
+
+def check_address(address: str | None, timeout_s: float = ADDRESS_TIMEOUT_S) -> None:
+    """Raise ``ValueError`` naming ``address`` unless its host accepts a TCP connection within ``timeout_s``
+    (``None``, ``auto`` and ``local`` are Ray's to resolve and are not probed). A refused or silent host is the
+    common mistake (wrong host, head not started, firewall); the probe turns Ray's long retry loop and traceback
+    into one line."""
+    if address is None or address.strip().lower() in _NOT_PROBED:
+        return
+    host, port = _host_port(address.strip())
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            pass
+    except socket.gaierror as exc:
+        raise ValueError(f"cannot reach the Ray cluster at {address}: unknown host {host!r} ({exc.strerror})") from None
+    except TimeoutError:
+        raise ValueError(f"cannot reach the Ray cluster at {address}: no answer within {timeout_s:g} s (is the host "
+                         "right, and is a firewall in the way?)") from None
+    except OSError as exc:
+        raise ValueError(f"cannot reach the Ray cluster at {address}: {exc.strerror or exc} (is `ray start --head` "
+                         "running there, on that port?)") from None
+
+
 def _import_ray() -> Any:
     try:
         import ray
@@ -87,6 +131,7 @@ class RayBatch:
         ray = self.ray = _import_ray()
         self._started = False
         if not ray.is_initialized():
+            check_address(address or os.environ.get("RAY_ADDRESS"))
             kwargs: dict[str, Any] = {"address": address} if address else {}
             if not address and workers:
                 kwargs["num_cpus"] = workers

@@ -51,8 +51,6 @@ def test_vram_cap_is_named_for_a_gpu(monkeypatch):
     assert text is not None and memory.VRAM_CAP_ENV in text
 
 
-@pytest.mark.xfail(reason="engine/scorer.py decides the ladder and must call memory.warn_cap_once (other owner)",
-                   strict=False)
 def test_scorer_warns_when_the_cap_cannot_hold_a_metric_without_strips(monkeypatch):
     from engine_pairs import image_pair
 

@@ -34,7 +34,9 @@ def test_perceptual_metrics_read_grey_as_rgb_and_report_every_field():
     result = Scorer(["butteraugli"], device="cpu").score(ref, dist)
     value = result.values["butteraugli"]
     assert set(value) == {"max_norm", "pnorm3"}
-    out = fusedsim.metrics.butteraugli(ref.pixels.expand(-1, 3, -1, -1) / 255, dist.pixels.expand(-1, 3, -1, -1) / 255)
+    # 8-bit images reach the perceptual metrics as uint8 codes (issue 38), grey replicated
+    out = fusedsim.metrics.butteraugli(ref.pixels.expand(-1, 3, -1, -1).to(torch.uint8),
+                                       dist.pixels.expand(-1, 3, -1, -1).to(torch.uint8))
     assert value == {"max_norm": float(out.max_norm.reshape(-1)[0]), "pnorm3": float(out.pnorm3.reshape(-1)[0])}
 
 

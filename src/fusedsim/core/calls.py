@@ -16,6 +16,18 @@ from fusedsim.core import state
 from fusedsim.core.backend import requested_backend
 
 
+def typed_key(value: object) -> object:
+    """``value`` with every leaf paired with its type (tuples and lists recursively, as tuples).
+
+    Python's ``==`` (and so a dict lookup) equates ``11`` with ``11.0`` and ``True`` with ``1``: a key of bare
+    values would let a call whose option has the wrong type reuse the call validated for the right type, so
+    validation would depend on what was called before. With the types in the key the wrong type misses and is
+    validated (and refused) every time."""
+    if type(value) is tuple or type(value) is list:
+        return (type(value), tuple(typed_key(item) for item in value))
+    return (type(value), value)
+
+
 class CallTable:
     """Validated calls by key, cleared when full (keys are metadata: a workload uses a handful). Each table
     registers with :mod:`fusedsim.core.state` (tables are module-level: one per public function family), so
@@ -35,18 +47,23 @@ class CallTable:
         """The call for ``key`` (``None``: not cacheable, e.g. a user window), building it on a miss."""
         if key is None:
             return build()
-        call = self._calls.get(key)
+        key = typed_key(key)
+        try:
+            call = self._calls.get(key)
+        except TypeError:  # an unhashable part: not cacheable
+            return build()
         if call is None:
             call = self._add(key, build())
         return call
 
     def for_pair(self, options: tuple, a: object, b: object, build: Callable[[], Callable]) -> Callable:
         """The call for tensors like ``a``, ``b`` with hashable ``options``: keyed by the options and the metadata
-        that fixes validation and the kernel plan (shapes, strides, dtypes, devices, the requested backend). Not
+        that fixes validation and the kernel plan (shapes, strides, dtypes, devices, the requested backend), the
+        options by type as well as value (:func:`typed_key`). Not
         tensors, or an unhashable option: ``build()``, whose validation names the argument."""
         if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
             return build()
-        key = (options, a.shape, b.shape, a.stride(), b.stride(), a.dtype, b.dtype, a.device, b.device,
+        key = (typed_key(options), a.shape, b.shape, a.stride(), b.stride(), a.dtype, b.dtype, a.device, b.device,
                requested_backend())
         try:
             call = self._calls.get(key)
@@ -107,4 +124,4 @@ class TwinCall:
         return self.fn(*tensors, *self.fixed, *self.scalars)
 
 
-__all__ = ["CallTable", "KernelCall", "TwinCall"]
+__all__ = ["CallTable", "KernelCall", "TwinCall", "typed_key"]

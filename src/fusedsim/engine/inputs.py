@@ -1,8 +1,12 @@
 """What each metric kind reads: the engine's adaptation of an :class:`~fusedsim.io.images.ImageData` pair.
 
 * ``"image"`` metrics take the pixels as they are, ``(1, C, H, W)`` in ``0..data_range``, with ``data_range``.
-* ``"srgb"`` (perceptual) metrics take sRGB in ``[0, 1]`` with 3 channels: a grey image is replicated, since
-  these metrics are defined on colour images and a grey image is the colour image with R = G = B.
+* ``"srgb"`` (perceptual) metrics take sRGB with 3 channels: 8-bit images as their ``uint8`` codes, 16-bit ones
+  as float32 in ``[0, 1]``. The codes are each metric's exact path, the one its reference tool reads (the float
+  path of an 8-bit image differs in the last digits, e.g. SSIMULACRA2 60.6244 instead of 60.6328, and is
+  slower); a 16-bit image has no 8-bit codes, and the metrics define their float input as ``[0, 1]``. A grey
+  image is replicated, since these metrics are defined on colour images and a grey image is the colour image
+  with R = G = B.
 """
 
 from __future__ import annotations
@@ -44,16 +48,31 @@ def to_device(pixels: torch.Tensor, device: torch.device) -> torch.Tensor:
 
 
 def srgb(pixels: torch.Tensor, data_range: int, role: str) -> torch.Tensor:
-    """Pixels ``(1, C, H, W)`` in ``0..data_range`` as sRGB ``(1, 3, H, W)`` in ``[0, 1]`` (grey replicated)."""
+    """Pixels ``(N, C, H, W)`` in ``0..data_range`` as sRGB ``(N, 3, H, W)`` (grey replicated), contiguous:
+    ``uint8`` codes when ``data_range`` is 255 (8-bit images, whatever dtype holds the codes), else float32 in
+    ``[0, 1]`` (see the module docstring)."""
     if pixels.shape[1] == 1:
         pixels = pixels.expand(-1, 3, -1, -1)
     if pixels.shape[1] != 3:
         raise ValueError(f"{role} has {pixels.shape[1]} channels; the perceptual metrics need grey or RGB")
+    if data_range == 255:
+        return _codes8(pixels)
     return pixels.float() / data_range
 
 
+def _codes8(pixels: torch.Tensor) -> torch.Tensor:
+    """8-bit pixels as contiguous ``uint8``: as they are when already codes, else rounded to the nearest code
+    (an 8-bit image's pixels are whole numbers 0..255 in any dtype; rounding keeps them exact)."""
+    import torch
+
+    if pixels.dtype == torch.uint8:
+        return pixels.contiguous()
+    return pixels.round().clamp(0, 255).to(torch.uint8).contiguous()
+
+
 def metric_input(spec: MetricSpec, pixels: torch.Tensor, data_range: int, role: str) -> torch.Tensor:
-    """``pixels`` as ``spec`` reads them (see the module docstring); float32 either way."""
+    """``pixels`` as ``spec`` reads them (see the module docstring): float32, except 8-bit images for the
+    perceptual metrics (``uint8`` codes)."""
     if spec.kind == "srgb":
         return srgb(pixels, data_range, role)
     if spec.kind != "image":

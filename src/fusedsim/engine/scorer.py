@@ -44,6 +44,7 @@ from fusedsim.engine.memory import (
     budget_bytes,
     parse_memory,
     strip_rows_for_budget,
+    warn_cap_once,
 )
 from fusedsim.engine.strips import can_strip, plan_strips, score_strips
 from fusedsim.io.images import ImageData, check_image_pair
@@ -371,6 +372,7 @@ class Scorer:
         if self.device.type not in spec.devices:
             downgrades.append(f"{spec.name}: runs on {', '.join(spec.devices)} only, not {self.device.type}")
         channels = int(ref.pixels.shape[1])
+        self._warn_cap(spec, ref, steps[0])
         last_error: BaseException | None = None
         for i, step in enumerate(steps):
             final = i == len(steps) - 1
@@ -392,6 +394,16 @@ class Scorer:
                                   f"trying {steps[i + 1].backend}")
                 self._release(step)
         raise RuntimeError(f"{spec.name}: no backend could score the pair") from last_error
+
+    @staticmethod
+    def _warn_cap(spec: MetricSpec, ref: ImageData, step: Step) -> None:
+        """Warn (once per metric and device type) when a memory cap the user set cannot hold a metric that has
+        no strip path: it runs in full anyway and exceeds the cap, which must not go unsaid."""
+        if can_strip(spec):
+            return
+        channels = spec.input_channels(int(ref.pixels.shape[1]))
+        warn_cap_once(spec.name, spec.working_set_bytes(ref.height, ref.width, channels), torch.device(step.device),
+                      ref.height, ref.width)
 
     @staticmethod
     def _one_strip(spec: MetricSpec, step: Step, ref: ImageData) -> bool:

@@ -6,7 +6,7 @@ For one-reference/many-distorted work (a codec sweep, a video against its source
 ``fusedsim.<metric>(ref, dist, **params)``: both run the same code on the same prepared reference.
 
 The metric is found through its :class:`~fusedsim.metrics.registry.MetricSpec`; metrics without a prepared-
-reference path (``cached_reference=False``) keep the reference tensor and call the one-shot function.
+reference path (``cached_reference=False``) keep (a copy of) the reference tensor and call the one-shot function.
 """
 
 from __future__ import annotations
@@ -58,8 +58,15 @@ class Metric:
         return self.spec.compute(self._to_device(ref, "ref"), self._to_device(dist, "dist"), self.params)
 
     def set_reference(self, ref: torch.Tensor) -> Metric:
-        """Prepare ``ref`` once for later :meth:`score` calls; returns ``self``."""
+        """Prepare ``ref`` once for later :meth:`score` calls; returns ``self``.
+
+        The metric keeps its own copy: a metric without a prepared-reference path keeps the tensor itself as its
+        state (and a prepared state may keep views of it), so editing the caller's tensor later would change the
+        scores. The copy is made only when moving to the device did not already make one."""
+        given = ref
         ref = self._to_device(ref, "ref")
+        if ref.untyped_storage().data_ptr() == given.untyped_storage().data_ptr():
+            ref = ref.clone()
         self._state = self.spec.prepare(ref, self.params)
         self._has_reference = True
         return self

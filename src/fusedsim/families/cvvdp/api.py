@@ -68,7 +68,18 @@ def _compute_dtype(x: torch.Tensor) -> torch.dtype:
     return torch.float64 if x.dtype == torch.float64 else torch.float32
 
 
+_GEOMETRY = ("resolution", "viewing_distance_m", "diagonal_inches")
+
+
 def _display(display: str, overrides: dict) -> CVVDPDisplay:
+    """The display model with ``overrides``. ``ppd`` sets the pixels per degree directly, so screen geometry given
+    with it would have no effect: that is refused, naming the arguments, rather than dropped silently."""
+    if overrides.get("ppd") is not None:
+        ignored = [name for name in _GEOMETRY if overrides.get(name) is not None]
+        if ignored:
+            raise ValueError(f"{_NAME}: ppd sets the pixels per degree directly, so {', '.join(ignored)} would be "
+                             f"ignored; pass either ppd or the geometry (resolution, viewing_distance_m, "
+                             f"diagonal_inches)")
     return cvvdp_display(display, **overrides)
 
 
@@ -279,7 +290,8 @@ def cvvdp(ref: torch.Tensor, dist: torch.Tensor, *, display: str = "standard_4k"
             luminance (cd/m²), contrast (x:1, sets the black level), ambient illuminance (lux) and screen
             reflectivity (reflected light ``e_ambient / pi * k_refl``), exposure multiplier of linear values.
         ppd, resolution, viewing_distance_m, diagonal_inches: override the geometry: pixels per degree directly,
-            or the screen resolution (W, H), viewing distance and diagonal from which it is derived.
+            or the screen resolution (W, H), viewing distance and diagonal from which it is derived (the model's
+            value for any not given); ``ppd`` with any of the other three raises ``ValueError``.
         return_map: also return the per-pixel difference map.
 
     Returns:

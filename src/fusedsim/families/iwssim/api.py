@@ -14,12 +14,15 @@ Input: sRGB (N, 3, H, W) / (3, H, W) converted to grey by ``luma``, or grey (N, 
 uint8 0..255 or floating in [0, 1] (scaled by 255). ``luma``:
 
 * ``"matlab"`` (default): MATLAB ``rgb2gray`` on uint8 images, ``round(0.298936021293775 R + 0.587043074451121 G
-  + 0.114020904255103 B)`` — the input of the reference scores. Rounding has no gradient.
+  + 0.114020904255103 B)`` — the input of the reference scores. Rounding has a zero gradient; a call that needs
+  one gets the unrounded grey's gradient through the rounded values (straight-through: the values are unchanged).
 * ``"matlab-float"``: the same coefficients without rounding (``rgb2gray`` on double images); differentiable.
 * ``"bt601"``: ``0.299 R + 0.587 G + 0.114 B`` unrounded (piq's grey for RGB input).
 
-Images must be at least 176 px (11·2⁴) on each side. Constant images have no information content and give NaN,
-as the MATLAB code does.
+Images must be at least 176 px (11·2⁴) on each side. Where the authors' formula has no real value (a level without
+information content, e.g. flat images, black vs white; a singular covariance, e.g. a ramp; inverted structure,
+e.g. an image against its inverse) the result is defined in :mod:`fusedsim.families.iwssim.twin`: the metric is in
+[0, 1], identity gives exactly 1, an image against its inverse 0 (MATLAB gives NaN or a complex number there).
 """
 
 from __future__ import annotations
@@ -164,7 +167,7 @@ def _score(bands, parents, eigs, dist_grey: torch.Tensor, fns: _Fns) -> torch.Te
         parent = parents[level]
         sums = fns.level(ref_b, dist_b, parent if parent is not None else ref_b, eigs[level], moments,
                          parent is not None)  # [Σ cs·iw, Σ iw]
-        wmcs.append(sums[:, 0] / sums[:, 1])
+        wmcs.append(spec.weighted_mean_ref(sums[:, 0], sums[:, 1]))
     return spec.combine_ref(torch.stack(wmcs))
 
 
@@ -229,7 +232,8 @@ def score_prepared_iw_ssim(state: IWSSIMReference, dist: torch.Tensor) -> torch.
 
 class IWSSIMLoss(torch.nn.Module):
     """``1 - IW-SSIM`` as a loss: ``IWSSIMLoss()(ref, dist)``, the mean over the batch (``reduction='mean'``) or
-    per image (``'none'``). Defaults to ``luma="matlab-float"`` because the rounded grey has no gradient."""
+    per image (``'none'``). Defaults to ``luma="matlab-float"``: the rounded grey's gradient is only the
+    straight-through estimate (see the module docstring), the unrounded grey's is exact."""
 
     def __init__(self, luma: str = "matlab-float", reduction: str = "mean") -> None:
         super().__init__()

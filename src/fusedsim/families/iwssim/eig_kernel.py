@@ -8,7 +8,9 @@ and inverts ``Q L Qᵀ``. ``torch.linalg.eigh`` would synchronise the device wit
 diagonalised here by parallel Jacobi rotations (Brent-Luk: each round rotates K/2 disjoint pairs of a
 round-robin tournament at once, as one rotation matrix), one program per matrix on a 16x16 float64 register tile
 (sweeps until the off-diagonal part is below 1e-15 of the diagonal, at most 30), and the inverse is assembled as
-``V diag(1/λ) Vᵀ``. Eigenvalues are returned sorted ascending (a rank sort inside the kernel), like the twin
+``V diag(1/λ) Vᵀ`` over the eigenvalues above the numerical rank (``K·eps·λ_max``; 1/λ is 0 for the others: the
+twin's pseudo-inverse of a singular matrix). Eigenvalues are returned sorted ascending (a rank sort inside the
+kernel), like the twin
 :func:`fusedsim.families.iwssim.twin.corrected_eig_ref`, which calls ``eigh``; the two agree to rounding
 (~1e-14 relative for well-conditioned matrices). Forward only.
 
@@ -26,11 +28,13 @@ import triton.language as tl
 
 from fusedsim.core.launch import Launcher
 from fusedsim.core.state import cached
+import fusedsim.families.iwssim.twin as spec
 from fusedsim.families.iwssim.ops import iwssim_eig, iwssim_eig_levels
 
 __all__ = ["iwssim_eig_fwd", "iwssim_eig_levels_fwd"]
 
 KP = 16  # register tile (K <= 16)
+RANK_EPS = tl.constexpr(spec.RANK_EPS)
 MAX_SWEEPS = 30
 
 
@@ -95,8 +99,10 @@ def _corrected_eig(a, K, MAX_SWEEPS: tl.constexpr, KP: tl.constexpr):
     positive = tl.where(lam > 0.0, lam, 0.0)
     kept = tl.sum(positive, axis=0)
     lam = positive * tl.sum(lam, axis=0) / (kept + tl.where(kept == 0.0, 1.0, 0.0))
-    inv_lam = tl.where(k_ok, 1.0 / tl.where(k_ok, lam, 1.0), 0.0)
-    inv = _matmul(v * inv_lam[None, :], tl.trans(v))  # V diag(1/λ) Vᵀ
+    # the twin's numerical rank (invertible_eigenvalues): above K·eps·λ_max, the rest rounding noise
+    invertible = k_ok & (lam > (K.to(tl.float64) * RANK_EPS) * tl.max(lam, axis=0))
+    inv_lam = tl.where(invertible, 1.0 / tl.where(invertible, lam, 1.0), 0.0)
+    inv = _matmul(v * inv_lam[None, :], tl.trans(v))  # V diag(1/λ) Vᵀ, 1/0 taken as 0: the pseudo-inverse
     # ascending rank sort of lam[:K] (ties by index, as a stable sort): rank[p] = #{q < K: lam[q] before lam[p]}
     lam_p = tl.sum(tl.where(i == j, lam[None, :], 0.0), axis=1)  # lam along axis 0
     before = (j < K) & ((lam[None, :] < lam_p[:, None]) | ((lam[None, :] == lam_p[:, None]) & (j < i)))

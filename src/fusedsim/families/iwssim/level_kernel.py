@@ -58,7 +58,9 @@ def _render(k: int, name: str) -> str:
         "e12 = tl.load(m + 4 * ms, mask=ok, other=0.0)",
         "s11 = tl.maximum(e11 - mu1 * mu1, 0.0)",
         "s22 = tl.maximum(e22 - mu2 * mu2, 0.0)",
-        "cs = (2.0 * (e12 - mu1 * mu2) + c2) / (s11 + s22 + c2)",
+        # the twin's rule: no covariance where either variance is 0 (cs_from_moments_ref)
+        "s12 = tl.where((s11 > 0.0) & (s22 > 0.0), e12 - mu1 * mu2, 0.0)",
+        "cs = (2.0 * s12 + c2) / (s11 + s22 + c2)",
         "ref = REF + n.to(tl.int64) * sn",
         "par = PAR + n.to(tl.int64) * pn",
         "dist = DIST + n.to(tl.int64) * dn",

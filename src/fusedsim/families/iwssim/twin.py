@@ -9,8 +9,8 @@ Pipeline per (reference, distorted) pair:
    fine size and filters it the same way (vertically, then horizontally). Bands 1-4 = fine - expanded coarse;
    band 5 is the low-pass residual.
 2. At every level, SSIM statistics under the 11x11 Gaussian window (σ = 1.5, sum 1), 'valid' region:
-   ``cs = (2σ12 + C2)/(σ1² + σ2² + C2)`` with σ² clamped at 0; the last level uses ``cs·l``,
-   ``l = (2μ1μ2 + C1)/(μ1² + μ2² + C1)``; C1 = (0.01·255)², C2 = (0.03·255)².
+   ``cs = (2σ12 + C2)/(σ1² + σ2² + C2)`` with σ² clamped at 0 (and σ12 = 0 where a σ² is 0); the last level
+   uses ``cs·l``, ``l = (2μ1μ2 + C1)/(μ1² + μ2² + C1)``; C1 = (0.01·255)², C2 = (0.03·255)².
 3. Information-content weights at levels 1-4 (Gaussian scale mixture model, σ_n² = 0.4): a 3x3 box ('same',
    zero padding) gives the gain ``g = cov/var_ref`` and ``vv = var_dist - g·cov`` (tol 1e-15 rules); the
    reference's 3x3 neighbourhood plus its parent (levels 1-3: the next level enlarged by ``imenlarge2``) form
@@ -18,7 +18,20 @@ Pipeline per (reference, distorted) pair:
    keep the trace; ``ss = yᵀ C_u⁻¹ y / K``; ``iw = Σ_j log2(1 + ((vv + (1 + g²)σ_n²)·ss·λ_j + σ_n²·vv)/σ_n⁴)``
    (values below tol set to 0), cropped by 4 px to the 'valid' cs map. The last level weighs every pixel 1.
 4. ``wmcs_s = Σ cs·iw / Σ iw``; IW-SSIM = Π wmcs_s ** w_s with w = [0.0448, 0.2856, 0.3001, 0.2363, 0.1333]
-   divided by their sum. (A negative wmcs, where MATLAB returns a complex number, gives NaN here.)
+   divided by their sum.
+
+Where the authors' formula has no real value, this implementation decides (MATLAB gives NaN or a complex number):
+
+* ``Σ iw = 0`` at a level (:func:`weighted_mean_ref`): neither band carries information there (the reference band
+  is flat, and so is the distorted one: a flat image, black vs white). Then wmcs = 1: the scale shows no difference
+  (cs of two flat bands is 1 up to σ²/C2, and 1 is the limit of the mean as the weights become uniform).
+* A singular neighbourhood covariance ``C_u`` (a ramp's or a flat image's bands): ``C_u⁻¹`` is the pseudo-inverse
+  (1/λ for λ > 0, 0 for λ = 0; :func:`corrected_eig_ref`), so ``ss`` measures y on the range of ``C_u`` and the
+  weights stay finite.
+* A negative wmcs (inverted structure: an image against its inverse) counts as 0 (:func:`combine_ref`): no
+  structural similarity at that scale, so IW-SSIM is 0 (as MS-SSIM implementations clamp cs at 0).
+
+So IW-SSIM is in [0, 1], and identical images give exactly 1 (cs = 1 and iw ≥ 0 everywhere).
 
 Images must be at least 11·2⁴ = 176 px on each side (MATLAB returns -Inf below that).
 """
@@ -50,12 +63,14 @@ __all__ = [
     "enlarge_taps",
     "gaussian_table",
     "grey8_ref",
+    "invertible_eigenvalues",
     "grey_ref",
     "info_weight_map_op_ref",
     "info_weight_map_ref",
     "iw_ssim_ref",
     "laplacian_pyramid_ref",
     "level_sums_ref",
+    "weighted_mean_ref",
     "neighbourhood_gram_op_ref",
     "neighbourhood_gram_ref",
     "pyr_band_ref",
@@ -82,11 +97,19 @@ LUMA = {
 
 def grey_ref(rgb: torch.Tensor, luma: str = "matlab") -> torch.Tensor:
     """sRGB (N, 3, H, W) in [0, 1] -> grey (N, 1, H, W) float64 in [0, 255] by the ``luma`` definition; rounding
-    (``"matlab"``) is half away from zero, as MATLAB's ``round``."""
+    (``"matlab"``) is half away from zero, as MATLAB's ``round``.
+
+    Rounding is piecewise constant: its true gradient is 0 almost everywhere, so a gradient through the default
+    luma would be all zeros. When ``rgb`` needs a gradient the rounded grey passes the unrounded grey's gradient
+    (a straight-through estimator, ``g + (round(g) - g).detach()``); its values are the rounded ones exactly
+    (``round(g) - g`` is exact for g >= 0 by Sterbenz's lemma, and so is adding it back)."""
     (kr, kg, kb), rounded = LUMA[luma]
     x = rgb.to(torch.float64) * 255.0
     grey = kr * x[:, 0:1] + kg * x[:, 1:2] + kb * x[:, 2:3]
-    return torch.floor(grey + 0.5) if rounded else grey
+    if not rounded:
+        return grey
+    whole = torch.floor(grey + 0.5)
+    return grey + (whole - grey).detach() if grey.requires_grad else whole
 
 
 @cached(maxsize=16)
@@ -242,14 +265,30 @@ def neighbourhood_gram_ref(ref_band: torch.Tensor, parent_up: torch.Tensor | Non
     return y.transpose(1, 2) @ y / y.shape[1]
 
 
+#: relative rank tolerance per matrix dimension (MATLAB's ``pinv``: ``max(size(A)) · eps · norm(A)``)
+RANK_EPS = 2.220446049250313e-16
+
+
+def invertible_eigenvalues(lam: torch.Tensor) -> torch.Tensor:
+    """Which corrected eigenvalues (..., K), all >= 0, the inverse divides by: those above ``K · eps · λ_max``
+    (the numerical rank, as MATLAB's ``pinv``); the rest are rounding noise of a singular matrix."""
+    k = lam.shape[-1]
+    return lam > (k * RANK_EPS) * lam.amax(-1, keepdim=True)
+
+
 def corrected_eig_ref(gram: torch.Tensor) -> torch.Tensor:
     """Eigenvalues of ``C_u`` with negatives zeroed and the rest rescaled to keep the trace, and the inverse of
-    the corrected matrix: (N, K + 1, K) = [C⁻¹ (K rows); λ sorted ascending (1 row)]."""
+    the corrected matrix: (N, K + 1, K) = [C⁻¹ (K rows); λ sorted ascending (1 row)].
+
+    The inverse is the pseudo-inverse at the numerical rank (:func:`invertible_eigenvalues`): an eigenvalue at
+    rounding level of the largest (a singular ``C_u``: a ramp's or a flat image's bands, whose eigenvalues come out
+    of ``eigh`` as noise of either sign) is inverted as 0, where MATLAB's ``inv`` returns Inf or ~1e17 and the
+    weights become NaN; the others are divided as before (same bits)."""
     lam, q = torch.linalg.eigh(gram)
     pos = lam * (lam > 0)
     kept = pos.sum(-1, keepdim=True)
     lam = pos * lam.sum(-1, keepdim=True) / (kept + (kept == 0))
-    inv = (q / lam.unsqueeze(-2)) @ q.transpose(-1, -2)
+    inv = (q / torch.where(invertible_eigenvalues(lam), lam, torch.inf).unsqueeze(-2)) @ q.transpose(-1, -2)
     return torch.cat([inv, lam.unsqueeze(-2)], dim=-2)
 
 
@@ -308,19 +347,34 @@ def cs_maps_ref(ref_band: torch.Tensor, dist_band: torch.Tensor, last: bool) -> 
 
 
 def cs_from_moments_ref(moments: torch.Tensor, last: bool) -> torch.Tensor:
-    """cs (or cs·l) map (N, H', W') from the stacked moments (5, N, H', W'): mu1, mu2, E[x²], E[y²], E[xy]."""
+    """cs (or cs·l) map (N, H', W') from the stacked moments (5, N, H', W'): mu1, mu2, E[x²], E[y²], E[xy].
+
+    Variances are clamped at 0 (as MATLAB's code), and where either is 0 the covariance is 0 too (|σ12| <= σ1σ2):
+    without that, a flat window whose E[x²] - μ² rounds below 0 pairs a clamped 0 with a covariance of -1e-11,
+    and identical flat images score 0.99999999997 instead of 1. Elsewhere the values are unchanged."""
     mu1, mu2, e11, e22, e12 = moments
     s11 = (e11 - mu1 * mu1).clamp_min(0.0)
     s22 = (e22 - mu2 * mu2).clamp_min(0.0)
-    cs = (2.0 * (e12 - mu1 * mu2) + C2) / (s11 + s22 + C2)
+    s12 = torch.where((s11 > 0) & (s22 > 0), e12 - mu1 * mu2, torch.zeros_like(e12))
+    cs = (2.0 * s12 + C2) / (s11 + s22 + C2)
     if last:
         cs = cs * (2.0 * mu1 * mu2 + C1) / (mu1 * mu1 + mu2 * mu2 + C1)
     return cs
 
 
+def weighted_mean_ref(cs_iw_sum: torch.Tensor, iw_sum: torch.Tensor) -> torch.Tensor:
+    """A level's ``wmcs = Σ cs·iw / Σ iw``, and 1 where ``Σ iw`` is 0 (no information at that level: see the module
+    docstring). The division never sees a zero denominator, so a gradient through it stays finite."""
+    empty = iw_sum == 0  # (a NaN sum is not empty: it propagates)
+    return torch.where(empty, torch.ones_like(iw_sum),
+                       cs_iw_sum / torch.where(empty, torch.ones_like(iw_sum), iw_sum))
+
+
 def combine_ref(wmcs: torch.Tensor) -> torch.Tensor:
-    """IW-SSIM (N,) from the per-level weighted means (LEVELS, N): Π wmcs ** (w / Σw)."""
+    """IW-SSIM (N,) from the per-level weighted means (LEVELS, N): Π max(wmcs, 0) ** (w / Σw) (a negative wmcs
+    counts as 0: see the module docstring)."""
     total = sum(SCALE_WEIGHTS)
+    wmcs = wmcs.clamp_min(0.0)
     out = None
     for level in range(wmcs.shape[0]):
         term = wmcs[level] ** (SCALE_WEIGHTS[level] / total)
@@ -345,7 +399,7 @@ def iw_ssim_ref(ref_grey: torch.Tensor, dist_grey: torch.Tensor) -> torch.Tensor
             parent = enlarge2_ref(ref_bands[level + 1], ref_b.shape[-2], ref_b.shape[-1])
         eig = corrected_eig_ref(neighbourhood_gram_ref(ref_b, parent))
         iw = info_weight_map_ref(ref_b, dist_b, parent, eig)
-        wmcs.append((cs * iw).flatten(1).sum(1) / iw.flatten(1).sum(1))
+        wmcs.append(weighted_mean_ref((cs * iw).flatten(1).sum(1), iw.flatten(1).sum(1)))
     return combine_ref(torch.stack(wmcs))
 
 

@@ -44,7 +44,8 @@ def default_sigma(kernel_size: int, convention: str) -> float:
 def lncc_taps(kernel_size: int, kernel_type: str, sigma: float, convention: str) -> torch.Tensor:
     """The convention's 1-D window taps as the reference builds them, returned in float64, shape (K,).
 
-    ``monai``: ones, or exp(-x²/2σ²) on x = -k//2..k//2 (peak 1), both in float32 as MONAI builds them.
+    ``monai``: ones, or exp((-0.5/σ²)·x²) on x = -k//2..k//2 (peak 1), both in float32 as MONAI 1.6.1 builds them
+    (its ``make_gaussian_kernel``, operation for operation, so the taps are its taps to the bit).
     ``fireants``: float64 taps (the fused op's normalised box or Gaussian, normalised later anyway).
     ``fireants_torch``: the pre-fix MONAI Gaussian (MONAI issue #8780), float32: sampled on [-tail, tail] with
     tail = int(max(σ·(k//2), 0.5) + 0.5), divided and multiplied back by 2.5066282·σ, truncated to its first k
@@ -58,9 +59,10 @@ def lncc_taps(kernel_size: int, kernel_type: str, sigma: float, convention: str)
     if kernel_type == "box":
         taps = torch.ones(kernel_size, dtype=f32)
     elif convention == "monai":
-        s = torch.tensor(sigma, dtype=f32)
-        x = torch.arange(kernel_size, dtype=f32) - kernel_size // 2
-        taps = torch.exp(-(x**2) / (2 * s * s))
+        # MONAI's own order of operations: the coefficient -0.5/σ² in double (a Python float), then one float32
+        # product with x² and the exp; -(x²)/(2σ²) rounds differently (1-2 ulp off at k = 11, 15, 17)
+        x = torch.arange(-(kernel_size // 2), kernel_size // 2 + 1, dtype=f32)
+        taps = torch.exp(-0.5 / (float(sigma) * float(sigma)) * x**2)
     else:
         s = torch.tensor(sigma, dtype=f32)
         tail = int(max(float(s) * (kernel_size // 2), 0.5) + 0.5)

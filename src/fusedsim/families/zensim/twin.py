@@ -197,13 +197,25 @@ def zensim_prepare_ref(ref_xyb: torch.Tensor) -> ZensimRefState:
     return ZensimRefState(scales, shape)
 
 
+def _root(m: torch.Tensor, p: float) -> torch.Tensor:
+    """``m ** (1/p)`` of a non-negative mean of p-th powers, with the subgradient 0 where ``m`` is 0.
+
+    The p-norm of a map is not differentiable where the map is 0 (dist equal to ref): the chain rule gives
+    ``inf · 0 = NaN`` there (``d m^(1/p)/dm`` is infinite, ``d v^p/dv`` is 0). 0 is in the subdifferential of a
+    norm at 0 and is the gradient of a loss at its minimum, so the twin takes it; the values are unchanged."""
+    positive = m > 0
+    safe = torch.where(positive, m, torch.ones_like(m))
+    root = safe.sqrt() if p == 2.0 else safe.pow(1.0 / p)  # sqrt as before: the same bits
+    return torch.where(positive, root, torch.zeros_like(m))
+
+
 def _pool(v: torch.Tensor, n: int) -> tuple[torch.Tensor, ...]:
-    """mean, L4, L2, max, L8 of a non-negative map (N, 3, h, w) -> five (N, 3)."""
+    """mean, L4, L2, max, L8 of a non-negative map (N, 3, h, w) -> five (N, 3) (p-norms: :func:`_root`)."""
     v2 = v * v
     v4 = v2 * v2
     mean = v.sum((-2, -1)) / n
-    return (mean, (v4.sum((-2, -1)) / n).pow(0.25), (v2.sum((-2, -1)) / n).sqrt(), v.amax((-2, -1)),
-            ((v4 * v4).sum((-2, -1)) / n).pow(0.125))
+    return (mean, _root(v4.sum((-2, -1)) / n, 4.0), _root(v2.sum((-2, -1)) / n, 2.0), v.amax((-2, -1)),
+            _root((v4 * v4).sum((-2, -1)) / n, 8.0))
 
 
 def _ratio_features(src_sum: torch.Tensor, dst_sum: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor]:

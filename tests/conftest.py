@@ -15,13 +15,19 @@ from pathlib import Path
 _WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
 if _WORKERS > 1:
     _SHARE = str(max(1, (os.cpu_count() or 1) // _WORKERS))
-    for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(_name, _SHARE)
 
 import torch  # noqa: E402
 
 if _WORKERS > 1:
     torch.set_num_threads(int(_SHARE))
+    try:  # numba's default, not its pool size (NUMBA_NUM_THREADS): tests may still ask for more threads
+        import numba
+
+        numba.set_num_threads(min(int(_SHARE), numba.config.NUMBA_NUM_THREADS))
+    except ImportError:  # pragma: no cover - numba is a dependency
+        pass
 
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")

@@ -23,8 +23,13 @@ def typed_key(value: object) -> object:
     values would let a call whose option has the wrong type reuse the call validated for the right type, so
     validation would depend on what was called before. With the types in the key the wrong type misses and is
     validated (and refused) every time."""
-    if type(value) is tuple or type(value) is list:
-        return (type(value), tuple(typed_key(item) for item in value))
+    if type(value) is tuple:
+        types = tuple(map(type, value))  # in C: the common case (flat options) costs a fraction of a microsecond
+        if tuple not in types and list not in types:
+            return (value, types)
+        return (tuple, tuple(typed_key(item) for item in value))
+    if type(value) is list:
+        return (list, tuple(typed_key(item) for item in value))
     return (type(value), value)
 
 

@@ -77,8 +77,10 @@ def cases(skip: set[str]) -> tuple[list[Case], dict[str, str]]:
     return available(specs, skip)
 
 
-def loop_us(fn: Callable[[], object], n: int, repeats: int, device: str) -> tuple[float, float]:
-    """(host µs/call, wall µs/call), medians over ``repeats`` loops of ``n`` calls."""
+def loop_us(fn: Callable[[], object], n: int, repeats: int, device: str,
+            stat: Callable[[list[float]], float] = statistics.median) -> tuple[float, float]:
+    """(host µs/call, wall µs/call): ``stat`` (median, or min on a noisy host) over ``repeats`` loops of ``n``
+    calls."""
     host, wall = [], []
     for _ in range(repeats):
         sync(device)
@@ -90,7 +92,7 @@ def loop_us(fn: Callable[[], object], n: int, repeats: int, device: str) -> tupl
         t2 = time.perf_counter()
         host.append((t1 - t0) * 1e6 / n)
         wall.append((t2 - t0) * 1e6 / n)
-    return statistics.median(host), statistics.median(wall)
+    return stat(host), stat(wall)
 
 
 def device_work(fn: Callable[[], object], calls: int = 20) -> dict:
@@ -127,7 +129,8 @@ def sync_check(fn: Callable[[], object], n: int) -> dict:
         torch.cuda.synchronize()
 
 
-def measure(case: Case, mode: str, n: int, repeats: int, device: str) -> dict:
+def measure(case: Case, mode: str, n: int, repeats: int, device: str, stat: str = "median",
+            host_only: bool = False) -> dict:
     x, y = random_pair(case.shape, device)
     xg = x.clone().requires_grad_(True)
 
@@ -146,8 +149,9 @@ def measure(case: Case, mode: str, n: int, repeats: int, device: str) -> dict:
         for _ in range(20):  # compile, caches, allocator
             fn()
         sync(device)
-        row["host_us"], row["wall_us"] = loop_us(fn, n, repeats, device)
-        if device == "cuda":
+        row["host_us"], row["wall_us"] = loop_us(fn, n, repeats, device, getattr(statistics, stat, min))
+        row["stat"] = stat
+        if device == "cuda" and not host_only:
             row.update(device_work(fn))
             row.update(sync_check(fn, max(10, n // 10)))
     except Exception as exc:
@@ -162,19 +166,23 @@ def main() -> None:
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"), help="cpu: smoke run of the code")
     parser.add_argument("--calls", type=int, default=None, help="calls per timed loop (default 500, quick 100)")
     parser.add_argument("--label", default="", help="tag for the output file, e.g. 'before' for an older src/")
+    parser.add_argument("--repeats", type=int, default=None, help="timed loops per row (default 5, quick 3)")
+    parser.add_argument("--stat", default="median", choices=("median", "min"),
+                        help="statistic over the loops; min for before/after pairs on a host shared with others")
+    parser.add_argument("--host-only", action="store_true", help="skip the profiler and sync-debug passes")
     args = parser.parse_args()
     device = args.device
     if device == "cuda" and not torch.cuda.is_available():
         sys.exit("no CUDA device: run with --device cpu --quick for a smoke run")
     n = args.calls or (100 if args.quick else 500)
-    repeats = 3 if args.quick else 5
-    meta = {**metadata(device), "dtype": "float32", "calls_per_loop": n, "loops": repeats}
+    repeats = args.repeats or (3 if args.quick else 5)
+    meta = {**metadata(device), "dtype": "float32", "calls_per_loop": n, "loops": repeats, "stat": args.stat}
     print(meta, flush=True)
     found, missing = cases(parse_skip(args.skip))
     rows = []
     for case in found:
         for mode in ("fwd_bwd", "infer"):
-            rows.append(measure(case, mode, n, repeats, device))
+            rows.append(measure(case, mode, n, repeats, device, args.stat, args.host_only))
             r = rows[-1]
             print(f"  {case.name} {mode}: host {fmt(r.get('host_us'), 1)} µs, wall {fmt(r.get('wall_us'), 1)} µs "
                   f"{r.get('error', '')}", flush=True)

@@ -27,6 +27,8 @@ def typed_key(value: object) -> object:
         types = tuple(map(type, value))  # in C: the common case (flat options) costs a fraction of a microsecond
         if tuple not in types and list not in types:
             return (value, types)
+        if list not in types:  # nested tuples (e.g. ssim's K): only they recurse, the flat leaves keep `types`
+            return (value, types, tuple([typed_key(item) for item in value if type(item) is tuple]))
         return (tuple, tuple(typed_key(item) for item in value))
     if type(value) is list:
         return (list, tuple(typed_key(item) for item in value))

@@ -22,6 +22,10 @@ _AFFINE = torch.eye(2, 3)[None]
 # (good call, bad call): the bad call passes an option equal to the good one's but of another type
 CASES: dict[str, tuple[Callable[[], object], Callable[[], object]]] = {
     "ssim win_size": (lambda: fusedsim.ssim(_X, _Y, win_size=11), lambda: fusedsim.ssim(_X, _Y, win_size=11.0)),
+    "ssim K": (lambda: fusedsim.ssim(_X, _Y, K=(0.01, 0.03)), lambda: fusedsim.ssim(_X, _Y, K=(True, 0.03))),
+    # ms_ssim's key lists K's items and then the weights': K's length must keep them apart
+    "ms_ssim K and weights": (lambda: fusedsim.ms_ssim(_X, _Y, win_size=7, K=(0.01, 0.03), weights=[0.5, 0.5]),
+                              lambda: fusedsim.ms_ssim(_X, _Y, win_size=7, K=(0.01, 0.03, 0.5), weights=[0.5])),
     "fused_ssim window_size": (lambda: fusedsim.fused_ssim(_X, _Y, window_size=11),
                                lambda: fusedsim.fused_ssim(_X, _Y, window_size=11.0)),
     "warp align_corners": (lambda: warp(_IMG, grid=_FIELD, align_corners=True),

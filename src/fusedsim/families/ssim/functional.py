@@ -209,7 +209,8 @@ def ssim(X: torch.Tensor, Y: torch.Tensor, data_range: float = 255, size_average
     else:
         build = lambda: _build_ssim(X, Y, win, *options)  # noqa: E731
         cacheable = win is None and type(data_range) in (int, float)
-        call = CALLS.for_pair(("ssim", *options), X, Y, build) if cacheable else build()
+        key = ("ssim", *options[:4], *options[5:], *_trailing(options[4]))  # flat: typed_key's fast path
+        call = CALLS.for_pair(key, X, Y, build) if cacheable else build()
     out = call(X, Y)
     if check_finite:
         raise_if_not_finite(out if reduction != "none" else out.sum(), {"X": X, "Y": Y})
@@ -235,6 +236,11 @@ def _build_ssim(X, Y, win, data_range, size_average, win_size, win_sigma, K, non
         return out
 
     return call
+
+
+def _trailing(value: object) -> tuple:
+    """A tuple option as the trailing items of a call-table key, anything else as one item."""
+    return value if type(value) is tuple else (value,)
 
 
 def _reduce(per_channel: torch.Tensor, reduction: str) -> torch.Tensor:
@@ -276,7 +282,10 @@ def ms_ssim(X: torch.Tensor, Y: torch.Tensor, data_range: float = 255, size_aver
         cacheable = (win is None and type(data_range) in (int, float)
                      and (weights is None or isinstance(weights, (list, tuple))))
         wkey = tuple(weights) if isinstance(weights, (list, tuple)) else None
-        call = CALLS.for_pair(("ms_ssim", wkey, *options), X, Y, build) if cacheable else build()
+        # flat (typed_key's fast path): the fixed options, K's length and items, then the weights'
+        k_items = _trailing(options[4])
+        key = ("ms_ssim", *options[:4], options[5], len(k_items), *k_items, *(wkey or ()))
+        call = CALLS.for_pair(key, X, Y, build) if cacheable else build()
     out = call(X, Y)
     if check_finite:
         raise_if_not_finite(out, {"X": X, "Y": Y})

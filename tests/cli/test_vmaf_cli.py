@@ -22,7 +22,7 @@ from fusedsim.cli import vmaf_output
 from fusedsim.families.vmaf import pipeline as vmaf_pipeline
 from fusedsim.io.video import VideoFormat, open_video
 
-SUPPORTED = ("ssim", "float_ssim", "float_ms_ssim", "psnr")
+SUPPORTED = ("ssim", "float_ssim", "float_ms_ssim", "psnr", "vif", "adm", "motion")
 HAVE_FEATURES = importlib.util.find_spec("fusedsim.vmaf.features") is not None
 needs_features = pytest.mark.skipif(not HAVE_FEATURES, reason="fusedsim.vmaf.features is not available")
 
@@ -31,9 +31,17 @@ Y4M_PAIRS = [("c333x217_8b_ref", "c333x217_8b_mixed", "yuv420p"), ("e333x217_10b
                                                                       "yuv420p10le")]
 
 
+_MODEL_FLAGS = {"-m", "--model", "-n", "--no_prediction", "--help", "-v", "--version"}
+
+
 def fusedsim(*argv: str) -> int:
-    """Run the real entry point with only the ``vmaf`` command registered (other commands are not under test)."""
-    return cli_main.main([str(a) for a in argv])
+    """Run the real entry point with only the ``vmaf`` command registered (other commands are not under test).
+    These tests exercise the feature pipeline, mostly through a stand-in registry that has no VMAF model inputs:
+    a command line that names no model option scores features only (``-n``, as libvmaf's feature runs do)."""
+    args = [str(a) for a in argv]
+    if args[:1] == ["vmaf"] and not _MODEL_FLAGS & set(args):
+        args.append("-n")
+    return cli_main.main(args)
 
 
 @pytest.fixture(autouse=True)
@@ -162,7 +170,7 @@ def test_json_layout_and_pooled_stats(clips, tmp_path, fake, capsys):
     assert rc == 0
     captured = capsys.readouterr()
     assert captured.out == ""  # no text output with --json
-    assert captured.err == vmaf_cli._MODEL_NOTE  # no progress bar off a TTY; only the note that no model is run
+    assert captured.err == ""  # no progress bar off a TTY
     doc = json.loads(out.read_text())
     assert list(doc) == ["version", "fps", "frames", "pooled_metrics", "aggregate_metrics"]
     assert doc["version"].startswith("fusedsim-")
@@ -265,10 +273,10 @@ def run_error(capsys, *argv) -> str:
 def test_unknown_feature_lists_supported(clips, fake, capsys):
     err = run_error(capsys, clips / "c333x217_8b_ref.y4m", clips / "c333x217_8b_mixed.y4m", "--feature", "vmaf")
     assert "unknown feature 'vmaf'" in err
-    assert "supported features: ssim, float_ssim, float_ms_ssim, psnr" in err
+    assert "supported features: ssim, float_ssim, float_ms_ssim, psnr, vif, adm, motion" in err
     err = run_error(capsys, clips / "c333x217_8b_ref.y4m", clips / "c333x217_8b_mixed.y4m", "--feature",
-                    "float_ssim=enable_lcs=true")
-    assert "options" in err and "supported features: ssim" in err
+                    "float_ssim=enable_lsc=true")
+    assert "feature 'float_ssim' has no option 'enable_lsc' (its options: enable_lcs," in err
     assert fake.calls == []
 
 
@@ -472,18 +480,23 @@ def test_real_run_y4m_equals_raw(clips, tmp_path):
 
 
 @needs_features
-def test_python_dash_m_fusedsim_vmaf(clips, tmp_path):
-    """The installed entry point, in a fresh interpreter (all commands registered)."""
+def test_python_dash_m_fusedsim_vmaf(refdata, clips, tmp_path):
+    """The installed entry point in a fresh interpreter with libvmaf's defaults (VMAF v0.6.1, no -n): every frame's
+    VMAF and model features equal libvmaf 3.2.0's (refdata/vmaf-score, pair prev_c333x217_8b_mixed, run default)."""
     src = Path(cli_main.__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.run(
         [sys.executable, "-m", "fusedsim", "vmaf", str(clips / "c333x217_8b_ref.y4m"),
          str(clips / "c333x217_8b_mixed.y4m"), "--device", "cpu", "--json", "-"],
-        capture_output=True, text=True, env=env, timeout=120,
+        capture_output=True, text=True, env=env, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
-    assert [f["metrics"]["ssim"] for f in doc["frames"]][0] == 1
+    record = json.loads((refdata / "vmaf-score" / "reference" / "prev_c333x217_8b_mixed.json").read_text())
+    expected = record["runs"]["default"]["metrics"]
+    for name in ("vmaf", "integer_adm2", "integer_motion2", "integer_vif_scale0", "integer_vif_scale3"):
+        assert [f["metrics"][name] for f in doc["frames"]] == expected[name], name
+    assert doc["pooled_metrics"]["vmaf"] == record["runs"]["default"]["pooled_metrics"]["vmaf"]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -531,13 +544,6 @@ def test_issue_command_line_scores_instead_of_printing_help(clips, fake, capsys)
     assert captured.out.startswith("ssim: ") and "usage" not in captured.out
 
 
-def test_without_no_prediction_the_missing_model_is_said(clips, fake, capsys):
-    assert fusedsim("vmaf", "-r", clips / f"{REF8}.y4m", "-d", clips / f"{DIST8}.y4m") == 0
-    captured = capsys.readouterr()
-    assert "VMAF model is not computed" in captured.err and "-n" in captured.err
-    assert "vmaf" not in captured.out.lower()  # only features, by their own names
-    assert fusedsim("vmaf", "-r", clips / f"{REF8}.y4m", "-d", clips / f"{DIST8}.y4m", "-n") == 0
-    assert capsys.readouterr().err == ""
 
 
 def test_help_is_long_only_and_version(capsys):
@@ -556,7 +562,6 @@ def test_help_is_long_only_and_version(capsys):
     (["--bogus"], "unrecognized arguments: --bogus"),
     (["-p", "411", "-b", 8], "expected 420, 422 or 444"),
     (["-b", "9"], "expected 8, 10, 12 or 16"),
-    (["-m", "version=vmaf_v0.6.1"], "no VMAF model"),
     (["--sub"], "subtitle"),
     (["--frame_skip_dist", "2"], "skipping frames is not supported"),
     (["--skip_ref_frame", "2"], "--frame_skip_ref"),
@@ -578,7 +583,13 @@ def test_malformed_or_unsupported_options_exit_2_with_the_reason(clips, fake, ca
     (["--json"], "no -o was given"),
     (["-o", "x.out", "--json", "--csv"], "-o/--output takes one format"),
     (["--frames", 2, "--frame_cnt", 2], "not both"),
-    (["--feature", "psnr=enable_chroma=false"], "supported features: ssim"),
+    (["--feature", "psnr=enable_chroma=false"], "feature 'psnr' has no option 'enable_chroma'"),
+    (["--feature", "vif=vif_enhn_gain_limit=0.5"], "must be in [1, 100]"),
+    (["--feature", "adm=adm_csf_mode=1"], "option 'adm_csf_mode' is not supported yet"),
+    (["-m", "version=vmaf_v9"], "unknown model version 'vmaf_v9'; built-in models: vmaf_v0.6.1,"),
+    (["-m", "version=vmaf_v0.6.1:bogus"], "bad option 'bogus'"),
+    (["-m", "path=missing.json"], "cannot read model file 'missing.json'"),
+    (["-m", "version=vmaf_v0.6.1", "-n"], "-n/--no_prediction scores no model"),
     (["extra.y4m"], "too many clips"),
 ])
 def test_bad_combinations_are_usage_errors(clips, tmp_path, fake, capsys, monkeypatch, argv, match):
@@ -592,9 +603,9 @@ def test_missing_clip_named(clips, fake, capsys):
     assert "missing the distorted clip (DIST or -d)" in run_error(capsys, "-r", clips / f"{REF8}.y4m")
 
 
-def test_feature_options_refused_naming_what_is_supported(clips, fake, capsys):
-    err = run_error(capsys, clips / f"{REF8}.y4m", clips / f"{DIST8}.y4m", "--feature", "float_ssim=enable_lcs=true")
-    assert "options" in err and "supported features: ssim, float_ssim, float_ms_ssim, psnr" in err
+def test_feature_options_validated_naming_what_is_supported(clips, fake, capsys):
+    err = run_error(capsys, clips / f"{REF8}.y4m", clips / f"{DIST8}.y4m", "--feature", "ssim=scale=2")
+    assert "feature 'ssim' has no option 'scale' (its options: none)" in err
 
 
 def test_frame_cnt_is_a_maximum(clips, tmp_path, fake):

@@ -1,4 +1,4 @@
-"""``fusedsim vmaf``: per-frame VMAF SSIM features (and PSNR) of a distorted clip against its reference.
+"""``fusedsim vmaf``: per-frame VMAF scores and libvmaf features of a distorted clip against its reference.
 
 The command line of :mod:`fusedsim.families.vmaf.pipeline`: this module parses libvmaf's options, checks them and
 every output before any work, shows progress, and writes the results in libvmaf's layouts
@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 from fusedsim.cli.common import parse_device
 from fusedsim.cli.vmaf_output import format_csv, format_json, format_text, format_xml
 from fusedsim.core.device import DEVICE_HELP
-from fusedsim.families.vmaf.pipeline import (DEFAULT_FEATURES, check_device, feature_specs, load_features,
-                                             open_clips, resolve_features, set_threads)
+from fusedsim.families.vmaf.model import BUILT_IN_MODELS, DEFAULT_MODEL
+from fusedsim.families.vmaf.pipeline import (check_device, feature_specs, load_features, open_clips,
+                                             resolve_features, set_threads)
 
 if TYPE_CHECKING:
     from fusedsim.cli.outputs import Output
@@ -26,9 +27,6 @@ if TYPE_CHECKING:
 _FEATURE_SPECS = feature_specs()  # the registry's vmaf:<feature> metrics (reading it imports no torch)
 #: Shown in ``--help``; ``fusedsim.families.vmaf.features`` enforces the same registry entries.
 HELP_FEATURES = tuple(_FEATURE_SPECS)
-_MODEL_NOTE = ("fusedsim vmaf: note: the VMAF model is not computed (fusedsim has no VMAF model); only the "
-               "requested features are reported, as libvmaf does with -n/--no_prediction. Pass -n to silence this "
-               "note.\n")
 
 
 def _feature_lines() -> str:
@@ -41,17 +39,21 @@ def _feature_lines() -> str:
 
 
 DESCRIPTION = """\
-Compare a distorted clip with its reference frame by frame using libvmaf's
-SSIM features:
+Compare a distorted clip with its reference frame by frame, as libvmaf's
+vmaf tool does: the VMAF score (model vmaf_v0.6.1 unless -m/--model names
+others) and the features asked for with --feature:
 """ + _feature_lines() + """
-Without --feature, ssim is computed. A feature is computed exactly as named
-or not at all: a device that cannot run it is an error, never a substitute.
-fusedsim has no VMAF model: it computes only the requested features (as
-libvmaf does with -n/--no_prediction); without -n it says so on stderr.
+Models: -m version=NAME (built in: """ + ", ".join(BUILT_IN_MODELS) + """)
+or -m path=FILE.json, then :name=..., :enable_transform, :disable_clip and
+:FEATURE.OPTION=VALUE, repeatable (models share their features). -n scores
+features only. Features take libvmaf's options: --feature vif=vif_enhn_gain_limit=1.0,
+--feature float_ssim=enable_lcs=true. Every value equals libvmaf 3.2.0's. A
+feature is computed exactly as named or not at all: a device that cannot run
+it is an error, never a substitute.
 
-libvmaf's command line works unchanged when it asks only for these features:
+libvmaf's command line works unchanged:
   fusedsim vmaf -r ref.yuv -d dist.yuv -w 576 -h 324 -p 420 -b 8 \\
-      --feature ssim -n -q --json -o out.json
+      --model version=vmaf_v0.6.1 --feature ssim -q --json -o out.json
 and so does the short form: fusedsim vmaf REF DIST [options].
 -h is the height, as in libvmaf; help is --help.
 
@@ -73,9 +75,8 @@ Without an output, the pooled mean of each metric goes to standard output."""
 
 #: libvmaf options fusedsim does not have, with the reason given when one is used.
 _REFUSED_OPTIONS = {
-    ("-m", "--model"): "fusedsim has no VMAF model; pass -n/--no_prediction and request features with --feature",
-    ("--aom_ctc",): "the AOM CTC presets need the VMAF model and features fusedsim does not have",
-    ("--nflx_ctc",): "the Netflix CTC preset needs the VMAF model and features fusedsim does not have",
+    ("--aom_ctc",): "the AOM CTC presets need features fusedsim does not compute yet (ciede, psnr_hvs, cambi)",
+    ("--nflx_ctc",): "the Netflix CTC preset needs features fusedsim does not compute yet (cambi, psnr_hvs)",
     ("--sub",): "the subtitle output is not supported; use --xml, --json or --csv",
     ("--cpumask",): "fusedsim has no CPU instruction-set mask (its results do not depend on one)",
     ("--gpumask",): "fusedsim has no GPU operation mask; choose the device with --device",
@@ -129,10 +130,19 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     raw.add_argument("-b", "--bitdepth", type=_bitdepth, metavar="8|10|12|16", help="bits per sample (with -p)")
     raw.add_argument("--pix-fmt", metavar="FMT", help="or: pixel format, e.g. yuv420p or yuv420p10le")
     parser.add_argument(
-        "--feature", action="append", metavar="NAME", dest="features",
-        help=f"feature to compute, repeatable: {', '.join(HELP_FEATURES)} (default: {', '.join(DEFAULT_FEATURES)}); "
-             "libvmaf's NAME=option=value settings are not supported",
+        "--feature", action="append", metavar="NAME[=OPT=VAL:...]", dest="features",
+        help=f"feature to compute besides the model's, repeatable: {', '.join(HELP_FEATURES)}; with libvmaf's "
+             "options, e.g. vif=vif_enhn_gain_limit=1.0 or float_ssim=enable_lcs=true",
     )
+    parser.add_argument(
+        "-m", "--model", action="append", metavar="version=NAME|path=FILE[:OPTIONS]", dest="models",
+        help=f"VMAF model, repeatable, as in libvmaf (default: version={DEFAULT_MODEL}); built in: "
+             f"{', '.join(BUILT_IN_MODELS)}; options :name=NAME, :enable_transform, :disable_clip, "
+             ":FEATURE.OPTION=VALUE",
+    )
+    parser.add_argument("--precision", type=_precision, metavar="N|max",
+                        help="digits after the point in the outputs (%%.Nf; 6 is libvmaf's stock output); "
+                             "default max: every number round-trips exactly")
     parser.add_argument("--device", type=parse_device, default="auto",
                         help=f"where to compute: {DEVICE_HELP} (default: auto, the GPU when available)")
     out = parser.add_argument_group("outputs")
@@ -159,7 +169,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--batch-frames", type=_positive_int, metavar="N",
                         help="frames read and scored per batch (default: as many as fit in 128 MiB, at most 32)")
     parser.add_argument("-n", "--no_prediction", action="store_true",
-                        help="features only, no VMAF model (what fusedsim always does; silences the note)")
+                        help="features only, no VMAF model (then --feature names what is computed)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     from fusedsim import __version__
 
@@ -181,6 +191,15 @@ def _bitdepth(text: str) -> int:
     value = _int(text)
     if value not in (8, 10, 12, 16):
         raise argparse.ArgumentTypeError(f"expected 8, 10, 12 or 16, got {text!r}")
+    return value
+
+
+def _precision(text: str) -> int | None:
+    if text == "max":
+        return None
+    value = _int(text)
+    if not 0 <= value <= 17:
+        raise argparse.ArgumentTypeError(f"expected max or a number of digits from 0 to 17, got {text!r}")
     return value
 
 
@@ -220,15 +239,28 @@ def run(args: argparse.Namespace) -> int:
     raw = _raw_options(args)
     _check_options(args)
     registry = _load_features()
-    features = resolve_features(args.features, tuple(registry.SUPPORTED_FEATURES))
+    args.loaded_models = _models(args)
+    features = (resolve_features(args.features, tuple(registry.SUPPORTED_FEATURES))
+                if args.features or not args.loaded_models else [])
     check_device(args.device)  # a missing GPU is reported before any file is read
     set_threads(args.threads)
     if args.pairs is None:
         ref, dist, outputs = jobs[0]
         _score_and_write(args, ref, dist, outputs, raw, features, registry.extract)
-        _model_note(args)
         return 0
     return _run_pairs(args, jobs, raw, features, registry.extract)
+
+
+def _models(args: argparse.Namespace) -> list:
+    """The VMAF models to score (loaded now: a bad model option or file fails before any clip is read); none
+    with -n/--no_prediction."""
+    from fusedsim.families.vmaf.model import parse_model_option
+
+    if args.no_prediction:
+        if args.models:
+            raise ValueError("-n/--no_prediction scores no model; drop it or drop -m/--model")
+        return []
+    return [parse_model_option(text).load() for text in args.models or [f"version={DEFAULT_MODEL}"]]
 
 
 def _jobs(args: argparse.Namespace) -> list[tuple[str, str, list[Output]]]:
@@ -355,12 +387,6 @@ def _check_options(args: argparse.Namespace) -> None:
     if args.frame_skip_ref not in (None, 0):
         raise ValueError(f"--frame_skip_ref {args.frame_skip_ref}: skipping frames is not supported yet; "
                          "trim the clip first (e.g. ffmpeg -vf trim)")
-    with_options = [f for f in args.features or () if "=" in f]
-    if with_options:
-        raise ValueError(
-            f"--feature {with_options[0]}: feature options (name=option=value) are not supported; give the name "
-            f"alone; supported features: {', '.join(HELP_FEATURES)}"
-        )
 
 
 def _run_pairs(args: argparse.Namespace, jobs: list[tuple[str, str, list[Output]]], raw: dict[str, Any],
@@ -374,7 +400,6 @@ def _run_pairs(args: argparse.Namespace, jobs: list[tuple[str, str, list[Output]
         except (ValueError, OSError) as exc:  # one bad pair does not stop the others; each is reported
             failed.append(line)
             sys.stderr.write(f"fusedsim vmaf: pair {i} (line {line} of {args.pairs}: {ref}, {dist}): {exc}\n")
-    _model_note(args)
     if failed:
         sys.stderr.write(f"fusedsim vmaf: {len(failed)} of {len(jobs)} pairs failed (lines "
                          f"{', '.join(map(str, failed))} of {args.pairs}); the others were written\n")
@@ -387,11 +412,11 @@ def _score_and_write(args: argparse.Namespace, ref: str, dist: str, outputs: lis
     """Score one clip pair and write its outputs (or the pooled table on stdout when there are none)."""
     scores = _score_pair(args, ref, dist, raw, features, extract, label)
     if not outputs:
-        sys.stdout.write(format_text(scores.metrics))
+        sys.stdout.write(format_text(scores.metrics, args.precision))
         return
     from fusedsim.cli.outputs import write_outputs
 
-    write_outputs(outputs, [_render(out.kind, scores) for out in outputs])
+    write_outputs(outputs, [_render(out.kind, scores, args.precision) for out in outputs])
 
 
 def _score_pair(args: argparse.Namespace, ref: str, dist: str, raw: dict[str, Any], features: list[str],
@@ -409,19 +434,21 @@ def _score_pair(args: argparse.Namespace, ref: str, dist: str, raw: dict[str, An
         show = not args.quiet and sys.stderr.isatty()
         with tqdm(total=total, unit="frame", desc=label, file=sys.stderr, disable=not show, leave=False) as bar:
             return clips.score(features, extract, device=args.device, frames=args.frames, frame_cnt=args.frame_cnt,
-                               batch_frames=args.batch_frames, progress=bar.update)
+                               batch_frames=args.batch_frames, progress=bar.update,
+                               models=getattr(args, "loaded_models", ()))
 
 
-def _render(kind: str, scores: ClipScores) -> str:
+def _render(kind: str, scores: ClipScores, precision: int | None = None) -> str:
     """One output's text in libvmaf's layout ``kind`` (xml, json or csv)."""
     from fusedsim import __version__
 
     version = f"fusedsim-{__version__}"
     if kind == "json":
-        return format_json(scores.metrics, version=version, fps=scores.fps)
+        return format_json(scores.metrics, version=version, fps=scores.fps, precision=precision)
     if kind == "csv":
-        return format_csv(scores.metrics)
-    return format_xml(scores.metrics, version=version, width=scores.width, height=scores.height, fps=scores.fps)
+        return format_csv(scores.metrics, precision=precision)
+    return format_xml(scores.metrics, version=version, width=scores.width, height=scores.height, fps=scores.fps,
+                      precision=precision)
 
 
 def _inputs(args: argparse.Namespace) -> tuple[str, str]:
@@ -535,11 +562,3 @@ def _read_pairs(path: str, kind: str) -> list[tuple[str, str, list[Output]]]:
         ref, dist, out = fields
         jobs.append((ref, dist, [Output(out, kind, f"--pairs line {number}", line=number)]))
     return jobs
-
-
-def _model_note(args: argparse.Namespace) -> None:
-    """libvmaf predicts the VMAF model unless -n is given; fusedsim never does, and says so (after the run)."""
-    if not args.no_prediction:
-        sys.stdout.flush()
-        sys.stderr.write(_MODEL_NOTE)
-        sys.stderr.flush()

@@ -1,4 +1,5 @@
-"""libvmaf's SSIM-family features, bit-exact: integer ``ssim``, ``float_ssim``, ``float_ms_ssim`` and ``psnr``.
+"""libvmaf, bit-exact: the VMAF score (models ``vmaf_v0.6.1``, ``neg``, ``4k``) from integer VIF, ADM and motion,
+and the SSIM-family features integer ``ssim``, ``float_ssim``, ``float_ms_ssim`` and ``psnr``.
 
 Functions take integer luma (or planes) as torch tensors or numpy arrays, ``(H, W)`` or ``(N, H, W)``, and
 return per-frame float64 values. :mod:`.features` is the registry the ``fusedsim vmaf`` command uses. This module
@@ -7,10 +8,14 @@ declares the features (``vmaf:<name>`` in the metric registry) and the public na
 
 from __future__ import annotations
 
+import math
+
 from fusedsim.core.lazy import lazy_attributes
 from fusedsim.metrics.registry import MetricFunctions, MetricSpec, register_metric
 
 _WINDOW = 11  # the SSIM window of libvmaf's ssim features
+_VIF_MIN = 32  # placeholder until the VIF family states its minimum
+_ADM_MIN = 32  # placeholder until the ADM family states its minimum
 _LEVELS = 5  # float_ms_ssim's scales
 
 
@@ -73,11 +78,66 @@ register_metric(MetricSpec(
     rank=3,
 ))
 
+def _vif_features() -> MetricFunctions:
+    from fusedsim.families.vif import ops as vif_ops
+    from fusedsim.families.vmaf import features
+
+    return MetricFunctions(compute=features.integer_vif_feature, ops=tuple(vif_ops.OPS))
+
+
+register_metric(MetricSpec(
+    name="vmaf:vif", kind="video", functions=_vif_features,
+    summary="libvmaf's integer VIF (luma, 4 scales), bit-exact; an input of VMAF",
+    outputs=("integer_vif_scale0", "integer_vif_scale1", "integer_vif_scale2", "integer_vif_scale3"),
+    higher_is_better=True, identical_value=None, value_range=(0.0, math.inf),
+    min_size=_VIF_MIN, min_size_reason="four scales of 2x subsampling with reflected borders",
+    planes=("y",), halo_rows=None, bytes_per_pixel=64.0,
+    rank=4,
+))
+
+
+def _adm_features() -> MetricFunctions:
+    from fusedsim.families.adm import ops as adm_ops
+    from fusedsim.families.vmaf import features
+
+    return MetricFunctions(compute=features.integer_adm_feature, ops=tuple(adm_ops.OPS))
+
+
+register_metric(MetricSpec(
+    name="vmaf:adm", kind="video", functions=_adm_features,
+    summary="libvmaf's integer ADM (luma): adm2, aim, adm3 and 4 scales, bit-exact; an input of VMAF",
+    outputs=("integer_adm2", "integer_aim", "integer_adm3", "integer_adm_scale0", "integer_adm_scale1",
+             "integer_adm_scale2", "integer_adm_scale3"),
+    higher_is_better=True, identical_value=None, value_range=(0.0, math.inf),
+    min_size=_ADM_MIN, min_size_reason="a 4-level wavelet decomposition",
+    planes=("y",), halo_rows=None, bytes_per_pixel=64.0,
+    rank=5,
+))
+
+
+def _motion_features() -> MetricFunctions:
+    from fusedsim.families.motion import ops as motion_ops
+    from fusedsim.families.vmaf import features
+
+    return MetricFunctions(compute=features.integer_motion_feature, ops=tuple(motion_ops.OPS))
+
+
+register_metric(MetricSpec(
+    name="vmaf:motion", kind="video", functions=_motion_features,
+    summary="libvmaf 3.2.0's integer motion of the reference (motion2, motion3), bit-exact; an input of VMAF",
+    outputs=("VMAF_integer_feature_motion_sad_score", "integer_motion2", "integer_motion3"),
+    higher_is_better=False, identical_value=None, value_range=(0.0, 10000.0),
+    min_size=3, min_size_reason="the 5-tap blur reflects at the borders",
+    planes=("y",), halo_rows=None, bytes_per_pixel=8.0,
+    rank=6,
+))
+
 #: Public names of this package (``fusedsim.<family>.<name>``, not top-level) and the module defining each,
 #: imported on first use.
 PUBLIC = {
     "integer_ssim": "integer_ssim_api", "float_ssim": "float_ssim_api", "float_ms_ssim": "float_ssim_api",
-    "psnr": "psnr_api", "score_clips": "pipeline", "open_clips": "pipeline",
+    "psnr": "psnr_api", "score_clips": "pipeline", "open_clips": "pipeline", "vmaf": "score_api",
+    "VmafStream": "score_api", "load_model": "model", "BUILT_IN_MODELS": "model",
 }
 
 __getattr__, __dir__ = lazy_attributes(__name__, {name: f"{__name__}.{module}" for name, module in PUBLIC.items()})

@@ -29,7 +29,7 @@ import torch
 from fusedsim.core.device import resolve_device
 from fusedsim.metrics.registry import MetricSpec, list_metrics
 
-__all__ = ["SUPPORTED_FEATURES", "extract", "feature_spec", "resolve_device"]
+__all__ = ["SUPPORTED_FEATURES", "device_planes", "extract", "feature_spec", "resolve_device", "to_numpy"]
 
 _NAMESPACE = "vmaf:"
 _SPECS: dict[str, MetricSpec] = {s.short_name: s for s in list_metrics("video") if s.name.startswith(_NAMESPACE)}
@@ -55,11 +55,15 @@ def integer_ssim_feature(ref: Planes, dist: Planes, bit_depth: int) -> dict[str,
     return {"ssim": integer_ssim(ref[0], dist[0], bit_depth)}
 
 
-def float_ssim_feature(ref: Planes, dist: Planes, bit_depth: int) -> dict[str, torch.Tensor]:
-    """``vmaf:float_ssim``: libvmaf's float SSIM of the luma planes (the l/c/s parts are not reported)."""
+def float_ssim_feature(ref: Planes, dist: Planes, bit_depth: int, *,
+                       enable_lcs: bool = False) -> dict[str, torch.Tensor]:
+    """``vmaf:float_ssim``: libvmaf's float SSIM of the luma planes; with ``enable_lcs`` (libvmaf's
+    ``float_ssim=enable_lcs=true``) also its luminance, contrast and structure terms ``float_ssim_l/_c/_s``."""
     from fusedsim.families.vmaf.float_ssim_api import float_ssim
 
-    return {"float_ssim": float_ssim(ref[0], dist[0], bit_depth)["float_ssim"]}
+    out = float_ssim(ref[0], dist[0], bit_depth)
+    names = ("float_ssim", "float_ssim_l", "float_ssim_c", "float_ssim_s") if enable_lcs else ("float_ssim",)
+    return {name: out[name] for name in names}
 
 
 def float_ms_ssim_feature(ref: Planes, dist: Planes, bit_depth: int) -> dict[str, torch.Tensor]:
@@ -67,6 +71,29 @@ def float_ms_ssim_feature(ref: Planes, dist: Planes, bit_depth: int) -> dict[str
     from fusedsim.families.vmaf.float_ssim_api import float_ms_ssim
 
     return {"float_ms_ssim": float_ms_ssim(ref[0], dist[0], bit_depth)["float_ms_ssim"]}
+
+
+def integer_vif_feature(ref: Planes, dist: Planes, bit_depth: int, *, vif_enhn_gain_limit: float = 100.0,
+                        debug: bool = False) -> dict[str, torch.Tensor]:
+    """``vmaf:vif``: libvmaf's integer VIF of the luma planes (4 scales; ``debug`` adds num/den columns)."""
+    from fusedsim.families.vif.api import integer_vif
+
+    return integer_vif(ref[0], dist[0], bit_depth, gain_limit=vif_enhn_gain_limit, debug=debug)
+
+
+def integer_adm_feature(ref: Planes, dist: Planes, bit_depth: int, *, adm_enhn_gain_limit: float = 100.0,
+                        debug: bool = False) -> dict[str, torch.Tensor]:
+    """``vmaf:adm``: libvmaf's integer ADM of the luma planes (adm2, aim, adm3, 4 scales)."""
+    from fusedsim.families.adm.api import integer_adm
+
+    return integer_adm(ref[0], dist[0], bit_depth, gain_limit=adm_enhn_gain_limit, debug=debug)
+
+
+def integer_motion_feature(ref: Planes, dist: Planes, bit_depth: int, *, debug: bool = False) -> dict:
+    """``vmaf:motion`` compares each reference frame with its neighbours, so it runs in a
+    :class:`~fusedsim.families.vmaf.session.FeatureSession` fed the clip in order; a batch alone has no answer."""
+    raise ValueError("the motion feature needs the whole clip in order: score it through a FeatureSession "
+                     "(fusedsim.families.vmaf.session) or fusedsim.vmaf.score_clips, not batch by batch")
 
 
 def psnr_feature(ref: Planes, dist: Planes, bit_depth: int) -> dict[str, torch.Tensor]:
@@ -108,6 +135,22 @@ class _DevicePlanes(Sequence):
 
 def _numpy(values: torch.Tensor) -> np.ndarray:
     return values.detach().to("cpu", torch.float64).numpy().reshape(-1).copy()
+
+
+def to_numpy(columns: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:
+    """Per-frame columns as float64 host arrays."""
+    return {name: _numpy(values) for name, values in columns.items()}
+
+
+def device_planes(ref: Any, dist: Any, device: torch.device | str = "auto") -> tuple[Sequence, Sequence]:
+    """Two frame batches' planes as tensors on ``device`` (copied on first access: luma-only features never move
+    the chroma planes); ValueError when their bit depths differ."""
+    dev = resolve_device(device)
+    *ref_planes, bd = _planes(ref, "ref")
+    *dist_planes, dbd = _planes(dist, "dist")
+    if bd != dbd:
+        raise ValueError(f"ref and dist must have the same bit depth; got {bd} and {dbd}")
+    return _DevicePlanes(ref_planes, dev), _DevicePlanes(dist_planes, dev)
 
 
 def extract(feature: str, ref: Any, dist: Any, device: torch.device | str = "auto") -> dict[str, np.ndarray]:

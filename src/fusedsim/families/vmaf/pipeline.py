@@ -23,6 +23,9 @@ from fusedsim.metrics.registry import MetricSpec, list_metrics
 if TYPE_CHECKING:
     import numpy as np
 
+    from fusedsim.families.vmaf.feature_requests import FeatureRequest
+    from fusedsim.families.vmaf.model import VmafModel
+
     from fusedsim.io.video import FrameBatch, VideoFormat, VideoReader
 
 __all__ = ["DEFAULT_FEATURES", "EXPECTED_METRICS", "ClipPair", "ClipScores", "check_device", "compute",
@@ -60,19 +63,21 @@ def load_features() -> Any:
     return features
 
 
-def resolve_features(requested: Sequence[str] | None, supported: Sequence[str]) -> list[str]:
-    """Requested feature names, checked against ``supported``, duplicates dropped, order kept."""
-    names = list(requested) if requested else list(DEFAULT_FEATURES)
+def resolve_features(requested: Sequence[Any] | None, supported: Sequence[str]) -> list[FeatureRequest]:
+    """Requested features (names, libvmaf's ``name=option=value:...`` strings or :class:`FeatureRequest`), checked
+    against ``supported`` and their options validated; duplicates dropped, order kept."""
+    from fusedsim.families.vmaf.feature_requests import FeatureRequest, parse_feature_option
+
+    items = list(requested) if requested else list(DEFAULT_FEATURES)
+    names = [item.extractor if isinstance(item, FeatureRequest) else str(item).partition("=")[0] for item in items]
     unknown = [n for n in names if n not in supported]
     if unknown:
-        hint = ""
-        if any("=" in n for n in unknown):
-            hint = " (feature options such as name=option=value are not supported)"
         raise ValueError(
-            f"unknown feature{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}{hint}; "
+            f"unknown feature{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
             f"supported features: {', '.join(supported)}"
         )
-    return list(dict.fromkeys(names))
+    requests = [item if isinstance(item, FeatureRequest) else parse_feature_option(str(item)) for item in items]
+    return list(dict.fromkeys(requests))
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -186,16 +191,43 @@ class ClipPair:
             return limit  # scoring reports it with the clip's name
         return min([*counts, *([limit] if limit is not None else [])], default=limit)
 
-    def score(self, features: Sequence[str], extract: Extract | None = None, *, device: str = "auto",
+    def score(self, features: Sequence[Any] = (), extract: Extract | None = None, *, device: str = "auto",
               frames: int | None = None, frame_cnt: int | None = None, batch_frames: int | None = None,
-              progress: Progress | None = None) -> ClipScores:
-        """Score ``features`` on every frame pair (see :func:`compute`); ``extract`` defaults to the registry's."""
+              progress: Progress | None = None, models: Sequence[VmafModel] = ()) -> ClipScores:
+        """Score ``features`` on every frame pair (see :func:`compute`), then each of ``models`` (a column named
+        after the model, from the features it reads, computed as the model asks whatever ``features`` says);
+        ``extract`` defaults to the registry's."""
         extract = extract if extract is not None else load_features().extract
+        requests = with_model_features(features, models)
         start = time.perf_counter()
-        metrics = compute(self.ref, self.dist, features, extract, device=device, frames=frames,
+        metrics = compute(self.ref, self.dist, requests, extract, device=device, frames=frames,
                           batch_frames=batch_frames, progress=progress, frame_cnt=frame_cnt)
+        metrics = add_predictions(metrics, models)
         seconds = time.perf_counter() - start
         return ClipScores(metrics, self.fmt.width, self.fmt.height, seconds)
+
+
+def with_model_features(features: Sequence[Any], models: Sequence[VmafModel]) -> list[FeatureRequest]:
+    """The requested features (validated) followed by those the models read that are not among them."""
+    from fusedsim.families.vmaf.model import feature_requests
+
+    requested = resolve_features(features, tuple(feature_specs())) if features or not models else []
+    for model in models:
+        requested += feature_requests(model)
+    return list(dict.fromkeys(requested))
+
+
+def add_predictions(metrics: Metrics, models: Sequence[VmafModel]) -> Metrics:
+    """``metrics`` with one column per model (named ``model.name``), after the features."""
+    from fusedsim.families.vmaf.model import predict_from
+
+    out = dict(metrics)
+    for model in models:
+        if model.name in out:
+            raise ValueError(f"model name {model.name!r} is used twice (or by a feature); name each --model "
+                             f"differently with name=")
+        out[model.name] = predict_from(model, metrics)
+    return out
 
 
 @contextmanager
@@ -214,19 +246,24 @@ def score_clips(ref: str | os.PathLike, dist: str | os.PathLike, features: Seque
                 device: str = "auto", frames: int | None = None, frame_cnt: int | None = None,
                 threads: int | None = None, batch_frames: int | None = None, progress: Progress | None = None,
                 width: int | None = None, height: int | None = None, pix_fmt: str | None = None,
-                extract: Extract | None = None) -> ClipScores:
-    """libvmaf's per-frame ``features`` of the clip ``dist`` against ``ref``.
+                extract: Extract | None = None, models: Sequence[str | VmafModel] = ()) -> ClipScores:
+    """libvmaf's per-frame ``features`` of the clip ``dist`` against ``ref``, and the scores of ``models``
+    (libvmaf's ``--model`` strings such as ``"version=vmaf_v0.6.1"``, or loaded models), as columns named after
+    the models.
 
     ``frames`` compares exactly the first N frames (both clips need them); ``frame_cnt`` (libvmaf's
     ``--frame_cnt``) at most N. ``threads`` sizes the CPU thread pools (process-wide). Without a limit both clips
     must have the same number of frames; they must always share size and pixel format.
     """
-    features = resolve_features(features, tuple(feature_specs()))
+    from fusedsim.families.vmaf.model import parse_model_option
+
+    loaded = [parse_model_option(m).load() if isinstance(m, str) else m for m in models]
+    features = resolve_features(features, tuple(feature_specs())) if features else []
     check_device(device)
     set_threads(threads)
     with open_clips(ref, dist, width=width, height=height, pix_fmt=pix_fmt) as clips:
         return clips.score(features, extract, device=device, frames=frames, frame_cnt=frame_cnt,
-                           batch_frames=batch_frames, progress=progress)
+                           batch_frames=batch_frames, progress=progress, models=loaded)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -237,7 +274,7 @@ def _auto_batch_frames(frame_bytes: int) -> int:
     return max(1, min(_MAX_AUTO_BATCH, _AUTO_BATCH_BYTES // max(1, frame_bytes)))
 
 
-def compute(ref_reader: VideoReader, dist_reader: VideoReader, features: Sequence[str], extract: Extract, *,
+def compute(ref_reader: VideoReader, dist_reader: VideoReader, features: Sequence[FeatureRequest], extract: Extract, *,
             device: str = "auto", frames: int | None = None, batch_frames: int | None = None,
             progress: Progress | None = None, frame_cnt: int | None = None) -> Metrics:
     """Stream both clips in batches and return per-frame metrics (libvmaf name -> float64 array).
@@ -247,6 +284,7 @@ def compute(ref_reader: VideoReader, dist_reader: VideoReader, features: Sequenc
     ``frame_cnt`` (libvmaf's ``--frame_cnt``) compares at most that many frames: clips of the same length that are
     shorter are compared whole.
     """
+    features = _as_requests(features)
     frames, limit = _frame_limits(ref_reader, dist_reader, frames, frame_cnt)
     _check_formats(ref_reader, dist_reader)
     expected = _frames_to_compare(ref_reader, dist_reader, frames)
@@ -256,6 +294,22 @@ def compute(ref_reader: VideoReader, dist_reader: VideoReader, features: Sequenc
     batch_frames = batch_frames or _auto_batch_frames(ref_reader.fmt.frame_bytes)
     return _score_batches(ref_reader, dist_reader, features, extract, device=device, frames=frames,
                           batch_frames=batch_frames, limit=limit, progress=progress)
+
+
+def _as_requests(features: Sequence[Any]) -> list[FeatureRequest]:
+    """Feature names or ``name=option=value`` strings as requests (a name the registry does not know is kept
+    as is, for a stand-in ``extract``)."""
+    from fusedsim.families.vmaf.feature_requests import EXTRACTOR_OPTIONS, FeatureRequest, parse_feature_option
+
+    out = []
+    for item in features:
+        if isinstance(item, FeatureRequest):
+            out.append(item)
+        elif str(item).partition("=")[0] in EXTRACTOR_OPTIONS:
+            out.append(parse_feature_option(str(item)))
+        else:
+            out.append(FeatureRequest(str(item)))
+    return out
 
 
 def _frame_limits(ref: VideoReader, dist: VideoReader, frames: int | None,
@@ -312,7 +366,8 @@ def _check_frame_counts(ref: VideoReader, dist: VideoReader, frames: int | None)
         )
 
 
-def _score_streamed(ref: VideoReader, dist: VideoReader, features: Sequence[str], extract: Extract, device: str,
+def _score_streamed(ref: VideoReader, dist: VideoReader, features: Sequence[FeatureRequest], extract: Extract,
+                    device: str,
                     frames: int | None, batch_frames: int | None, progress: Progress | None) -> Metrics | None:
     """On a GPU, with two regular files and the registry's features: the streamed path
     (:mod:`fusedsim.families.vmaf.device_scoring`, same values, reads only the planes the features need); else None."""
@@ -330,11 +385,13 @@ def _score_streamed(ref: VideoReader, dist: VideoReader, features: Sequence[str]
                            progress=progress)
 
 
-def _score_batches(ref: VideoReader, dist: VideoReader, features: Sequence[str], extract: Extract, *, device: str,
-                   frames: int | None, batch_frames: int, limit: int | None, progress: Progress | None) -> Metrics:
+def _score_batches(ref: VideoReader, dist: VideoReader, features: Sequence[FeatureRequest], extract: Extract, *,
+                   device: str, frames: int | None, batch_frames: int, limit: int | None,
+                   progress: Progress | None) -> Metrics:
     """Score batch after batch on the host, holding at most two batches of each clip."""
     import numpy as np
 
+    scorer = _BatchScorer(features, extract, device, ref.fmt.bit_depth)
     columns: dict[str, list[np.ndarray]] = {}
     done = 0
     # each clip is read one batch ahead on its own thread while the current batch is scored: end to end the
@@ -348,13 +405,40 @@ def _score_batches(ref: VideoReader, dist: VideoReader, features: Sequence[str],
         if ref_batch is None and dist_batch is None:
             break
         _check_batch_pair(ref, dist, ref_batch, dist_batch, done, frames)
-        _append_columns(columns, _extract_batch(features, extract, ref_batch, dist_batch, device), done)
+        _append_columns(columns, scorer.push(ref_batch, dist_batch))
         done += ref_batch.n
         if progress is not None:
             progress(ref_batch.n)
         del ref_batch, dist_batch  # free this batch before the readers allocate the next one
     _check_frames_done(ref, done, frames)
-    return {name: np.concatenate(parts) for name, parts in columns.items()}
+    _append_columns(columns, scorer.flush())
+    return finish_columns(columns, done)
+
+
+class _BatchScorer:
+    """Host frame batches in, per-frame values out: the registry's features through a
+    :class:`~fusedsim.families.vmaf.session.FeatureSession` (temporal features carried across batches), or a
+    stand-in ``extract`` called per batch and feature."""
+
+    def __init__(self, features: Sequence[FeatureRequest], extract: Extract, device: str, bit_depth: int) -> None:
+        from fusedsim.families.vmaf import features as registry
+
+        self.features, self.extract, self.device = features, extract, device
+        self.session = None
+        if extract is registry.extract:
+            from fusedsim.families.vmaf.session import FeatureSession
+
+            self.session = FeatureSession(features, bit_depth)
+            self.registry = registry
+
+    def push(self, ref_batch: FrameBatch, dist_batch: FrameBatch) -> Metrics:
+        if self.session is None:
+            return _extract_batch(self.features, self.extract, ref_batch, dist_batch, self.device)
+        ref_planes, dist_planes = self.registry.device_planes(ref_batch, dist_batch, self.device)
+        return self.registry.to_numpy(self.session.push(ref_planes, dist_planes))
+
+    def flush(self) -> Metrics:
+        return {} if self.session is None else self.registry.to_numpy(self.session.flush())
 
 
 def _read_ahead(batches: Iterator) -> Iterator:
@@ -385,13 +469,14 @@ def _check_batch_pair(ref: VideoReader, dist: VideoReader, ref_batch: FrameBatch
     raise ValueError(f"{role} {reader.path} ended after {min(n_r, n_d)} frames; it needs {need}")
 
 
-def _extract_batch(features: Sequence[str], extract: Extract, ref_batch: FrameBatch, dist_batch: FrameBatch,
-                   device: str) -> Metrics:
-    """One batch's values of every feature, in feature order; each metric from exactly one feature."""
+def _extract_batch(features: Sequence[FeatureRequest], extract: Extract, ref_batch: FrameBatch,
+                   dist_batch: FrameBatch, device: str) -> Metrics:
+    """One batch's values of every feature from a stand-in ``extract``, in feature order."""
     import numpy as np
 
     values: Metrics = {}
-    for feature in features:
+    for request in features:
+        feature = request.extractor
         out = extract(feature, ref_batch, dist_batch, device=device)
         _check_extract_output(feature, out, ref_batch.n)
         for name, column in out.items():
@@ -401,12 +486,22 @@ def _extract_batch(features: Sequence[str], extract: Extract, ref_batch: FrameBa
     return values
 
 
-def _append_columns(columns: dict[str, list[np.ndarray]], batch: Metrics, done: int) -> None:
-    """Add a batch's values to the columns; every batch must give the same metrics in the same order."""
+def _append_columns(columns: dict[str, list[np.ndarray]], batch: Metrics) -> None:
+    """Add a batch's values to the columns (a temporal feature's values may lag its batch)."""
     for name, values in batch.items():
         columns.setdefault(name, []).append(values)
-    if list(batch) != list(columns):
-        raise RuntimeError(f"frames {done}..: the features produced {', '.join(batch)} after {', '.join(columns)}")
+
+
+def finish_columns(columns: dict[str, list[Any]], frames: int) -> Metrics:
+    """The columns joined, each checked to hold one value per frame."""
+    import numpy as np
+
+    out = {}
+    for name, parts in columns.items():
+        out[name] = np.concatenate([np.asarray(p, dtype=np.float64).reshape(-1) for p in parts])
+        if out[name].shape[0] != frames:
+            raise RuntimeError(f"metric {name!r} has {out[name].shape[0]} values for {frames} frames")
+    return out
 
 
 def _check_extract_output(feature: str, out: Any, n: int) -> None:

@@ -1,0 +1,156 @@
+"""libvmaf feature requests: ``--feature name=option=value:option=value`` parsed, validated and named.
+
+libvmaf names a feature's outputs after the options that change its values: each option flagged as a feature
+parameter that differs from its default appends ``_<alias>_<value>`` (``%g``; a boolean appends ``_<alias>``), in
+alphabetical order of the option names — ``integer_vif_scale0`` with ``vif_enhn_gain_limit=1`` is
+``integer_vif_scale0_egl_1``. Two requests with equal options are one computation. Torch-free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["FeatureOption", "FeatureRequest", "EXTRACTOR_OPTIONS", "parse_feature_option"]
+
+
+@dataclass(frozen=True)
+class FeatureOption:
+    """One option of a libvmaf feature extractor, as libvmaf declares it."""
+
+    name: str
+    kind: type  # bool, int or float
+    default: Any
+    alias: str | None = None
+    names_output: bool = False  # libvmaf's VMAF_OPT_FLAG_FEATURE_PARAM: a non-default value renames the outputs
+    low: float | None = None
+    high: float | None = None
+    supported: bool = True  # False: libvmaf has it, this version does not compute it yet
+
+    def parse(self, feature: str, text: Any) -> Any:
+        """The typed value of ``text`` (a string from the command line or a model file's value)."""
+        where = f"feature {feature!r} option {self.name!r}"
+        if self.kind is bool:
+            if isinstance(text, bool):
+                return text
+            if text not in ("true", "false"):
+                raise ValueError(f"{where} takes true or false; got {text!r}")
+            return text == "true"
+        try:
+            value = self.kind(text) if not isinstance(text, bool) else None
+        except (TypeError, ValueError):
+            value = None
+        if value is None or (self.kind is int and isinstance(text, float) and not text.is_integer()):
+            raise ValueError(f"{where} takes {'an integer' if self.kind is int else 'a number'}; got {text!r}")
+        if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
+            raise ValueError(f"{where} must be in [{self.low:g}, {self.high:g}]; got {text!r}")
+        return value
+
+    def suffix(self, value: Any) -> str:
+        key = self.alias or self.name
+        if self.kind is bool:
+            return f"_{key}"
+        return f"_{key}_{value:g}" if self.kind is float else f"_{key}_{value}"
+
+
+def _debug() -> FeatureOption:
+    return FeatureOption("debug", bool, False)
+
+
+#: The options of each extractor ``fusedsim vmaf --feature`` knows (libvmaf 3.2.0's declarations).
+EXTRACTOR_OPTIONS: dict[str, tuple[FeatureOption, ...]] = {
+    "vif": (
+        _debug(),
+        FeatureOption("vif_enhn_gain_limit", float, 100.0, "egl", True, 1.0, 100.0),
+        FeatureOption("vif_skip_scale0", bool, False, "ssclz", True, supported=False),
+    ),
+    "adm": (
+        _debug(),
+        FeatureOption("adm_enhn_gain_limit", float, 100.0, "egl", True, 1.0, 100.0),
+        FeatureOption("adm_csf_scale", float, None, "scf", True, 0.0, 50.0, supported=False),
+        FeatureOption("adm_csf_diag_scale", float, None, "scfd", True, 0.0, 50.0, supported=False),
+        FeatureOption("adm_dlm_weight", float, 0.5, "dlmw", True, 0.0, 1.0, supported=False),
+        FeatureOption("adm_norm_view_dist", float, 3.0, "nvd", True, 0.75, 24.0, supported=False),
+        FeatureOption("adm_ref_display_height", int, 1080, "rdh", True, 1, 4320, supported=False),
+        FeatureOption("adm_csf_mode", int, 0, "csf", True, 0, 3, supported=False),
+        FeatureOption("adm_noise_weight", float, None, "nw", True, 0.0, 1500.0, supported=False),
+        FeatureOption("adm_skip_aim", bool, False, supported=False),
+        FeatureOption("adm_skip_scale0", bool, False, "ssz", True, supported=False),
+        FeatureOption("adm_min_val", float, None, "min", True, 0.0, 1.0, supported=False),
+    ),
+    "motion": (
+        _debug(),
+        FeatureOption("motion_force_zero", bool, False, "force_0", True, supported=False),
+        FeatureOption("motion_blend_factor", float, 1.0, "mbf", True, 0.0, 1.0, supported=False),
+        FeatureOption("motion_blend_offset", float, 40.0, "mbo", True, 0.0, 1000.0, supported=False),
+        FeatureOption("motion_fps_weight", float, 1.0, "mfw", True, 0.0, 5.0, supported=False),
+        FeatureOption("motion_max_val", float, 10000.0, "mmxv", True, 0.0, 10000.0, supported=False),
+        FeatureOption("motion_five_frame_window", bool, False, "mffw", True, supported=False),
+        FeatureOption("motion_moving_average", bool, False, "mma", True, supported=False),
+    ),
+    "float_ssim": (
+        FeatureOption("enable_lcs", bool, False),
+        FeatureOption("enable_db", bool, False, supported=False),
+        FeatureOption("clip_db", bool, False, supported=False),
+        FeatureOption("scale", int, 0, None, False, 0, 10, supported=False),
+    ),
+    "ssim": (),
+    "float_ms_ssim": (),
+    "psnr": (),
+}
+
+
+@dataclass(frozen=True)
+class FeatureRequest:
+    """An extractor and the options given to it (only those that differ from the defaults are kept, so equal
+    requests compare equal). ``key`` identifies the computation."""
+
+    extractor: str
+    options: tuple[tuple[str, Any], ...] = field(default=())
+
+    @classmethod
+    def of(cls, extractor: str, options: Mapping[str, Any] | None = None) -> FeatureRequest:
+        """Validated: unknown extractors and options, and options this version does not compute, are errors."""
+        if extractor not in EXTRACTOR_OPTIONS:
+            raise ValueError(f"unknown feature {extractor!r}; supported features: {', '.join(EXTRACTOR_OPTIONS)}")
+        known = {o.name: o for o in EXTRACTOR_OPTIONS[extractor]}
+        kept = {}
+        for name, text in (options or {}).items():
+            option = known.get(name)
+            if option is None:
+                listed = ", ".join(known) or "none"
+                raise ValueError(f"feature {extractor!r} has no option {name!r} (its options: {listed})")
+            value = option.parse(extractor, text)
+            if not option.supported and value != option.default:
+                raise ValueError(f"feature {extractor!r} option {name!r} is not supported yet (only its default "
+                                 f"is computed)")
+            if value != option.default:
+                kept[name] = value
+        return cls(extractor, tuple(sorted(kept.items())))
+
+    def option(self, name: str) -> Any:
+        """The value of option ``name`` (its default when not given)."""
+        given = dict(self.options)
+        if name in given:
+            return given[name]
+        return next(o.default for o in EXTRACTOR_OPTIONS[self.extractor] if o.name == name)
+
+    @property
+    def suffix(self) -> str:
+        """What libvmaf appends to this request's output names (``_egl_1``; empty for defaults)."""
+        table = {o.name: o for o in EXTRACTOR_OPTIONS[self.extractor]}
+        return "".join(table[name].suffix(value) for name, value in self.options if table[name].names_output)
+
+
+def parse_feature_option(text: str) -> FeatureRequest:
+    """libvmaf's ``--feature`` value: ``name`` or ``name=option=value:option=value``."""
+    name, eq, rest = text.partition("=")
+    options: dict[str, str] = {}
+    if eq:
+        for part in rest.split(":"):
+            key, eq2, value = part.partition("=")
+            if not eq2 or not key:
+                raise ValueError(f"--feature {text!r}: bad option string {part!r} (expected option=value)")
+            options[key] = value
+    return FeatureRequest.of(name, options)

@@ -1,0 +1,111 @@
+"""The VMAF score of frames in memory: :func:`vmaf` on whole clips, :class:`VmafStream` on frames as they come.
+
+Frames are integer luma ``(N, H, W)`` (uint8 for 8-bit, uint16/int16/int32 above), torch tensors (on the GPU:
+the Triton kernels) or numpy arrays (the CPU). VMAF v0.6.1 reads luma only. Values equal libvmaf 3.2.0's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from fusedsim.families.vmaf.feature_requests import FeatureRequest
+from fusedsim.families.vmaf.features import to_numpy
+from fusedsim.families.vmaf.model import DEFAULT_MODEL, VmafModel, feature_requests, parse_model_option, predict_from
+from fusedsim.families.vmaf.pipeline import resolve_features, feature_specs
+from fusedsim.families.vmaf.session import FeatureSession
+
+__all__ = ["VmafStream", "vmaf"]
+
+Frames = torch.Tensor | np.ndarray
+
+
+def _models(model: str | VmafModel | Sequence[str | VmafModel]) -> list[VmafModel]:
+    items = [model] if isinstance(model, (str, VmafModel)) else list(model)
+    loaded = []
+    for item in items:
+        if isinstance(item, VmafModel):
+            loaded.append(item)
+        elif "=" in item:
+            loaded.append(parse_model_option(item).load())
+        else:
+            loaded.append(parse_model_option(f"version={item}").load())
+    return loaded
+
+
+def _luma(frames: Frames, name: str) -> torch.Tensor:
+    if isinstance(frames, np.ndarray):
+        frames = torch.from_numpy(np.ascontiguousarray(frames))
+    if not isinstance(frames, torch.Tensor):
+        raise TypeError(f"{name} must be a torch tensor or a numpy array of integer luma; got {type(frames).__name__}")
+    if frames.dim() == 2:
+        frames = frames[None]
+    if frames.dim() != 3 or frames.is_floating_point() or frames.dtype == torch.bool:
+        raise ValueError(f"{name} must be integer luma frames (N, H, W) or one frame (H, W); got "
+                         f"{tuple(frames.shape)} {frames.dtype}")
+    return frames
+
+
+class VmafStream:
+    """VMAF frame by frame: ``push(ref, dist)`` with the next frames of both clips returns the scores (and
+    features) of the frames finished so far; ``flush()`` after the last frames returns the rest. Motion needs the
+    next frame, so a frame's score comes with the following push. Holds only the previous reference frame and
+    the columns of unfinished frames."""
+
+    def __init__(self, bit_depth: int = 8, *, model: str | VmafModel | Sequence[str | VmafModel] = DEFAULT_MODEL,
+                 features: Sequence[str | FeatureRequest] = ()) -> None:
+        self.models = _models(model)
+        requests = resolve_features(features, tuple(feature_specs())) if features else []
+        for m in self.models:
+            requests += feature_requests(m)
+        self.session = FeatureSession(list(dict.fromkeys(requests)), int(bit_depth))
+        self._pending: dict[str, list[np.ndarray]] = {}
+        self._shape: tuple[int, int] | None = None
+
+    def push(self, ref: Frames, dist: Frames) -> dict[str, np.ndarray]:
+        ref_y, dist_y = _luma(ref, "ref"), _luma(dist, "dist")
+        if ref_y.shape != dist_y.shape:
+            raise ValueError(f"ref and dist must have the same shape; got {tuple(ref_y.shape)} and "
+                             f"{tuple(dist_y.shape)}")
+        if self._shape is not None and tuple(ref_y.shape[1:]) != self._shape:
+            raise ValueError(f"frames of one clip must keep their size: {self._shape} before, "
+                             f"{tuple(ref_y.shape[1:])} now")
+        self._shape = tuple(ref_y.shape[1:])
+        return self._finish(self.session.push((ref_y,), (dist_y,)))
+
+    def flush(self) -> dict[str, np.ndarray]:
+        out = self._finish(self.session.flush())
+        if any(len(parts) for parts in self._pending.values()):
+            raise RuntimeError("columns of unequal length after the last frame")
+        return out
+
+    def _finish(self, columns: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:
+        for name, values in to_numpy(columns).items():
+            self._pending.setdefault(name, []).append(values)
+        joined = {name: np.concatenate(parts) if parts else np.zeros(0) for name, parts in self._pending.items()}
+        ready = min((len(v) for v in joined.values()), default=0)
+        out = {name: v[:ready] for name, v in joined.items()}
+        self._pending = {name: [v[ready:]] for name, v in joined.items()}
+        for m in self.models:
+            if m.name in out:
+                raise ValueError(f"model name {m.name!r} is used twice (or by a feature); give models distinct names")
+            out[m.name] = predict_from(m, out) if ready else np.zeros(0)
+        return out
+
+
+def vmaf(ref: Frames, dist: Frames, bit_depth: int = 8, *,
+         model: str | VmafModel | Sequence[str | VmafModel] = DEFAULT_MODEL,
+         features: Sequence[str | FeatureRequest] = ()) -> dict[str, np.ndarray]:
+    """Per-frame VMAF of a clip: ``ref``, ``dist`` integer luma ``(N, H, W)`` in frame order. Returns libvmaf's
+    columns (float64 ``(N,)``): the model's features (``integer_adm2``, ``integer_motion2``,
+    ``integer_vif_scale0`` ...), any extra ``features`` (libvmaf names or ``name=option=value`` strings), and one
+    column per model named after it (``vmaf``). ``model``: a built-in version (``"vmaf_v0.6.1"``,
+    ``"vmaf_v0.6.1neg"``, ``"vmaf_4k_v0.6.1"``, ``"vmaf_4k_v0.6.1neg"``), a libvmaf ``--model`` string
+    (``"version=vmaf_v0.6.1:name=vmaf_noclip:disable_clip"``, ``"path=my_model.json"``), a loaded model, or a list
+    of them (scored from one computation of their shared features)."""
+    stream = VmafStream(bit_depth, model=model, features=features)
+    first = stream.push(ref, dist)
+    rest = stream.flush()
+    return {name: np.concatenate([first[name], rest[name]]) for name in first}

@@ -1,0 +1,105 @@
+"""A clip's feature extraction: the requested features fed frame batches in order, per-frame columns out.
+
+Most features score each frame pair on its own; ``motion`` compares each reference frame with its neighbours, so
+its values for a batch's last frame come with the next batch (or :meth:`FeatureSession.flush` at the end of the
+clip). A session keeps only what such a feature needs from earlier batches: memory does not grow with clip
+length. Columns carry libvmaf's names, with the suffix of the options that change values (``_egl_1``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from fusedsim.families.vmaf.feature_requests import FeatureRequest
+
+__all__ = ["FeatureSession"]
+
+Planes = Sequence[torch.Tensor]
+Columns = dict[str, torch.Tensor]
+
+
+def _renamed(values: Columns, suffix: str, debug_only: Sequence[str] = ()) -> Columns:
+    """libvmaf's names: the option suffix on every output (debug outputs included)."""
+    return {name + suffix: column for name, column in values.items() if name not in debug_only}
+
+
+class _Stateless:
+    """A feature that scores each frame pair on its own: ``compute(ref_planes, dist_planes, bit_depth, request)``."""
+
+    def __init__(self, compute: Callable[..., Columns], request: FeatureRequest, bit_depth: int) -> None:
+        self.compute, self.request, self.bit_depth = compute, request, bit_depth
+
+    def push(self, ref: Planes, dist: Planes) -> Columns:
+        return self.compute(ref, dist, self.bit_depth, self.request)
+
+    def flush(self) -> Columns:
+        return {}
+
+
+class _Motion:
+    """libvmaf's integer motion on the reference luma (a one-frame delay: motion2 needs the next frame)."""
+
+    def __init__(self, request: FeatureRequest, bit_depth: int) -> None:
+        from fusedsim.families.motion.stream import MotionStream
+
+        self.stream = MotionStream(bit_depth)
+        self.debug = bool(request.option("debug"))
+        self.suffix = request.suffix
+
+    def _columns(self, out: dict[str, torch.Tensor]) -> Columns:
+        if not self.debug:
+            out = {k: v for k, v in out.items() if k != "integer_motion"}
+        return _renamed(out, self.suffix)
+
+    def push(self, ref: Planes, dist: Planes) -> Columns:
+        return self._columns(self.stream.push(ref[0]))
+
+    def flush(self) -> Columns:
+        return self._columns(self.stream.flush())
+
+
+def _registry_feature(name: str) -> Callable[..., Columns]:
+    """A feature of the metric registry (``vmaf:<name>``): its compute function with the request's options (the
+    libvmaf option names, only those that differ from the defaults)."""
+    from fusedsim.families.vmaf.features import feature_spec
+
+    spec = feature_spec(name)
+
+    def compute(ref: Planes, dist: Planes, bit_depth: int, request: FeatureRequest) -> Columns:
+        return spec.load()(ref, dist, bit_depth, **dict(request.options))
+
+    return compute
+
+
+class FeatureSession:
+    """``push(ref_planes, dist_planes)`` per batch (planes ``(y, u, v)``, each ``(n, H, W)`` on one device) returns
+    the columns finished so far; ``flush()`` after the last batch returns the rest. Concatenated in order, every
+    column has one value per frame."""
+
+    def __init__(self, requests: Sequence[FeatureRequest], bit_depth: int) -> None:
+        self.requests = tuple(dict.fromkeys(requests))
+        self._parts: list[Any] = []
+        for request in self.requests:
+            if request.extractor == "motion":
+                self._parts.append(_Motion(request, bit_depth))
+            else:
+                self._parts.append(_Stateless(_registry_feature(request.extractor), request, bit_depth))
+
+    def push(self, ref: Planes, dist: Planes) -> Columns:
+        return self._merge(part.push(ref, dist) for part in self._parts)
+
+    def flush(self) -> Columns:
+        return self._merge(part.flush() for part in self._parts)
+
+    @staticmethod
+    def _merge(outputs) -> Columns:
+        merged: Columns = {}
+        for out in outputs:
+            for name, column in out.items():
+                if name in merged:
+                    raise RuntimeError(f"metric {name!r} is produced by more than one feature")
+                merged[name] = column.reshape(-1)
+        return merged

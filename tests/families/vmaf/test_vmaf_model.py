@@ -87,7 +87,7 @@ def test_bad_model_files(tmp_path):
     ("vif=vif_enhn_gain_limit=x", "takes a number"),
     ("vif=debug", "bad option string"),
     ("bogus", "unknown feature 'bogus'"),
-    ("motion=motion_force_zero=true", "not supported yet"),
+    ("adm=adm_skip_scale0=true", "not supported yet"),
 ])
 def test_bad_feature_options(text, match):
     with pytest.raises(ValueError, match=match):

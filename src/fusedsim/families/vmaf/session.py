@@ -21,11 +21,6 @@ Planes = Sequence[torch.Tensor]
 Columns = dict[str, torch.Tensor]
 
 
-def _renamed(values: Columns, suffix: str, debug_only: Sequence[str] = ()) -> Columns:
-    """libvmaf's names: the option suffix on every output (debug outputs included)."""
-    return {name + suffix: column for name, column in values.items() if name not in debug_only}
-
-
 class _Stateless:
     """A feature that scores each frame pair on its own: ``compute(ref_planes, dist_planes, bit_depth, request)``."""
 
@@ -40,25 +35,21 @@ class _Stateless:
 
 
 class _Motion:
-    """libvmaf's integer motion on the reference luma (a one-frame delay: motion2 needs the next frame)."""
+    """libvmaf's integer motion on the reference luma (a one-frame delay: motion2 needs the next frame). Its
+    stream names the columns, option suffix included."""
 
     def __init__(self, request: FeatureRequest, bit_depth: int) -> None:
         from fusedsim.families.motion.stream import MotionStream
+        from fusedsim.families.motion.twin import MotionOptions
 
-        self.stream = MotionStream(bit_depth)
-        self.debug = bool(request.option("debug"))
-        self.suffix = request.suffix
-
-    def _columns(self, out: dict[str, torch.Tensor]) -> Columns:
-        if not self.debug:
-            out = {k: v for k, v in out.items() if k != "integer_motion"}
-        return _renamed(out, self.suffix)
+        options = MotionOptions.from_libvmaf({k: v for k, v in request.options if k != "debug"})
+        self.stream = MotionStream(bit_depth, options=options, debug=bool(request.option("debug")))
 
     def push(self, ref: Planes, dist: Planes) -> Columns:
-        return self._columns(self.stream.push(ref[0]))
+        return self.stream.push(ref[0])
 
     def flush(self) -> Columns:
-        return self._columns(self.stream.flush())
+        return self.stream.flush()
 
 
 def _registry_feature(name: str) -> Callable[..., Columns]:

@@ -77,7 +77,7 @@ class VmafStream:
 
     def flush(self) -> dict[str, np.ndarray]:
         out = self._finish(self.session.flush())
-        if any(len(parts) for parts in self._pending.values()):
+        if any(sum(len(p) for p in parts) for parts in self._pending.values()):
             raise RuntimeError("columns of unequal length after the last frame")
         return out
 

@@ -238,10 +238,10 @@ def run(args: argparse.Namespace) -> int:
     jobs = _jobs(args)
     raw = _raw_options(args)
     _check_options(args)
-    registry = _load_features()
     args.loaded_models = _models(args)
-    features = (resolve_features(args.features, tuple(registry.SUPPORTED_FEATURES))
-                if args.features or not args.loaded_models else [])
+    # feature names and options are checked against the registry's specs (torch-free) before anything loads
+    features = (resolve_features(args.features, HELP_FEATURES) if args.features or not args.loaded_models else [])
+    registry = _load_features()
     check_device(args.device)  # a missing GPU is reported before any file is read
     set_threads(args.threads)
     if args.pairs is None:

@@ -14,8 +14,8 @@ from fusedsim.core.lazy import lazy_attributes
 from fusedsim.metrics.registry import MetricFunctions, MetricSpec, register_metric
 
 _WINDOW = 11  # the SSIM window of libvmaf's ssim features
-_VIF_MIN = 32  # placeholder until the VIF family states its minimum
-_ADM_MIN = 32  # placeholder until the ADM family states its minimum
+_VIF_MIN = 16  # each scale must be at least half its filter plus one (fusedsim.vif)
+_ADM_MIN = 33  # libvmaf's 4-level wavelet reads inside the picture from 33x33 (fusedsim.adm)
 _LEVELS = 5  # float_ms_ssim's scales
 
 
@@ -106,8 +106,10 @@ def _adm_features() -> MetricFunctions:
 register_metric(MetricSpec(
     name="vmaf:adm", kind="video", functions=_adm_features,
     summary="libvmaf's integer ADM (luma): adm2, aim, adm3 and 4 scales, bit-exact; an input of VMAF",
-    outputs=("integer_adm2", "integer_aim", "integer_adm3", "integer_adm_scale0", "integer_adm_scale1",
-             "integer_adm_scale2", "integer_adm_scale3"),
+    # (integer_aim, an impairment that grows with distortion, is reported too: not listed, as the spec's
+    # direction is that of the other outputs)
+    outputs=("integer_adm2", "integer_adm3", "integer_adm_scale0", "integer_adm_scale1", "integer_adm_scale2",
+             "integer_adm_scale3"),
     higher_is_better=True, identical_value=None, value_range=(0.0, math.inf),
     min_size=_ADM_MIN, min_size_reason="a 4-level wavelet decomposition",
     planes=("y",), halo_rows=None, bytes_per_pixel=64.0,

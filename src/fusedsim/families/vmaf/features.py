@@ -89,11 +89,15 @@ def integer_adm_feature(ref: Planes, dist: Planes, bit_depth: int, *, adm_enhn_g
     return integer_adm(ref[0], dist[0], bit_depth, gain_limit=adm_enhn_gain_limit, debug=debug)
 
 
-def integer_motion_feature(ref: Planes, dist: Planes, bit_depth: int, *, debug: bool = False) -> dict:
-    """``vmaf:motion`` compares each reference frame with its neighbours, so it runs in a
-    :class:`~fusedsim.families.vmaf.session.FeatureSession` fed the clip in order; a batch alone has no answer."""
-    raise ValueError("the motion feature needs the whole clip in order: score it through a FeatureSession "
-                     "(fusedsim.families.vmaf.session) or fusedsim.vmaf.score_clips, not batch by batch")
+def integer_motion_feature(ref: Planes, dist: Planes, bit_depth: int, **options: Any) -> dict[str, torch.Tensor]:
+    """``vmaf:motion``: libvmaf's integer motion of the reference luma, the frames given being the whole clip
+    (motion compares each frame with its neighbours; ``fusedsim vmaf`` streams a clip through a
+    :class:`~fusedsim.families.vmaf.session.FeatureSession`, which carries it across batches)."""
+    from fusedsim.families.motion.api import integer_motion
+    from fusedsim.families.motion.twin import MotionOptions
+
+    debug = bool(options.pop("debug", False))
+    return integer_motion(ref[0], bit_depth, options=MotionOptions.from_libvmaf(options), debug=debug)
 
 
 def psnr_feature(ref: Planes, dist: Planes, bit_depth: int) -> dict[str, torch.Tensor]:

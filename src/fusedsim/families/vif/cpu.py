@@ -1,0 +1,300 @@
+"""libvmaf's integer VIF on the CPU, compiled with numba: the twin's bits (:mod:`fusedsim.families.vif.twin`).
+
+One parallel pass per scale. Threads take (frame, row band) tasks; a task streams its rows once: per row the
+vertical pass of the five quantities (x, y, x*x, y*y, x*y) into padded row buffers, the horizontal pass with the
+mirrored columns, the per-pixel statistics into four int64 accumulators, and on even rows the next scale's row
+(its own filter, even columns only). Integer sums do not depend on their order, so any split of the rows gives
+the same accumulators; the float steps are per pixel, in the twin's order (numba's default emits no FMA
+contraction). The per-scale ``num``/``den`` come from the twin's own conversion of the accumulators.
+
+One core, 1080p 8-bit, AVX-512 CPU: ~20 frames/s, against libvmaf 3.2.0's own code on the same frames and core
+4.6 frames/s (its C path) and 33 (its AVX-512 path).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import torch
+from numba import njit, prange
+from numba.cpython.unsafe.numbers import leading_zeros
+
+from fusedsim.core.cpu.parallel import parallel_kernel
+from fusedsim.families.vif.ops import integer_vif
+from fusedsim.families.vif.twin import (
+    EPS,
+    FILTERS,
+    N_SCALES,
+    SIGMA_NSQ,
+    log2_table,
+    num_den_from_accumulators,
+)
+
+__all__ = ["integer_vif_numba", "integer_vif_numba_accumulators"]
+
+_TAPS = tuple(np.array(f, dtype=np.int64) for f in FILTERS)
+_MIN_BAND_ROWS = 16  # rows per task at least: each task re-reads its band's halo rows
+_NARROW = (np.zeros(0, np.int32), np.zeros(0, np.uint32))  # row dtypes of 8-bit scale 0 (see _rows)
+_WIDE = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _reflect(i, n):
+    if i < 0:
+        i = -i
+    if i >= n:
+        i = 2 * n - 2 - i
+    return i
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _mul_round32(a, b):
+    """``(a*b + 2**31) >> 32`` for ``0 <= a, b < 2**32``: libvmaf's uint64 product (every operand cast: numba
+    mixes uint64 with int64 in float64)."""
+    return np.int64((np.uint64(a) * np.uint64(b) + np.uint64(2147483648)) >> np.uint64(32))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _wrap32(v):
+    return ((v + 2147483648) & 0xFFFFFFFF) - 2147483648
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _log2_fixed(v, table):
+    k = 48 - leading_zeros(v)  # bit_length(v) - 16
+    return np.int64(table[v >> k]) + 2048 * k
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _mirror(buf, half, w):
+    """Reflect-101 columns of a row held at ``buf[half:half+w]``."""
+    for p in range(1, half + 1):
+        buf[half - p] = buf[half + p]
+        buf[half + w - 1 + p] = buf[half + w - 1 - p]
+
+
+@njit(cache=True, nogil=True)
+def _vertical(x, y, i, taps, v1, v2, vxx, vyy, vxy):
+    """Vertical pass of row ``i`` of the pair into the five row views (exact sums)."""
+    h, w = x.shape
+    half = taps.shape[0] // 2
+    v1[:] = 0
+    v2[:] = 0
+    vxx[:] = 0
+    vyy[:] = 0
+    vxy[:] = 0
+    for k in range(taps.shape[0]):
+        f = taps[k]
+        r = _reflect(i - half + k, h)
+        xr = x[r]
+        yr = y[r]
+        for j in range(w):
+            a = np.int64(xr[j])
+            b = np.int64(yr[j])
+            fa = f * a
+            fb = f * b
+            v1[j] += fa
+            v2[j] += fb
+            vxx[j] += fa * a
+            vyy[j] += fb * b
+            vxy[j] += fa * b
+
+
+@njit(cache=True, nogil=True)
+def _round_shift(v, shift):
+    if shift > 0:
+        rnd = np.int64(1) << (shift - 1)
+        for j in range(v.shape[0]):
+            v[j] = (v[j] + rnd) >> shift
+
+
+@njit(cache=True, nogil=True)
+def _horizontal(v, out, taps):
+    """``out[j] = sum_k taps[k] * v[j + k]`` for a row mirrored into ``v`` (symmetric taps). Loops index views with
+    the bare loop counter: numba then drops its negative-index checks and the loops vectorise."""
+    kt = taps.shape[0]
+    half = kt // 2
+    w = out.shape[0]
+    fc = taps[half]
+    mid = v[half:half + w]
+    for j in range(w):
+        out[j] = fc * mid[j]
+    for k in range(half):
+        f = taps[k]
+        lo = v[k:k + w]
+        hi = v[kt - 1 - k:kt - 1 - k + w]
+        for j in range(w):
+            out[j] += f * (lo[j] + hi[j])
+
+
+@njit(cache=True, nogil=True)
+def _rows(x, y, r0, r1, taps, shift_mu, shift_sq, gain_limit, table, sub_taps, sub_shift, nx, ny, acc, p32, pu32):
+    """Rows ``[r0, r1)`` of one scale of one frame pair ``x``, ``y`` ``(h, w)``: their accumulators added to
+    ``acc[0:4]``; with ``sub_taps`` (not empty), the next scale's rows ``i // 2`` of the even rows ``i`` written
+    to ``nx``, ``ny``. ``p32`` / ``pu32`` (empty) give the dtypes of the vertical mu rows and of the vertical
+    squares and horizontal mu rows: int32 / uint32 at 8-bit scale 0, where those sums stay below 2**31 / 2**32
+    (the squares' partial sums wrap mod 2**32, which their final value does not need), int64 elsewhere. Half-width
+    lanes vectorise twice as wide."""
+    h, w = x.shape
+    half = taps.shape[0] // 2
+    width = w + 2 * half
+    v1 = np.empty(width, p32.dtype)
+    v2 = np.empty(width, p32.dtype)
+    vxx = np.empty(width, pu32.dtype)
+    vyy = np.empty(width, pu32.dtype)
+    vxy = np.empty(width, pu32.dtype)
+    h1 = np.empty(w, pu32.dtype)
+    h2 = np.empty(w, pu32.dtype)
+    hxx = np.empty(w, np.int64)
+    hyy = np.empty(w, np.int64)
+    hxy = np.empty(w, np.int64)
+    t1 = np.empty(w, np.int64)  # s1, s2 (clamped at 0), s12
+    t2 = np.empty(w, np.int64)
+    t12 = np.empty(w, np.int64)
+    ks = sub_taps.shape[0]
+    sub_half = ks // 2
+    s1buf = np.empty(w + 2 * sub_half, np.int64)
+    s2buf = np.empty(w + 2 * sub_half, np.int64)
+    sub_out = np.empty(w, np.int64)
+    num_log = 0
+    den_log = 0
+    num_nonlog = 0
+    cnt_nonlog = 0
+    c1, c2, cxx, cyy, cxy = (v1[half:half + w], v2[half:half + w], vxx[half:half + w], vyy[half:half + w],
+                             vxy[half:half + w])
+    for i in range(r0, r1):
+        _vertical(x, y, i, taps, c1, c2, cxx, cyy, cxy)
+        _round_shift(c1, shift_mu)
+        _round_shift(c2, shift_mu)
+        _round_shift(cxx, shift_sq)
+        _round_shift(cyy, shift_sq)
+        _round_shift(cxy, shift_sq)
+        _mirror(v1, half, w)
+        _mirror(v2, half, w)
+        _mirror(vxx, half, w)
+        _mirror(vyy, half, w)
+        _mirror(vxy, half, w)
+        _horizontal(v1, h1, taps)
+        _horizontal(v2, h2, taps)
+        _horizontal(vxx, hxx, taps)
+        _horizontal(vyy, hyy, taps)
+        _horizontal(vxy, hxy, taps)
+        # per-pixel statistics: the integer part in its own loop (it vectorises), then the branches
+        for j in range(w):
+            m1 = h1[j]
+            m2 = h2[j]
+            t1[j] = _wrap32(((hxx[j] + 32768) >> 16) - _mul_round32(m1, m1))
+            t2[j] = max(_wrap32(((hyy[j] + 32768) >> 16) - _mul_round32(m2, m2)), 0)
+            t12[j] = _wrap32(((hxy[j] + 32768) >> 16) - _mul_round32(m1, m2))
+        for j in range(w):
+            s1 = t1[j]
+            s2 = t2[j]
+            s12 = t12[j]
+            if s1 >= SIGMA_NSQ:
+                den_log += _log2_fixed(s1 + SIGMA_NSQ, table) - 2048 * 17
+                if s12 > 0 and s2 > 0:
+                    g = s12 / (s1 + EPS)
+                    sv = np.int64(s2 - g * s12)  # truncation toward zero
+                    if sv < 0:
+                        sv = 0
+                    if g > gain_limit:  # after sv, as libvmaf
+                        g = gain_limit
+                    n1 = sv + SIGMA_NSQ
+                    n2 = np.int64((g * g) * s1) + n1
+                    num_log += _log2_fixed(n2, table) - _log2_fixed(n1, table)
+            else:
+                num_nonlog += s2
+                cnt_nonlog += 1
+        # the next scale's row: this scale's even rows and columns through the next filter
+        if ks > 0 and (i & 1) == 0 and (i >> 1) < (h >> 1):
+            _subsample_row(x, i, sub_taps, sub_shift, s1buf, sub_out, nx[i >> 1])
+            _subsample_row(y, i, sub_taps, sub_shift, s2buf, sub_out, ny[i >> 1])
+    acc[0] += num_log
+    acc[1] += den_log
+    acc[2] += num_nonlog
+    acc[3] += cnt_nonlog
+
+
+@njit(cache=True, nogil=True)
+def _subsample_row(x, i, taps, shift, buf, tmp, out):
+    """Row ``i // 2`` of the next scale (even ``i``): vertical pass at row ``i``, ``rs(., shift)``, horizontal pass,
+    ``rs(., 16)``, even columns; 16-bit values as libvmaf's uint16."""
+    h, w = x.shape
+    half = taps.shape[0] // 2
+    col = buf[half:half + w]
+    col[:] = 0
+    for k in range(taps.shape[0]):
+        f = taps[k]
+        xr = x[_reflect(i - half + k, h)]
+        for j in range(w):
+            col[j] += f * np.int64(xr[j])
+    _round_shift(col, shift)  # <= 65535: libvmaf's uint16 store keeps it
+    _mirror(buf, half, w)
+    _horizontal(buf, tmp, taps)
+    for c in range(w // 2):
+        out[c] = ((tmp[2 * c] + 32768) >> 16) & 0xFFFF
+
+
+@parallel_kernel
+def _scale_pass(x, y, taps, shift_mu, shift_sq, gain_limit, table, sub_taps, sub_shift, nx, ny, n_bands, p32, pu32):
+    """One scale of every frame pair ``(N, h, w)``: ``(N, 4)`` int64 accumulators; the next scale into ``nx``,
+    ``ny`` (when ``sub_taps`` is not empty)."""
+    n, h, w = x.shape
+    step = (h + n_bands - 1) // n_bands
+    parts = np.zeros((n * n_bands, 4), np.int64)
+    for t in prange(n * n_bands):
+        f = t // n_bands
+        r0 = (t % n_bands) * step
+        r1 = min(h, r0 + step)
+        if r0 < r1:
+            _rows(x[f], y[f], r0, r1, taps, shift_mu, shift_sq, gain_limit, table, sub_taps, sub_shift,
+                  nx[f], ny[f], parts[t], p32, pu32)
+    acc = np.zeros((n, 4), np.int64)
+    for t in range(n * n_bands):
+        for q in range(4):
+            acc[t // n_bands, q] += parts[t, q]
+    return acc
+
+
+def _as_array(t: torch.Tensor) -> np.ndarray:
+    """C-contiguous uint8 (as is) or uint16 samples: two compiled variants serve every input dtype (values are
+    within the bit depth, at most 16 bits)."""
+    if t.dtype != torch.uint8:
+        t = t.to(torch.int32)
+    a = np.ascontiguousarray(t.detach().cpu().numpy())
+    return a if a.dtype == np.uint8 else a.astype(np.uint16)
+
+
+def integer_vif_numba_accumulators(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int,
+                                   gain_limit: float) -> torch.Tensor:
+    """The accumulators of :func:`~fusedsim.families.vif.twin.integer_vif_accumulators_ref`: ``(N, 4, 4)`` int64."""
+    x, y = _as_array(ref), _as_array(dist)
+    if x.dtype != y.dtype:
+        x, y = x.astype(np.uint16), y.astype(np.uint16)
+    n = x.shape[0]
+    table = log2_table().numpy().astype(np.uint16)
+    threads = numba.get_num_threads()
+    out = np.zeros((n, N_SCALES, 4), np.int64)
+    empty = np.zeros(0, np.int64)
+    for scale in range(N_SCALES):
+        h, w = x.shape[1:]
+        last = scale == N_SCALES - 1
+        nx = np.empty((n, h // 2, w // 2) if not last else (n, 1, 1), np.uint16)
+        ny = np.empty_like(nx)
+        bands = max(1, min(-(-threads // n) * 2 if n < threads else 1, h // _MIN_BAND_ROWS))
+        narrow = scale == 0 and bit_depth == 8
+        out[:, scale] = _scale_pass(
+            x, y, _TAPS[scale], bit_depth if scale == 0 else 16, 2 * (bit_depth - 8) if scale == 0 else 16,
+            float(gain_limit), table, empty if last else _TAPS[scale + 1], bit_depth if scale == 0 else 16,
+            nx, ny, bands, *(_NARROW if narrow else _WIDE))
+        x, y = nx, ny
+    return torch.from_numpy(out)
+
+
+@integer_vif.cpu_kernel
+def integer_vif_numba(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, gain_limit: float) -> torch.Tensor:
+    """libvmaf's integer VIF ``num``/``den`` per scale of integer frames ``(N, H, W)`` on the CPU: ``(N, 8)``
+    float64, the twin's bits (same signature and contract as
+    :func:`~fusedsim.families.vif.twin.integer_vif_ref`)."""
+    acc = integer_vif_numba_accumulators(ref, dist, bit_depth, gain_limit)
+    return num_den_from_accumulators(acc).to(ref.device)

@@ -1,0 +1,556 @@
+"""libvmaf's integer ADM on the CPU, compiled with numba: the twin's integer sums, bit for bit.
+
+One fused pass per scale streams the band rows: for band row ``i`` it runs the wavelet of both frames (the ``a``
+band goes to memory: the next scale's input), the decoupling and both CSFs of the row (kept in a ring of 3 rows:
+``r``, ``a`` and the orientation sums of the two ``flt`` planes) and the denominator's row sums; once row ``i + 1``
+is in the ring, the contrast masking (DLM and AIM) of row ``i``. So a 1080p scale touches memory only
+for its input and its ``a`` bands. Integers are int64 with libvmaf's int16/int32 stores wrapped explicitly; the
+float steps are the twin's (:func:`~fusedsim.families.adm.twin.scales_from_sums`).
+
+Threads split the frames of a batch, or, with fewer frames than threads, the rows of each scale (each row chunk
+recomputes its two halo rows).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import torch
+from numba import njit, prange
+
+from fusedsim.core.cpu.parallel import parallel_kernel
+from fusedsim.families.adm.ops import integer_adm
+from fusedsim.families.adm.twin import (
+    COS_1DEG_SQ,
+    DWT_SHIFTS,
+    check_frame_size,
+    div_lookup,
+    scale_plans,
+    scales_from_sums,
+)
+
+__all__ = ["integer_adm_numba", "integer_adm_numba_sums"]
+
+# per-scale integer constants, one row per scale (see _constants)
+_C_T, _C_B, _C_L, _C_R = 0, 1, 2, 3
+_C_IRF = 4  # 3 entries
+_C_DEN_SHIFT, _C_DEN_ROW = 7, 8
+_C_CM = 9  # 3 entries
+_C_CM_ROW = 12
+_C_VADD, _C_VSH, _C_HADD, _C_HSH = 13, 14, 15, 16
+_NC = 17
+
+
+@njit(cache=True, nogil=True)
+def _mirror(k, n):  # pragma: no cover - compiled
+    if k < 0:
+        return -k
+    if k >= n:
+        return 2 * n - 1 - k
+    return k
+
+
+@njit(cache=True, nogil=True)
+def _w16(x):  # pragma: no cover - compiled
+    return np.int64(np.int16(x))
+
+
+@njit(cache=True, nogil=True)
+def _w32(x):  # pragma: no cover - compiled
+    return np.int64(np.int32(x))
+
+
+@njit(cache=True, nogil=True)
+def _dwt_row(src, i, s0, bpc, cs, tlo, thi, ba, bv, bh, bd):  # pragma: no cover - compiled
+    """Band row ``i`` (a, v, h, d) of one image ``src`` (the pixels at scale 0, else the previous ``a`` band)."""
+    n_in, w_in = src.shape
+    r0 = _mirror(2 * i - 1, n_in)
+    r1 = _mirror(2 * i, n_in)
+    r2 = _mirror(2 * i + 1, n_in)
+    r3 = _mirror(2 * i + 2, n_in)
+    x0 = src[r0]
+    x1 = src[r1]
+    x2 = src[r2]
+    x3 = src[r3]
+    if s0:
+        half = np.int64(1) << (bpc - 1)
+        off = half - 46342 * half
+        for j in range(w_in):
+            p0 = np.int64(x0[j])
+            p1 = np.int64(x1[j])
+            p2 = np.int64(x2[j])
+            p3 = np.int64(x3[j])
+            tlo[j] = _w16((15826 * p0 + 27411 * p1 + 7345 * p2 - 4240 * p3 + off) >> bpc)
+            thi[j] = _w16((-4240 * p0 - 7345 * p1 + 27411 * p2 - 15826 * p3 + half) >> bpc)
+    else:
+        vadd = cs[_C_VADD]
+        vsh = cs[_C_VSH]
+        for j in range(w_in):
+            p0 = np.int64(x0[j])
+            p1 = np.int64(x1[j])
+            p2 = np.int64(x2[j])
+            p3 = np.int64(x3[j])
+            tlo[j] = _w32((15826 * p0 + 27411 * p1 + 7345 * p2 - 4240 * p3 + vadd) >> vsh)
+            thi[j] = _w32((-4240 * p0 - 7345 * p1 + 27411 * p2 - 15826 * p3 + vadd) >> vsh)
+    hadd = cs[_C_HADD]
+    hsh = cs[_C_HSH]
+    w_out = (w_in + 1) // 2
+    # interior outputs read 2j-1 .. 2j+2 without mirroring; the few border ones go through _hout
+    j_hi = max(1, min(w_out, (w_in - 3) // 2 + 1))
+    _hout(tlo, thi, 0, w_in, s0, hadd, hsh, ba, bv, bh, bd)
+    for j in range(1, j_hi):
+        c = 2 * j
+        l0 = tlo[c - 1]
+        l1 = tlo[c]
+        l2 = tlo[c + 1]
+        l3 = tlo[c + 2]
+        h0 = thi[c - 1]
+        h1 = thi[c]
+        h2 = thi[c + 1]
+        h3 = thi[c + 2]
+        a = (15826 * l0 + 27411 * l1 + 7345 * l2 - 4240 * l3 + hadd) >> hsh
+        v = (-4240 * l0 - 7345 * l1 + 27411 * l2 - 15826 * l3 + hadd) >> hsh
+        h = (15826 * h0 + 27411 * h1 + 7345 * h2 - 4240 * h3 + hadd) >> hsh
+        d = (-4240 * h0 - 7345 * h1 + 27411 * h2 - 15826 * h3 + hadd) >> hsh
+        if s0:
+            ba[j] = _w16(a)
+            bv[j] = _w16(v)
+            bh[j] = _w16(h)
+            bd[j] = _w16(d)
+        else:
+            ba[j] = _w32(a)
+            bv[j] = _w32(v)
+            bh[j] = _w32(h)
+            bd[j] = _w32(d)
+    for j in range(max(j_hi, 1), w_out):
+        _hout(tlo, thi, j, w_in, s0, hadd, hsh, ba, bv, bh, bd)
+
+
+@njit(cache=True, nogil=True)
+def _hout(tlo, thi, j, w_in, s0, hadd, hsh, ba, bv, bh, bd):  # pragma: no cover - compiled
+    """Horizontal pass of output ``j`` with the border rule (the first and last outputs)."""
+    c0 = _mirror(2 * j - 1, w_in)
+    c1 = 2 * j
+    c2 = _mirror(2 * j + 1, w_in)
+    c3 = _mirror(2 * j + 2, w_in)
+    l0 = tlo[c0]
+    l1 = tlo[c1]
+    l2 = tlo[c2]
+    l3 = tlo[c3]
+    h0 = thi[c0]
+    h1 = thi[c1]
+    h2 = thi[c2]
+    h3 = thi[c3]
+    a = (15826 * l0 + 27411 * l1 + 7345 * l2 - 4240 * l3 + hadd) >> hsh
+    v = (-4240 * l0 - 7345 * l1 + 27411 * l2 - 15826 * l3 + hadd) >> hsh
+    h = (15826 * h0 + 27411 * h1 + 7345 * h2 - 4240 * h3 + hadd) >> hsh
+    d = (-4240 * h0 - 7345 * h1 + 27411 * h2 - 15826 * h3 + hadd) >> hsh
+    if s0:
+        ba[j] = _w16(a)
+        bv[j] = _w16(v)
+        bh[j] = _w16(h)
+        bd[j] = _w16(d)
+    else:
+        ba[j] = _w32(a)
+        bv[j] = _w32(v)
+        bh[j] = _w32(h)
+        bd[j] = _w32(d)
+
+
+@njit(cache=True, nogil=True)
+def _grow(r, o, t, k, angle, egl):  # pragma: no cover - compiled
+    """The enhancement rule inside 1 degree: ``min(r*egl, t)`` (o > 0) or ``max(r*egl, t)`` (o < 0), truncated;
+    written as selects so that the loop vectorises."""
+    rd = np.float64(r) * egl
+    td = np.float64(t)
+    up = np.int64(rd if rd < td else td)
+    down = np.int64(rd if rd > td else td)
+    grow = angle & (k > 0)
+    return up if (grow & (o > 0)) else (down if (grow & (o < 0)) else r)
+
+
+@njit(cache=True, nogil=True)
+def _restore0(o, t, angle, egl, div):  # pragma: no cover - compiled
+    """libvmaf's restored value of one scale-0 coefficient (``|o| <= 32768``: one table look-up)."""
+    kt = (div[o + 32768] * t + 16384) >> 15
+    k = np.int64(32768) if o == 0 else min(max(kt, np.int64(0)), np.int64(32768))
+    return _grow((k * o + 16384) >> 15, o, t, k, angle, egl)
+
+
+@njit(cache=True, nogil=True)
+def _restore(o, t, angle, egl, div):  # pragma: no cover - compiled
+    """libvmaf's restored value of one scales 1-3 coefficient (``|o| >= 2**15`` reduced to 15 bits first)."""
+    if o == 0:
+        k = np.int64(32768)
+    else:
+        ao = abs(o)
+        sign = np.int64(-1) if o < 0 else np.int64(1)
+        if ao < 32768:
+            k = ((div[ao + 32768] * t) * sign + 16384) >> 15
+        else:
+            nb = 16
+            while (ao >> nb) != 0:
+                nb += 1
+            sh = nb - 15  # libvmaf: 17 - clz32(|o|)
+            m = (ao + (np.int64(1) << (sh - 1))) >> sh
+            k = ((div[m + 32768] * t) * sign + (np.int64(1) << (14 + sh))) >> (15 + sh)
+        k = min(max(k, np.int64(0)), np.int64(32768))
+    return _grow((k * o + 16384) >> 15, o, t, k, angle, egl)
+
+
+@njit(cache=True, nogil=True)
+def _csf(x, irf, theta, s0):  # pragma: no cover - compiled
+    if s0:
+        if theta == 2:
+            return _w16((irf * x + 65535) >> 17)
+        return _w16((irf * x + 16384) >> 15)
+    return _w32((irf * x + 134217728) >> 28)
+
+
+@njit(cache=True, nogil=True)
+def _flt(v, s0):  # pragma: no cover - compiled
+    if s0:
+        return _w16((4369 * abs(v) + 2048) >> 12)
+    return _w32((143165577 * abs(v) - 2147483648) >> 32)
+
+
+@njit(cache=True, nogil=True)
+def _centre(v, s0):  # pragma: no cover - compiled
+    if s0:
+        return _w16((8738 * abs(v) + 2048) >> 12)
+    return _w32((286331153 * abs(v) - 2147483648) >> 32)
+
+
+@njit(cache=True, nogil=True)
+def _cm_val(s, thr, irf, theta, s0, c):  # pragma: no cover - compiled
+    """One orientation's contribution of one pixel: signal ``s`` (a band value), threshold ``thr``."""
+    if s0:
+        x = _w32(s * irf)
+        sub = 12 if theta == 2 else 10
+        x = _w32(abs(x) - _w32(thr << sub))
+        if x < 0:
+            x = np.int64(0)
+        sq = 30 if theta == 2 else 29
+        x2 = _w32((x * x + (np.int64(1) << (sq - 1))) >> sq)
+    else:
+        x = _w32((s * irf + 134217728) >> 28)
+        x = _w32(abs(x) - thr)
+        if x < 0:
+            x = np.int64(0)
+        x2 = _w32((x * x + 536870912) >> 30)
+    add = (np.int64(1) << (c - 1)) if c > 0 else np.int64(0)
+    return (x2 * x + add) >> c
+
+
+@njit(cache=True, nogil=True)
+def _decouple_row(bo, bt, ring, slot, j0, j1, s0, cs, egl, cos2, div):  # pragma: no cover - compiled
+    """Decoupling and both CSFs of columns ``[j0, j1)`` of one band row into ``ring[slot]``:
+    planes r_h, r_v, r_d, a_h, a_v, a_d, sum of flt(CSF(a)), sum of flt(CSF(r))."""
+    ov_, oh_, od_ = bo[1], bo[2], bo[3]
+    tv_, th_, td_ = bt[1], bt[2], bt[3]
+    out = ring[slot]
+    i0 = cs[_C_IRF]
+    i1 = cs[_C_IRF + 1]
+    i2 = cs[_C_IRF + 2]
+    for j in range(j0, j1):
+        oh = oh_[j]
+        ov = ov_[j]
+        od = od_[j]
+        th = th_[j]
+        tv = tv_[j]
+        td = td_[j]
+        dp = np.float64(np.float32(oh * th + ov * tv)) / 4096.0
+        om = np.float64(np.float32(oh * oh + ov * ov)) / 4096.0
+        tm = np.float64(np.float32(th * th + tv * tv)) / 4096.0
+        angle = (dp >= 0.0) & (dp * dp >= cos2 * om * tm)
+        if s0:
+            rh = _restore0(oh, th, angle, egl, div)
+            rv = _restore0(ov, tv, angle, egl, div)
+            rd = _restore0(od, td, angle, egl, div)
+            ah = _w16(th - rh)
+            av = _w16(tv - rv)
+            ad = _w16(td - rd)
+        else:
+            rh = _restore(oh, th, angle, egl, div)
+            rv = _restore(ov, tv, angle, egl, div)
+            rd = _restore(od, td, angle, egl, div)
+            ah = _w32(th - rh)
+            av = _w32(tv - rv)
+            ad = _w32(td - rd)
+        out[0, j] = rh
+        out[1, j] = rv
+        out[2, j] = rd
+        out[3, j] = ah
+        out[4, j] = av
+        out[5, j] = ad
+        out[6, j] = (_flt(_csf(ah, i0, 0, s0), s0) + _flt(_csf(av, i1, 1, s0), s0)
+                     + _flt(_csf(ad, i2, 2, s0), s0))
+        out[7, j] = (_flt(_csf(rh, i0, 0, s0), s0) + _flt(_csf(rv, i1, 1, s0), s0)
+                     + _flt(_csf(rd, i2, 2, s0), s0))
+
+
+@njit(cache=True, nogil=True)
+def _den_row(bo, s0, scale, cs, out_row):  # pragma: no cover - compiled
+    """Denominator row sums of h, v, d over ``[L, R)`` (libvmaf's per-pixel shifts; the row shift comes later)."""
+    left = cs[_C_L]
+    right = cs[_C_R]
+    sh = cs[_C_DEN_SHIFT]
+    add = (np.int64(1) << (sh - 1)) if sh > 0 else np.int64(0)
+    q = 30 if scale == 2 else 31
+    for k in range(3):
+        band = bo[(2, 1, 3)[k]]
+        acc = np.int64(0)
+        if s0:
+            for j in range(left, right):
+                x = abs(band[j])
+                acc += x * x * x
+        else:
+            for j in range(left, right):
+                x = abs(band[j])
+                acc += ((((x * x) + (np.int64(1) << q)) >> q) * x + add) >> sh
+        out_row[k] = acc
+
+
+@njit(cache=True, nogil=True)
+def _cm_row(ring, up, mid, dn, s0, cs, colsum, w, num_row, aim_row):  # pragma: no cover - compiled
+    """Contrast-masking row sums (DLM into ``num_row``, AIM into ``aim_row``) of the ring's row ``mid``."""
+    left = cs[_C_L]
+    right = cs[_C_R]
+    i0 = cs[_C_IRF]
+    i1 = cs[_C_IRF + 1]
+    i2 = cs[_C_IRF + 2]
+    ch = cs[_C_CM]
+    cv = cs[_C_CM + 1]
+    cd = cs[_C_CM + 2]
+    ru = ring[up]
+    rm = ring[mid]
+    rn = ring[dn]
+    jlo = max(left - 1, 0)
+    jhi = min(right + 1, w)
+    for j in range(jlo, jhi):
+        colsum[0, j] = ru[6, j] + rm[6, j] + rn[6, j]
+        colsum[1, j] = ru[7, j] + rm[7, j] + rn[7, j]
+    nh = np.int64(0)
+    nv = np.int64(0)
+    nd = np.int64(0)
+    ah_ = np.int64(0)
+    av_ = np.int64(0)
+    ad_ = np.int64(0)
+    for j in range(left, right):
+        lf = 1 if j == 0 else j - 1
+        rt = w - 1 if j == w - 1 else j + 1
+        rh = rm[0, j]
+        rv = rm[1, j]
+        rd = rm[2, j]
+        ah = rm[3, j]
+        av = rm[4, j]
+        ad = rm[5, j]
+        # DLM: threshold from CSF(a), signal r
+        thr = (colsum[0, lf] + colsum[0, j] + colsum[0, rt] - rm[6, j]
+               + _centre(_csf(ah, i0, 0, s0), s0) + _centre(_csf(av, i1, 1, s0), s0)
+               + _centre(_csf(ad, i2, 2, s0), s0))
+        thr = _w32(thr)
+        nh += _cm_val(rh, thr, i0, 0, s0, ch)
+        nv += _cm_val(rv, thr, i1, 1, s0, cv)
+        nd += _cm_val(rd, thr, i2, 2, s0, cd)
+        # AIM: threshold from CSF(r), signal a
+        thr = (colsum[1, lf] + colsum[1, j] + colsum[1, rt] - rm[7, j]
+               + _centre(_csf(rh, i0, 0, s0), s0) + _centre(_csf(rv, i1, 1, s0), s0)
+               + _centre(_csf(rd, i2, 2, s0), s0))
+        thr = _w32(thr)
+        ah_ += _cm_val(ah, thr, i0, 0, s0, ch)
+        av_ += _cm_val(av, thr, i1, 1, s0, cv)
+        ad_ += _cm_val(ad, thr, i2, 2, s0, cd)
+    num_row[0] = nh
+    num_row[1] = nv
+    num_row[2] = nd
+    aim_row[0] = ah_
+    aim_row[1] = av_
+    aim_row[2] = ad_
+
+
+@njit(cache=True, nogil=True)
+def _scale_rows(ref_src, dis_src, y0, y1, h, w, scale, bpc, cs, egl, cos2, div,
+                ref_a, dis_a, den_rows, num_rows, aim_rows):  # pragma: no cover - compiled
+    """Band rows ``[y0, y1)`` of one scale: ``a`` bands, denominator and CM row sums of the rows in R."""
+    s0 = scale == 0
+    w_in = ref_src.shape[1]
+    top = cs[_C_T]
+    bottom = cs[_C_B]
+    left = cs[_C_L]
+    right = cs[_C_R]
+    tlo = np.empty(w_in, dtype=np.int64)
+    thi = np.empty(w_in, dtype=np.int64)
+    bo = np.empty((4, w), dtype=np.int64)
+    bt = np.empty((4, w), dtype=np.int64)
+    ring = np.zeros((3, 8, w), dtype=np.int64)
+    colsum = np.zeros((2, w), dtype=np.int64)
+    j0 = max(left - 1, 0)
+    j1 = min(right + 1, w)
+    last = y0 - 2  # last band row computed into the ring
+    for i in range(y0, y1):
+        need_lo = max(i - 1, 0)
+        need_hi = min(i + 1, h - 1)
+        if i == 0:
+            need_hi = min(1, h - 1)
+        for rr in range(max(last + 1, need_lo), need_hi + 1):
+            _dwt_row(ref_src, rr, s0, bpc, cs, tlo, thi, bo[0], bo[1], bo[2], bo[3])
+            _dwt_row(dis_src, rr, s0, bpc, cs, tlo, thi, bt[0], bt[1], bt[2], bt[3])
+            if y0 <= rr < y1:
+                ref_a[rr, :] = bo[0]
+                dis_a[rr, :] = bt[0]
+                if top <= rr < bottom:
+                    _den_row(bo, s0, scale, cs, den_rows[rr])
+            if top - 1 <= rr <= bottom:
+                _decouple_row(bo, bt, ring, rr % 3, j0, j1, s0, cs, egl, cos2, div)
+            last = rr
+        if top <= i < bottom:
+            up = 1 if i == 0 else i - 1
+            dn = h - 1 if i == h - 1 else i + 1
+            _cm_row(ring, up % 3, i % 3, dn % 3, s0, cs, colsum, w, num_rows[i], aim_rows[i])
+
+
+@njit(cache=True, nogil=True)
+def _finish(rows, top, bottom, shift, out):  # pragma: no cover - compiled
+    """libvmaf's per-row round-shift of row sums ``(h, 3)`` over ``[top, bottom)``, summed into ``out`` ``(3,)``."""
+    add = (np.int64(1) << (shift - 1)) if shift > 0 else np.int64(0)
+    for k in range(3):
+        acc = np.int64(0)
+        for i in range(top, bottom):
+            acc += (rows[i, k] + add) >> shift
+        out[k] = acc
+
+
+@njit(cache=True, nogil=True)
+def _collect(cs, scale, den, num, aim, out):  # pragma: no cover - compiled
+    top = cs[_C_T]
+    bottom = cs[_C_B]
+    _finish(num, top, bottom, cs[_C_CM_ROW], out[scale, 0])
+    _finish(den, top, bottom, cs[_C_DEN_SHIFT] if scale == 0 else cs[_C_DEN_ROW], out[scale, 1])
+    _finish(aim, top, bottom, cs[_C_CM_ROW], out[scale, 2])
+
+
+@njit(cache=True, nogil=True)
+def _frame(ref, dis, bpc, consts, sizes, egl, cos2, div, out):  # pragma: no cover - compiled
+    """All scales of one frame pair, serially, into ``out`` ``(4, 3, 3)``."""
+    h = sizes[0, 0]
+    w = sizes[0, 1]
+    ra = np.empty((h, w), dtype=np.int32)
+    da = np.empty((h, w), dtype=np.int32)
+    den = np.zeros((h, 3), dtype=np.int64)
+    num = np.zeros((h, 3), dtype=np.int64)
+    aim = np.zeros((h, 3), dtype=np.int64)
+    _scale_rows(ref, dis, 0, h, h, w, 0, bpc, consts[0], egl, cos2, div, ra, da, den, num, aim)
+    _collect(consts[0], 0, den, num, aim, out)
+    for scale in range(1, 4):
+        h = sizes[scale, 0]
+        w = sizes[scale, 1]
+        ra2 = np.empty((h, w), dtype=np.int32)
+        da2 = np.empty((h, w), dtype=np.int32)
+        den = np.zeros((h, 3), dtype=np.int64)
+        num = np.zeros((h, 3), dtype=np.int64)
+        aim = np.zeros((h, 3), dtype=np.int64)
+        _scale_rows(ra, da, 0, h, h, w, scale, bpc, consts[scale], egl, cos2, div, ra2, da2, den, num, aim)
+        _collect(consts[scale], scale, den, num, aim, out)
+        ra = ra2
+        da = da2
+
+
+@parallel_kernel
+def _sums_by_frame(ref, dis, bpc, consts, sizes, egl, cos2, div):  # pragma: no cover - compiled
+    n = ref.shape[0]
+    out = np.zeros((n, 4, 3, 3), dtype=np.int64)
+    for f in prange(n):
+        _frame(ref[f], dis[f], bpc, consts, sizes, egl, cos2, div, out[f])
+    return out
+
+
+@parallel_kernel
+def _scale_by_rows(ref_src, dis_src, h, w, scale, bpc, cs, egl, cos2, div, nchunks, out):  # pragma: no cover
+    """One scale of one frame pair with its rows split into ``nchunks`` threads; returns the ``a`` bands."""
+    ra = np.empty((h, w), dtype=np.int32)
+    da = np.empty((h, w), dtype=np.int32)
+    den = np.zeros((h, 3), dtype=np.int64)
+    num = np.zeros((h, 3), dtype=np.int64)
+    aim = np.zeros((h, 3), dtype=np.int64)
+    step = (h + nchunks - 1) // nchunks
+    for c in prange(nchunks):
+        y0 = min(h, c * step)
+        y1 = min(h, y0 + step)
+        if y0 < y1:
+            _scale_rows(ref_src, dis_src, y0, y1, h, w, scale, bpc, cs, egl, cos2, div, ra, da, den, num, aim)
+    _collect(cs, scale, den, num, aim, out)
+    return ra, da
+
+
+def _sums_by_rows(ref, dis, bpc, consts, sizes, egl, cos2, div, nchunks) -> np.ndarray:
+    """Frame by frame, each scale's rows split across threads (for batches smaller than the thread count)."""
+    out = np.zeros((ref.shape[0], 4, 3, 3), dtype=np.int64)
+    for f in range(ref.shape[0]):
+        cur_r, cur_d = ref[f], dis[f]
+        for scale in range(4):
+            h, w = int(sizes[scale, 0]), int(sizes[scale, 1])
+            cur_r, cur_d = _scale_by_rows(cur_r, cur_d, h, w, scale, bpc, consts[scale], egl, cos2, div,
+                                          min(nchunks, h), out[f])
+    return out
+
+
+def _constants(height: int, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-scale integer constants ``(4, _NC)`` and band sizes ``(4, 2)`` for the kernels."""
+    consts = np.zeros((4, _NC), dtype=np.int64)
+    sizes = np.zeros((4, 2), dtype=np.int64)
+    for p in scale_plans(height, width):
+        row = consts[p.scale]
+        row[[_C_T, _C_B, _C_L, _C_R]] = p.top, p.bottom, p.left, p.right
+        row[_C_IRF:_C_IRF + 3] = p.irf
+        row[_C_DEN_SHIFT], row[_C_DEN_ROW] = p.den_shift, p.den_row_shift
+        row[_C_CM:_C_CM + 3] = p.cm_shift
+        row[_C_CM_ROW] = p.cm_row_shift
+        if p.scale > 0:
+            row[[_C_VADD, _C_VSH, _C_HADD, _C_HSH]] = DWT_SHIFTS[p.scale - 1]
+        else:
+            row[[_C_HADD, _C_HSH]] = 32768, 16
+        sizes[p.scale] = p.height, p.width
+    return consts, sizes
+
+
+def _as_array(t: torch.Tensor) -> np.ndarray:
+    """A C-contiguous numpy copy/view the kernels read: uint8 as it is, other integers as uint16 (samples lie in
+    ``[0, 2**12)``; two input types keep numba's compiled specialisations to two)."""
+    t = t.detach().cpu()
+    if t.dtype == torch.uint8:
+        return np.ascontiguousarray(t.numpy())
+    if t.dtype == torch.uint16:
+        return np.ascontiguousarray(t.view(torch.int16).numpy().view(np.uint16))
+    return np.ascontiguousarray(t.to(torch.int32).numpy().astype(np.uint16))
+
+
+def integer_adm_numba_sums(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, gain_limit: float = 100.0, *,
+                           row_chunks: int | None = None) -> torch.Tensor:
+    """The twin's integer sums (``(N, 4, 3, 3)`` int64, see
+    :func:`~fusedsim.families.adm.twin.integer_adm_sums_ref`) of integer frames ``(N, H, W)``.
+
+    Threads take whole frames when the batch has at least as many frames as threads, else each scale's rows in
+    ``numba.get_num_threads()`` chunks; ``row_chunks`` forces the row split with that many chunks."""
+    check_frame_size(*ref.shape[-2:])
+    r, d = _as_array(ref), _as_array(dist)
+    if r.dtype != d.dtype:
+        r, d = r.astype(np.uint16), d.astype(np.uint16)
+    n, height, width = r.shape
+    consts, sizes = _constants(height, width)
+    args = (int(bit_depth), consts, sizes, float(gain_limit), COS_1DEG_SQ, div_lookup().numpy())
+    threads = numba.get_num_threads()
+    if row_chunks is None and (n >= threads or threads == 1):
+        sums = _sums_by_frame(r, d, *args)
+    else:
+        sums = _sums_by_rows(r, d, *args, max(1, row_chunks or threads))
+    return torch.from_numpy(sums)
+
+
+@integer_adm.cpu_kernel
+def integer_adm_numba(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, gain_limit: float = 100.0
+                      ) -> torch.Tensor:
+    """libvmaf's per-scale ``(num, den, aim)`` float32 of integer frames ``(N, H, W)`` on the CPU: ``(N, 4, 3)``,
+    the twin's bits. Same contract as :func:`~fusedsim.families.adm.twin.integer_adm_ref`."""
+    sums = integer_adm_numba_sums(ref, dist, bit_depth, gain_limit)
+    return scales_from_sums(sums, ref.shape[-2], ref.shape[-1]).to(ref.device)

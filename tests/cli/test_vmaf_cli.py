@@ -883,3 +883,30 @@ def test_pairs_outputs_are_checked_before_any_pair_runs(clips, tmp_path, fake, c
     assert fusedsim("vmaf", "--pairs", pairs) == 2
     assert "no-such-dir" in capsys.readouterr().err
     assert fake.calls == [] and not (tmp_path / "ok.xml").exists()
+
+
+@pytest.mark.parametrize("ref_name, dist_name, _", Y4M_PAIRS)
+def test_models_on_the_command_line_equal_libvmaf(refdata, clips, tmp_path, ref_name, dist_name, _):
+    """libvmaf's --model options, several in one run: each column equals libvmaf 3.2.0's (refdata/vmaf-score,
+    pair prev_<dist>, runs neg and modelopts), the features computed once for both models."""
+    out = tmp_path / "out.json"
+    assert fusedsim("vmaf", "-r", clips / f"{ref_name}.y4m", "-d", clips / f"{dist_name}.y4m", "--device", "cpu",
+                    "-m", "version=vmaf_v0.6.1neg:name=neg", "-m", "version=vmaf_v0.6.1:name=vmaf_noclip:disable_clip",
+                    "--feature", "motion=debug=true", "-q", "--json", "-o", out) == 0
+    frames = json.loads(out.read_text())["frames"]
+    record = json.loads((refdata / "vmaf-score" / "reference" / f"prev_{dist_name}.json").read_text())["runs"]
+    column = lambda name: [f["metrics"][name] for f in frames]  # noqa: E731
+    assert column("neg") == record["neg"]["metrics"]["vmaf"]
+    assert column("vmaf_noclip") == record["modelopts"]["metrics"]["vmaf_noclip"]
+    assert column("integer_vif_scale2_egl_1") == record["neg"]["metrics"]["integer_vif_scale2_egl_1"]
+    assert column("integer_motion") == record["debug"]["metrics"]["integer_motion"]
+
+
+def test_precision_prints_libvmaf_decimals(clips, tmp_path, fake):
+    out = tmp_path / "out.csv"
+    assert fusedsim("vmaf", clips / f"{REF8}.y4m", clips / f"{DIST8}.y4m", "--feature", "ssim", "--precision", "6",
+                    "--csv", out) == 0
+    row = out.read_text().splitlines()[1].split(",")
+    assert len(row[1].split(".")[1]) == 6  # %.6f, as stock libvmaf prints
+    with pytest.raises(SystemExit):
+        fusedsim("vmaf", clips / f"{REF8}.y4m", clips / f"{DIST8}.y4m", "--precision", "18")

@@ -8,11 +8,11 @@ alphabetical order of the option names — ``integer_vif_scale0`` with ``vif_enh
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["FeatureOption", "FeatureRequest", "EXTRACTOR_OPTIONS", "parse_feature_option"]
+__all__ = ["FeatureOption", "FeatureRequest", "EXTRACTOR_OPTIONS", "merge_requests", "parse_feature_option"]
 
 
 @dataclass(frozen=True)
@@ -141,6 +141,22 @@ class FeatureRequest:
         """What libvmaf appends to this request's output names (``_egl_1``; empty for defaults)."""
         table = {o.name: o for o in EXTRACTOR_OPTIONS[self.extractor]}
         return "".join(table[name].suffix(value) for name, value in self.options if table[name].names_output)
+
+
+def merge_requests(requests: Iterable[FeatureRequest]) -> list[FeatureRequest]:
+    """One request per computation, in first-seen order: requests that differ only in options that do not name
+    outputs (``debug``) are one extractor run, with those options merged (``debug`` if any asked for it)."""
+    merged: dict[tuple, dict[str, Any]] = {}
+    for request in requests:
+        table = {o.name: o for o in EXTRACTOR_OPTIONS.get(request.extractor, ())}
+        key = (request.extractor, tuple((k, v) for k, v in request.options if k not in table or table[k].names_output))
+        options = merged.setdefault(key, {})
+        for name, value in request.options:
+            if name in table and not table[name].names_output and table[name].kind is bool:
+                options[name] = options.get(name, False) or value
+            else:
+                options[name] = value
+    return [FeatureRequest(extractor, tuple(sorted(options.items()))) for (extractor, _), options in merged.items()]
 
 
 def parse_feature_option(text: str) -> FeatureRequest:

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from fusedsim.families.vmaf.feature_requests import FeatureRequest
+from fusedsim.families.vmaf.feature_requests import FeatureRequest, merge_requests
 
 __all__ = ["FeatureSession"]
 
@@ -71,7 +71,7 @@ class FeatureSession:
     column has one value per frame."""
 
     def __init__(self, requests: Sequence[FeatureRequest], bit_depth: int) -> None:
-        self.requests = tuple(dict.fromkeys(requests))
+        self.requests = tuple(merge_requests(requests))
         self._parts: list[Any] = []
         for request in self.requests:
             if request.extractor == "motion":

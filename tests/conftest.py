@@ -40,9 +40,8 @@ if not torch.cuda.is_available():
 
 import pytest  # noqa: E402
 
-REFDATA = Path(__file__).resolve().parents[2] / "shared" / "refdata"
-if not REFDATA.is_dir():  # CI clones main beside a copy of shared/
-    REFDATA = Path(os.environ.get("FUSEDSIM_REFDATA", REFDATA))
+# FUSEDSIM_REFDATA when set, else ../shared/refdata beside the checkout (CI clones main beside a copy of shared/)
+REFDATA = Path(os.environ.get("FUSEDSIM_REFDATA") or Path(__file__).resolve().parents[2] / "shared" / "refdata")
 
 
 @pytest.fixture(scope="session")

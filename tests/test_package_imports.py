@@ -112,6 +112,8 @@ print(json.dumps({{"code": code, "torch": "torch" in sys.modules}}), file=sys.__
     (["vmaf", "ref.y4m"], 2),  # missing argument
     (["score", "--metric", "vmaf:ssim", "a.png", "b.png"], 2),  # bad choice
     (["score", "--device", "gpu", "a.png", "b.png"], 2),
+    (["score", "--param", "butteraugli.nope=1", "a.png", "b.png"], 2),  # unknown metric parameter
+    (["list-metrics", "--kind", "perceptual"], 0),
     (["vmaf", "a.y4m", "b.y4m", "--device", "tpu"], 2),
     (["vmaf", "-v"], 0),
     (["vmaf", "-r", "a.yuv", "-d", "b.yuv", "-w", "8", "-h", "8", "-p", "420"], 2),  # -p without -b

@@ -13,18 +13,21 @@ from fusedsim.metrics.registry import list_metrics
 def test_plain_table_has_a_row_per_registered_metric(capsys):
     assert main(["list-metrics"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split()[:3] == ["name", "kind", "outputs"]
+    assert lines[0].split()[:4] == ["name", "kind", "input", "outputs"]
     assert [line.split()[0] for line in lines[1:]] == [s.name for s in list_metrics()]
     psnr = next(line for line in lines if line.startswith("psnr "))
-    assert psnr.split()[:5] == ["psnr", "image", "psnr", "higher", "inf"]
+    assert psnr.split()[:6] == ["psnr", "image", "values", "psnr", "higher", "inf"]
+    butteraugli = next(line for line in lines if line.startswith("butteraugli "))
+    assert butteraugli.split()[:3] == ["butteraugli", "image", "sRGB"]
 
 
 def test_json_is_strict_and_complete(capsys):
     assert main(["list-metrics", "--format", "json", "--kind", "video"]) == 0
     text = capsys.readouterr().out
     rows = json.loads(text, parse_constant=lambda name: pytest.fail(f"non-standard JSON constant {name}"))
-    assert [r["name"] for r in rows] == ["vmaf:ssim", "vmaf:float_ssim", "vmaf:float_ms_ssim", "vmaf:psnr"]
-    psnr = rows[-1]
+    assert [r["name"] for r in rows] == ["vmaf:ssim", "vmaf:float_ssim", "vmaf:float_ms_ssim", "vmaf:psnr",
+                                         "vmaf:vif", "vmaf:adm", "vmaf:motion"]
+    psnr = next(r for r in rows if r["name"] == "vmaf:psnr")
     assert psnr["outputs"] == ["psnr_y", "psnr_cb", "psnr_cr"] and psnr["identical_value"] is None
     assert {"min_size", "halo_rows", "bytes_per_pixel", "cached_reference", "devices", "differentiable"} <= set(psnr)
 

@@ -31,7 +31,7 @@ def scratch_registry(monkeypatch):
 def test_builtin_names_and_kinds():
     assert [s.name for s in list_metrics("image")] == ["ssim", "ms-ssim", "psnr"]
     assert [s.name for s in list_metrics("video")] == ["vmaf:ssim", "vmaf:float_ssim", "vmaf:float_ms_ssim",
-                                                       "vmaf:psnr"]
+                                                       "vmaf:psnr", "vmaf:vif", "vmaf:adm", "vmaf:motion"]
     perceptual = [s.name for s in list_metrics("srgb")]
     # no list of perceptual metrics here: each is declared by its family folder (tests/metrics/test_srgb_specs.py
     # runs every one of them)
@@ -47,7 +47,7 @@ def test_lookup_by_name_alias_and_case():
 
 
 def test_unknown_name_lists_the_known_ones():
-    with pytest.raises(ValueError, match=r"unknown metric 'lpips'; known metrics: ssim, ms-ssim, psnr, vmaf:ssim"):
+    with pytest.raises(ValueError, match=r"unknown metric 'lpips'; known metrics: ssim, ms-ssim, psnr, butteraugli, "):
         get_metric("lpips")
     with pytest.raises(TypeError, match="metric name must be a str"):
         get_metric(3)

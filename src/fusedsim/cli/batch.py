@@ -15,6 +15,7 @@ from typing import Any
 
 from fusedsim.cli.common import (DEFAULT_METRICS, chosen_metrics, metric_table, parse_device, parse_image_metric,
                                  parse_memory)
+from fusedsim.cli.metric_params import PARAM_HELP, chosen_params, parse_param
 from fusedsim.core.device import DEVICE_HELP
 
 DESCRIPTION = """\
@@ -27,10 +28,13 @@ are copied to the output.
 
 OUT (.csv, .tsv, .jsonl or .parquet) gets the input columns, one column per
 metric output (ssim, butteraugli.max_norm, ...), the backend used and the
-error (empty when the pair was scored). Rows are written as they finish, in
-finishing order: a killed run keeps every finished row and --resume skips
-them (a pair listed k times is done once k rows carry it; failed rows count
-as finished). Parquet's durable log is OUT.log.jsonl beside it: the Parquet
+error (empty when the pair was scored). In a .tsv, tabs, line breaks and
+backslashes inside cells are written as \\t, \\n, \\r and \\\\ (one row per
+line); in a .parquet the input columns keep their types (a CSV/TSV table's
+as pyarrow.csv infers them). Rows are written as they finish, in finishing
+order: a killed run keeps every finished row and --resume skips them (a
+pair listed k times is done once k rows carry it; failed rows count as
+finished). Parquet's durable log is OUT.log.jsonl beside it: the Parquet
 file is written from it at the end of every run, and the log is removed when
 every pair is done. A run holds a lock (OUT.lock beside OUT) from start to
 end: a second run on the same OUT, --resume too, fails at once naming the
@@ -77,6 +81,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--metric", action="append", type=parse_image_metric, metavar="NAME[,NAME...]",
                         help=f"metrics to compute, repeatable or comma-separated, or all (default: "
                              f"{', '.join(DEFAULT_METRICS)})")
+    parser.add_argument("--param", action="append", type=parse_param, metavar="METRIC.NAME=VALUE", help=PARAM_HELP)
     parser.add_argument("--resume", action="store_true", help="keep the rows already in OUT and skip their pairs")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing OUT (default: refuse)")
     parser.add_argument("--fail-fast", action="store_true", help="stop at the first pair that fails")
@@ -98,7 +103,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         help="local: this process; ray: one actor per GPU (or CPU actors) of a Ray cluster")
     parser.add_argument("--address", default=None,
                         help="Ray cluster address (--engine ray; default: start a local Ray instance)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
+    parser.add_argument("--quiet", action="store_true", help="no progress (a bar on a terminal, else a line every few "
+                                                              "seconds) and no summary")
     parser.set_defaults(run=run)
 
 
@@ -128,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--address needs --engine ray")
     metric_names = chosen_metrics(args.metric)
     specs = [get_metric(n) for n in metric_names]
+    params = chosen_params(args.param, metric_names)
     fmt = table_format(args.output, OUTPUT_FORMATS, "-o")
     table = read_pairs(args.pairs)
     out = Output(args.output, fmt, "-o")
@@ -146,12 +153,17 @@ def run(args: argparse.Namespace) -> int:
     clash = sorted(set(table.columns) & set(columns[len(table.columns):]))
     if clash:
         raise ValueError(f"PAIRS {table.path} already has the output column(s) {', '.join(clash)}; rename them")
-    sink = RowSink(out.target, fmt, columns, (table.ref_column, table.dist_column), args.output)
+    parquet = None
+    if fmt == "parquet":
+        from fusedsim.cli.parquet_columns import parquet_columns
+
+        parquet = parquet_columns(table, score_columns)
+    sink = RowSink(out.target, fmt, columns, (table.ref_column, table.dist_column), args.output, parquet)
     from fusedsim.cli.lock import exclusive_output_lock
 
     # held from before the output is read until it is closed: a second run on the same -o fails at once
     with exclusive_output_lock(out.target, "-o", args.output):
-        return _locked_run(args, table, sink, metric_names, score_columns)
+        return _locked_run(args, table, sink, metric_names, score_columns, params)
 
 
 def _refuse_inputs_as_output(args: argparse.Namespace, table: Any, out: Any, fmt: str) -> None:
@@ -174,7 +186,7 @@ def _refuse_inputs_as_output(args: argparse.Namespace, table: Any, out: Any, fmt
 
 
 def _locked_run(args: argparse.Namespace, table: Any, sink: Any, metric_names: list[str],
-                score_columns: list[str]) -> int:
+                score_columns: list[str], params: dict[str, dict[str, Any]]) -> int:
     """The run once the output's lock is held: refuse to clobber earlier results, build the engine, score."""
     if sink.existing() and not (args.resume or args.overwrite):
         raise ValueError(f"-o {args.output} already holds results; pass --resume to continue that run or "
@@ -187,11 +199,12 @@ def _locked_run(args: argparse.Namespace, table: Any, sink: Any, metric_names: l
         from fusedsim.engine.ray_batch import RayBatch
 
         engine: Any = RayBatch(metric_names, score_columns, device=args.device, memory=args.memory,
-                               address=args.address, workers=args.workers, prefetch=args.prefetch or PREFETCH_MIN)
+                               address=args.address, workers=args.workers, prefetch=args.prefetch or PREFETCH_MIN,
+                               params=params)
     else:
         from fusedsim.engine import Scorer
 
-        engine = Scorer(metric_names, device=args.device, memory=args.memory)
+        engine = Scorer(metric_names, device=args.device, memory=args.memory, params=params)
     try:
         return _run_batch(args, table, sink, engine, score_columns, stats)
     except KeyboardInterrupt as exc:
@@ -229,15 +242,14 @@ def _run_batch(args, table, sink, engine, score_columns, stats) -> int:
     else:
         outcomes = _local_outcomes(engine, tasks, score_columns, args, stats)
 
-    from tqdm import tqdm
+    from fusedsim.cli.progress import Progress
 
     total = len(tasks) + len(early)
     failed, backends = 0, Counter()
     stopped = ""
     complete = False
     start = time.perf_counter()
-    bar = tqdm(total=total, unit="pair", disable=args.quiet, file=sys.stderr, dynamic_ncols=True,
-               desc="batch", smoothing=0.1)
+    bar = Progress(total, desc="batch", unit="pair", enabled=not args.quiet)
     try:
         for outcome in _chain(early, outcomes):
             row = dict(table.rows[outcome.index])
@@ -259,7 +271,7 @@ def _run_batch(args, table, sink, engine, score_columns, stats) -> int:
         if hasattr(outcomes, "close"):
             outcomes.close()
         bar.close()
-        sink.close(complete, float_columns=score_columns)
+        sink.close(complete)
         if not complete and not stopped:
             print(f"fusedsim batch: interrupted; {sink.written} new rows kept in {args.output} (rerun with "
                   "--resume to continue)", file=sys.stderr)

@@ -81,6 +81,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--repeats", type=_positive, default=3, help="timed calls per measurement (median)")
     parser.add_argument("--channels", type=_positive, default=3, choices=(1, 3), help="1 (grey) or 3 (RGB)")
     parser.add_argument("--format", choices=("plain", "json"), default="plain", help="output format")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress on standard error (a bar on a terminal, else a line every few seconds)")
     parser.set_defaults(run=run)
 
 
@@ -88,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
     import time
 
     from fusedsim.cli.json_text import dumps
+    from fusedsim.cli.progress import Progress
     from fusedsim.engine.bench_cache import BenchCache, save_bench_cache
     from fusedsim.engine.machine import cache_path, machine_identity
     from fusedsim.engine.measure import cold_start_seconds, devices_for, measure
@@ -101,21 +104,22 @@ def run(args: argparse.Namespace) -> int:
     cache = BenchCache(identity=identity, created=time.time())
     cache.cold_seconds = {dev.type: cold_start_seconds(dev) for dev in devices}
     skipped: list[str] = []
-    for spec in specs:
-        for dev in devices:
-            for side in args.sizes:
-                if side < spec.min_size:
-                    skipped.append(f"{spec.name} at {side}px: below its minimum size {spec.min_size}")
-                    continue
+    cases = [(spec, dev, side) for spec in specs for dev in devices for side in args.sizes]
+    with Progress(len(cases), desc="bench", unit="measurement", enabled=not args.quiet) as progress:
+        for spec, dev, side in cases:
+            if side < spec.min_size:
+                skipped.append(f"{spec.name} at {side}px: below its minimum size {spec.min_size}")
+            else:
                 for m, note in measure(spec, dev, side, args.channels, args.strip_rows, args.repeats):
                     if m is not None:
                         cache.measurements.append(m)
                         if args.format == "plain":
-                            print(f"{m.metric:<12} {m.backend:<16} {side:>5}px  {m.seconds * 1e3:10.3f} ms  "
-                                  f"{m.seconds / m.values * 1e9:8.3f} ns/value  "
-                                  f"{m.peak_bytes / m.values:8.1f} B/value", flush=True)
+                            progress.write(f"{m.metric:<12} {m.backend:<16} {side:>5}px  {m.seconds * 1e3:10.3f} ms  "
+                                           f"{m.seconds / m.values * 1e9:8.3f} ns/value  "
+                                           f"{m.peak_bytes / m.values:8.1f} B/value", file=sys.stdout)
                     if note:
                         skipped.append(note)
+            progress.update()
     save_bench_cache(cache)
     path = cache_path("bench", identity)
     if args.format == "json":

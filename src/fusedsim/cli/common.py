@@ -13,18 +13,39 @@ from collections.abc import Iterable, Sequence
 from fusedsim.core.device import check_device_name
 from fusedsim.metrics.registry import MetricSpec, get_metric, list_metrics
 
-__all__ = ["DEFAULT_METRICS", "IMAGE_KINDS", "chosen_metrics", "metric_table", "parse_device", "parse_image_metric",
-           "parse_memory", "score_metric_specs"]
+__all__ = ["DEFAULT_METRICS", "IMAGE_KINDS", "INPUTS", "LISTED_KINDS", "chosen_metrics", "listed_kind", "metric_table",
+           "parse_device", "parse_image_metric", "parse_memory", "score_metric_specs", "specs_of_kind"]
 
 #: Metrics computed when no ``--metric`` is given.
 DEFAULT_METRICS = ("ssim",)
-#: Metric kinds that score an image pair: pixel metrics, and the perceptual metrics on sRGB images.
+#: Registry kinds that score an image pair: pixel metrics, and the perceptual metrics on sRGB images.
 IMAGE_KINDS = ("image", "srgb")
+#: The kinds the command line speaks of (``list-metrics --kind``, help texts): ``image`` is every metric that
+#: scores an image pair (``score``, ``compare``, ``batch``, ``sweep``), the perceptual ones included; ``perceptual``
+#: those of them that read sRGB; ``video`` the libvmaf features of ``fusedsim vmaf``.
+LISTED_KINDS = ("image", "perceptual", "video")
+_REGISTRY_KINDS = {"image": IMAGE_KINDS, "perceptual": ("srgb",), "video": ("video",)}
+#: What each registry kind reads, as ``list-metrics`` shows it.
+INPUTS = {"image": "values", "srgb": "sRGB", "video": "YUV planes"}
 
 
 def score_metric_specs() -> list[MetricSpec]:
     """The metrics an image pair can be scored with, in listing order."""
     return [s for kind in IMAGE_KINDS for s in list_metrics(kind)]
+
+
+def listed_kind(spec: MetricSpec) -> str:
+    """``spec``'s kind in the command line's words: ``image`` (pixel and perceptual metrics) or ``video``."""
+    return "image" if spec.kind in IMAGE_KINDS else spec.kind
+
+
+def specs_of_kind(kind: str | None) -> list[MetricSpec]:
+    """The metrics of a :data:`LISTED_KINDS` kind (every metric for None), in listing order."""
+    if kind is None:
+        return list(list_metrics())
+    if kind not in _REGISTRY_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(LISTED_KINDS)}; got {kind!r}")
+    return [s for s in list_metrics() if s.kind in _REGISTRY_KINDS[kind]]
 
 
 def metric_table() -> str:

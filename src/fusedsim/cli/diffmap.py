@@ -6,6 +6,13 @@ Only metrics whose spec gives a per-pixel map are offered (``MetricSpec.has_map`
 of those that have a map: a map made up for a metric that does not define one would show something else under its
 name. Asking a spec for its map imports the metric, so the list is found when it is shown (``--help``, a refusal),
 never while the parser is built.
+
+How a map is drawn is :func:`map_view`'s to say, one convention for every metric: bright is worse (the colour map
+is reversed for a metric where higher is better, and the colour bar says so); a bounded map has a fixed range
+(SSIM 0..1, its float32 values just above 1 clipped); Butteraugli's runs from 0 to its maximum, the max-norm the
+metric reports; a heavy-tailed map (ColorVideoVDP's) is scaled to its 99.5th percentile, the few values above
+drawn in the top colour (the colour bar's arrow). A map of the valid region only is padded (NaN, drawn blank) to
+the image's size, each value at its window's centre, so it overlays the photo.
 """
 
 from __future__ import annotations
@@ -30,22 +37,73 @@ _MAPS = "{maps}"  # in the description and --metric's help: the metrics with a m
 
 
 @dataclass(frozen=True)
+class MapLook:
+    """How a metric's map is scaled: the quantity on its colour bar, whether a higher map value means more similar
+    (the map's own sense, not always its score's: ColorVideoVDP's JOD rises with quality, its difference map falls),
+    a fixed range for a bounded map, else the top of the range as a percentile of the finite values (100: the
+    maximum; the bottom is then the identical value)."""
+
+    quantity: str
+    higher_is_better: bool = False
+    fixed: tuple[float, float] | None = None
+    percentile: float = 100.0
+    note: str = ""  # how the range was chosen, for the panel's title
+
+
+@dataclass(frozen=True)
 class MapSource:
     """How to get a metric's map: ``compute(ref, dist, device) -> (H, W)`` array aligned with the images (NaN
-    where the metric has no value), its colour-bar label and the colour map."""
+    where the metric has no value), and how it is scaled."""
 
     compute: Callable[[ImageData, ImageData, Any], np.ndarray]
-    label: str
+    look: MapLook
+
+
+@dataclass(frozen=True)
+class MapView:
+    """What the map panel draws: ``values`` as drawn (clipped to the range, NaN where there is no value), the colour
+    range, the colour map (bright = worse), the colour bar's label and its arrows (``extend``: values clipped), and
+    how the range was chosen (``note``, shown in the panel's title)."""
+
+    values: np.ndarray
+    vmin: float
+    vmax: float
     cmap: str
+    label: str
+    extend: str
+    note: str
 
 
-#: How each map is drawn: colour-bar label and colour map (presentation only; which metrics have a map is the
-#: registry's to say, and a map not named here is drawn under its metric's name)
+#: Presentation only; which metrics have a map is the registry's to say (a map not named here is drawn under its
+#: metric's name, from its identical value to its maximum)
 _LOOKS = {
-    "ssim": ("local SSIM (1 = identical)", "magma"),
-    "butteraugli": ("Butteraugli distance (0 = identical)", "inferno"),
-    "cvvdp": ("ColorVideoVDP difference, 1 - JOD/10 (0 = identical)", "inferno"),
+    "ssim": MapLook("local SSIM", higher_is_better=True, fixed=(0.0, 1.0), note="scale 0..1"),
+    "butteraugli": MapLook("Butteraugli distance", note="scale 0..max-norm"),
+    "cvvdp": MapLook("CVVDP difference", percentile=99.5, note="scale 0..99.5th percentile"),
 }
+_COLOURS = "inferno"  # dark to bright: reversed for a metric where higher is better, so bright is always worse
+
+
+def map_view(source: MapSource, values: np.ndarray) -> MapView:
+    """The map ``values`` (H, W) as drawn: see the module docstring."""
+    import numpy as np
+
+    look = source.look
+    finite = values[np.isfinite(values)]
+    if look.fixed is not None:
+        lo, hi = look.fixed
+    elif finite.size:
+        hi = float(np.percentile(finite, look.percentile)) if look.percentile < 100 else float(finite.max())
+        lo = min(0.0, float(finite.min()))
+    else:
+        lo, hi = 0.0, 1.0
+    if not hi > lo:
+        hi = lo + 1e-9  # a constant map (identical images): one colour, a valid range
+    below, above = bool((finite < lo).any()), bool((finite > hi).any())
+    extend = {(False, False): "neither", (True, False): "min", (False, True): "max", (True, True): "both"}
+    drawn = np.clip(values, lo, hi)  # NaN stays NaN
+    return MapView(drawn, lo, hi, _COLOURS + ("_r" if look.higher_is_better else ""),
+                   f"{look.quantity} (bright = worse)", extend[(below, above)], look.note)
 
 
 def metric_map(spec: MetricSpec, ref: ImageData, dist: ImageData, device: Any) -> np.ndarray:
@@ -67,8 +125,8 @@ def metric_map(spec: MetricSpec, ref: ImageData, dist: ImageData, device: Any) -
 
 def map_source(spec: MetricSpec) -> MapSource:
     """The map of a metric that has one (``spec.has_map``), with how it is drawn."""
-    default = (f"{spec.name} map", "magma" if spec.higher_is_better else "inferno")
-    return MapSource(functools.partial(metric_map, spec), *_LOOKS.get(spec.name, default))
+    look = _LOOKS.get(spec.name, MapLook(f"{spec.name} map", higher_is_better=spec.higher_is_better))
+    return MapSource(functools.partial(metric_map, spec), look)
 
 
 def map_sources() -> dict[str, MapSource]:
@@ -181,14 +239,13 @@ def draw(ref: ImageData, dist: ImageData, values: np.ndarray, source: MapSource,
         ax.set_title(f"{name}: {image.path.name}", fontsize=9)
         ax.axis("off")
     ax = axes(_MARGIN + 2 * (panel + _MARGIN), panel)
-    finite = values[np.isfinite(values)]
-    lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
-    im = ax.imshow(np.ma.masked_invalid(values), cmap=source.cmap, vmin=lo, vmax=hi if hi > lo else lo + 1e-9,
+    view = map_view(source, values)
+    im = ax.imshow(np.ma.masked_invalid(view.values), cmap=view.cmap, vmin=view.vmin, vmax=view.vmax,
                    interpolation="nearest", aspect="auto")
-    ax.set_title(title, fontsize=9)
+    ax.set_title(f"{title}; {view.note}" if view.note else title, fontsize=9)
     ax.axis("off")
     bar = fig.add_axes(((_MARGIN + 3 * panel + 2 * _MARGIN + 8) / w, _MARGIN / h, 14 / w, panel_h / h))
-    fig.colorbar(im, cax=bar).set_label(source.label, fontsize=8)
+    fig.colorbar(im, cax=bar, extend=view.extend).set_label(view.label, fontsize=8)
     bar.tick_params(labelsize=7)
     return fig
 

@@ -12,7 +12,17 @@ from typing import Any
 
 from fusedsim.cli.atomic import write_bytes
 
-__all__ = ["pyplot", "save_figure"]
+__all__ = ["UNITS", "axis_label", "pyplot", "save_figure"]
+
+#: Units of the metric outputs that have one (a column name, ``metric`` or ``metric.field``); the others are
+#: unitless scores
+UNITS = {"psnr": "dB", "cvvdp": "JOD"}
+
+
+def axis_label(column: str) -> str:
+    """A metric column as an axis label, with its unit: ``psnr`` -> ``psnr (dB)``."""
+    unit = UNITS.get(column.split(".", 1)[0])
+    return f"{column} ({unit})" if unit else column
 
 
 def pyplot() -> Any:

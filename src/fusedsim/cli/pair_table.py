@@ -2,7 +2,9 @@
 
 Column names (case-insensitive): ``ref`` / ``reference`` / ``ref_path`` and ``dist`` / ``distorted`` /
 ``dist_path``; exactly one of each must be present. Other columns are carried to the output unchanged. Relative
-image paths are read relative to the folder of the pairs file, so a table moves with its images.
+image paths are read relative to the folder of the pairs file, so a table moves with its images. CSV and TSV tables
+are read with the csv module's quoting, as spreadsheets and pandas write them (a backslash is a backslash: Windows
+paths stay as they are); cells of any length are read.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fusedsim.cli.csv_fields import unlimited_csv_fields
+
 __all__ = ["DIST_ALIASES", "PAIR_FORMATS", "REF_ALIASES", "PairTable", "read_pairs", "table_format"]
 
 REF_ALIASES = ("ref", "reference", "ref_path")
@@ -22,13 +26,15 @@ PAIR_FORMATS = {".csv": "csv", ".tsv": "tsv", ".parquet": "parquet"}
 
 @dataclass
 class PairTable:
-    """``rows`` as read (one dict per row, keys in file order) and the names of the reference/distorted columns."""
+    """``rows`` as read (one dict per row, keys in file order), the names of the reference/distorted columns and,
+    for a Parquet table, its Arrow schema (None for CSV/TSV: text)."""
 
     path: Path
     columns: list[str]
     rows: list[dict[str, Any]]
     ref_column: str
     dist_column: str
+    schema: Any = None
 
     def image_path(self, value: Any) -> str:
         """A cell of the ref/dist column as an absolute path (relative ones are relative to the table's folder)."""
@@ -75,8 +81,12 @@ def _not_utf8(path: Path, reason: str) -> ValueError:
 
 def _read_delimited(path: Path, delimiter: str) -> tuple[list[str], list[dict[str, Any]]]:
     try:
-        with open(path, newline="", encoding="utf-8-sig") as f:
-            return _parse_delimited(path, csv.reader(f, delimiter=delimiter))
+        with open(path, newline="", encoding="utf-8-sig") as f, unlimited_csv_fields():
+            reader = csv.reader(f, delimiter=delimiter)
+            try:
+                return _parse_delimited(path, reader)
+            except csv.Error as exc:  # e.g. a stray quote before the end of the file
+                raise ValueError(f"PAIRS {path}: line {reader.line_num}: {exc}") from None
     except UnicodeDecodeError as exc:
         raise _not_utf8(path, exc.reason) from None
 
@@ -100,7 +110,7 @@ def _parse_delimited(path: Path, reader: Any) -> tuple[list[str], list[dict[str,
     return header, rows
 
 
-def _read_parquet(path: Path) -> tuple[list[str], list[dict[str, Any]]]:
+def _read_parquet(path: Path) -> tuple[list[str], list[dict[str, Any]], Any]:
     try:
         import pyarrow.parquet as pq
     except ImportError:
@@ -109,7 +119,7 @@ def _read_parquet(path: Path) -> tuple[list[str], list[dict[str, Any]]]:
         table = pq.read_table(path)
     except Exception as exc:  # pyarrow raises its own error types for damaged files
         raise ValueError(f"PAIRS {path}: cannot read Parquet: {exc}") from None
-    return list(table.column_names), table.to_pylist()
+    return list(table.column_names), table.to_pylist(), table.schema
 
 
 def read_pairs(path: str | Path) -> PairTable:
@@ -118,12 +128,13 @@ def read_pairs(path: str | Path) -> PairTable:
     fmt = table_format(path, PAIR_FORMATS, "PAIRS")
     if not path.is_file():
         raise FileNotFoundError(f"PAIRS: file not found: {path}")
+    schema = None
     if fmt == "parquet":
-        columns, rows = _read_parquet(path)
+        columns, rows, schema = _read_parquet(path)
     else:
         columns, rows = _read_delimited(path, "," if fmt == "csv" else "\t")
     if len(set(columns)) != len(columns):
         raise ValueError(f"PAIRS {path}: repeated column names in {', '.join(columns)}")
     ref = _pick(columns, REF_ALIASES, "reference", path)
     dist = _pick(columns, DIST_ALIASES, "distorted", path)
-    return PairTable(path=path, columns=columns, rows=rows, ref_column=ref, dist_column=dist)
+    return PairTable(path=path, columns=columns, rows=rows, ref_column=ref, dist_column=dist, schema=schema)

@@ -1,14 +1,16 @@
 """Incremental result tables of ``fusedsim batch``: every finished row is on disk before the next pair is scored.
 
-* CSV/TSV and JSONL are append-only logs: one record per row, flushed at once. A run killed mid-row leaves at most
-  one partial last record, which ``--resume`` cuts off before appending (CSV/TSV records are found with the csv
-  reader: a quoted cell may hold line breaks).
+* CSV, TSV and JSONL are append-only logs: one record per row, flushed at once. A run killed mid-row leaves at
+  most one partial last record, which ``--resume`` cuts off before appending (CSV records are found with the csv
+  reader: a quoted cell may hold line breaks; a TSV or JSON record is one line, :mod:`fusedsim.cli.tsv` escaping
+  tabs and line breaks in its cells).
 * Parquet cannot be appended row by row and a killed writer leaves a file without its footer, so its durable log
   is a JSONL file beside it (``OUT.parquet.log.jsonl``); the Parquet file is written from the log at the end of
   every run (to a temporary file, then renamed into place) and the log is removed once every pair is done.
 
 Numbers are written round-trip exact (``repr``); NaN is ``nan`` in CSV/TSV and ``null`` in JSON. ``error`` is
-empty for a pair that was scored.
+empty for a pair that was scored. Parquet columns have types (:mod:`fusedsim.cli.parquet_columns`): the pairs
+table's, float64 scores, string ``backend`` and ``error``.
 """
 
 from __future__ import annotations
@@ -22,7 +24,10 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from fusedsim.cli import tsv
 from fusedsim.cli.atomic import write_bytes
+from fusedsim.cli.csv_fields import unlimited_csv_fields
+from fusedsim.cli.parquet_columns import ParquetColumns, json_default
 
 __all__ = ["OUTPUT_FORMATS", "RowSink", "cell_text"]
 
@@ -120,7 +125,10 @@ class RowSink:
     """
 
     def __init__(self, target: str, fmt: str, columns: Sequence[str], key_columns: tuple[str, str],
-                 name: str = "") -> None:
+                 name: str = "", parquet: ParquetColumns | None = None) -> None:
+        if fmt == "parquet" and parquet is None:
+            raise ValueError("a Parquet RowSink needs its column types (fusedsim.cli.parquet_columns)")
+        self.parquet = parquet
         self.target = target
         self.name = name or target  # the path as the user gave it, for messages
         self.fmt = fmt
@@ -148,36 +156,45 @@ class RowSink:
             if self.fmt == "parquet" and os.path.exists(self.log):
                 os.unlink(self.log)
         self._file = open(self.log, mode, encoding="utf-8", newline="")
-        if self.fmt in ("csv", "tsv"):
-            self._csv = csv.writer(self._file, delimiter="," if self.fmt == "csv" else "\t", lineterminator="\n")
-            if mode == "w":
-                self._csv.writerow(self.columns)
-                self._file.flush()
+        if self.fmt == "csv":
+            self._csv = csv.writer(self._file, lineterminator="\n")
+        if mode == "w" and self.fmt in ("csv", "tsv"):
+            self._write_cells(self.columns)
+            self._file.flush()
         return done
+
+    def _write_cells(self, cells: list[str]) -> None:
+        if self._csv is not None:
+            self._csv.writerow(cells)
+        else:
+            self._file.write(tsv.format_line(cells))
 
     def _read_back(self) -> Counter:
         if self.fmt == "parquet" and not (os.path.exists(self.log) and os.path.getsize(self.log) > 0):
             self._seed_log_from_parquet()
-        if self.fmt in ("csv", "tsv"):
-            _cut_partial_record(self.log, "," if self.fmt == "csv" else "\t")
+        if self.fmt == "csv":
+            with unlimited_csv_fields():
+                _cut_partial_record(self.log, ",")
         else:
-            _cut_partial_line(self.log)  # a JSON line holds no raw line break
+            _cut_partial_line(self.log)  # a TSV or JSON line holds no raw line break
         done: Counter = Counter()
         a, b = self.key_columns
         if self.fmt in ("csv", "tsv"):
-            with open(self.log, newline="", encoding="utf-8") as f:
-                reader = csv.reader(f, delimiter="," if self.fmt == "csv" else "\t")
-                header = next(reader, None)
+            with open(self.log, newline="", encoding="utf-8") as f, unlimited_csv_fields():
+                records = csv.reader(f) if self.fmt == "csv" else self._tsv_records(f)
+                header = next(records, None)
                 if header is None:  # only a cut header: start over
                     self._file = None
                     os.truncate(self.log, 0)
                     with open(self.log, "w", encoding="utf-8", newline="") as g:
-                        csv.writer(g, delimiter="," if self.fmt == "csv" else "\t",
-                                   lineterminator="\n").writerow(self.columns)
+                        if self.fmt == "csv":
+                            csv.writer(g, lineterminator="\n").writerow(self.columns)
+                        else:
+                            g.write(tsv.format_line(self.columns))
                     return done
                 self._check_columns(header)
                 ia, ib = header.index(a), header.index(b)
-                for cells in reader:
+                for cells in records:
                     done[(cells[ia], cells[ib])] += 1
         else:
             with open(self.log, encoding="utf-8") as f:
@@ -193,6 +210,14 @@ class RowSink:
                     done[(cell_text(row[a]), cell_text(row[b]))] += 1
         return done
 
+    def _tsv_records(self, f: Any) -> Any:
+        """The records of a TSV log, escapes undone; a line that is not one of ours is refused, naming it."""
+        for number, line in enumerate(f, start=1):
+            try:
+                yield tsv.parse_line(line)
+            except ValueError as exc:
+                raise ValueError(f"-o {self.name}: cannot resume: line {number} of {self.log}: {exc}") from None
+
     def _seed_log_from_parquet(self) -> None:
         import pyarrow.parquet as pq
 
@@ -203,7 +228,7 @@ class RowSink:
                              f"is no log {self.log}") from None
         with open(self.log, "w", encoding="utf-8") as f:
             for row in rows:
-                f.write(json.dumps({k: _json_value(v) for k, v in row.items()}) + "\n")
+                f.write(json.dumps(row, default=json_default) + "\n")  # the log keeps NaN (see write)
 
     def _check_columns(self, found: list[str]) -> None:
         if found != self.columns:
@@ -214,40 +239,38 @@ class RowSink:
     def write(self, row: dict[str, Any]) -> None:
         """Append one row (keys: ``columns``) and flush it to the operating system."""
         assert self._file is not None, "start() first"
-        if self._csv is not None:
-            self._csv.writerow([cell_text(row.get(c)) for c in self.columns])
+        if self.fmt in ("csv", "tsv"):
+            self._write_cells([cell_text(row.get(c)) for c in self.columns])
         else:
-            self._file.write(json.dumps({c: _json_value(row.get(c)) for c in self.columns}) + "\n")
+            # strict JSON in a .jsonl output (NaN as null); Parquet's own log keeps NaN apart from null (Python's
+            # json writes and reads NaN), so an input column's NaN and its nulls both survive
+            keep = self.fmt == "parquet"
+            self._file.write(json.dumps({c: row.get(c) if keep else _json_value(row.get(c)) for c in self.columns},
+                                        default=json_default) + "\n")
         self._file.flush()
         self.written += 1
 
-    def close(self, complete: bool, float_columns: Sequence[str] = ()) -> None:
+    def close(self, complete: bool) -> None:
         """Close the log; for Parquet write the table from it (and drop the log when ``complete``)."""
         if self._file is not None:
             self._file.close()
             self._file = None
         if self.fmt == "parquet":
-            self._write_parquet(float_columns)
+            self._write_parquet()
             if complete:
                 os.unlink(self.log)
 
-    def _write_parquet(self, float_columns: Sequence[str]) -> None:
+    def _write_parquet(self) -> None:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
+        assert self.parquet is not None
         rows = []
         with open(self.log, encoding="utf-8") as f:
             for line in f:
                 if line.endswith("\n") and line.strip():
                     rows.append(json.loads(line))
-        floats = set(float_columns)
-        arrays = {}
-        for c in self.columns:
-            values = [r.get(c) for r in rows]
-            if c in floats:
-                arrays[c] = pa.array([math.nan if v is None else float(v) for v in values], type=pa.float64())
-            else:
-                arrays[c] = pa.array(values)
+        arrays = [self.parquet.array(c, [r.get(c) for r in rows]) for c in self.columns]
         buffer = io.BytesIO()
-        pq.write_table(pa.table(arrays), buffer)
+        pq.write_table(pa.Table.from_arrays(arrays, schema=self.parquet.schema), buffer)
         write_bytes(self.target, buffer.getvalue())

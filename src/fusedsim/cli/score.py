@@ -13,6 +13,7 @@ from pathlib import Path
 
 from fusedsim.cli.common import (DEFAULT_METRICS, chosen_metrics, metric_table, parse_device, parse_image_metric,
                                  parse_memory, score_metric_specs)
+from fusedsim.cli.metric_params import PARAM_HELP, chosen_params, parse_param
 from fusedsim.core.device import DEVICE_HELP
 from fusedsim.engine.inputs import check_min_size
 from fusedsim.metrics.registry import get_metric
@@ -31,7 +32,9 @@ metrics:
 {metrics}
 
 --format json writes valid JSON; non-finite values (PSNR of identical images
-is +inf) are written as null."""
+is +inf) are written as null. --format value prints the bare number, as the
+ssimulacra2 and dssim tools do (one per line when several: the TSV columns'
+order), round-trip exact, inf and nan as such."""
 
 
 def example_pair() -> tuple[Path, Path]:
@@ -51,9 +54,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--metric", action="append", type=parse_image_metric, metavar="NAME[,NAME...]",
                         help=f"metrics to compute, repeatable or comma-separated, or all: "
                              f"{', '.join(s.name for s in specs)} (default: {', '.join(DEFAULT_METRICS)})")
-    parser.add_argument("--format", choices=("plain", "json", "tsv"), default="plain",
+    parser.add_argument("--format", choices=("plain", "json", "tsv", "value"), default="plain",
                         help="output format (tsv: a header line and one row; fields of multi-output metrics as "
-                             "metric.field)")
+                             "metric.field; tabs, line breaks and backslashes in cells escaped as \\t, \\n, \\r, "
+                             "\\\\)")
+    parser.add_argument("--param", action="append", type=parse_param, metavar="METRIC.NAME=VALUE", help=PARAM_HELP)
     parser.add_argument("--memory", type=parse_memory, default="auto", metavar="auto|full|strip[:ROWS]",
                         help="full: the whole pair at once; strip: horizontal strips (ROWS body rows, default from "
                              "the memory budget) for metrics that support them; auto: full when it fits")
@@ -82,25 +87,34 @@ def run(args: argparse.Namespace) -> int:
                                    [("REF", str(ref_path)), ("DIST", str(dist_path))])
     specs_names = chosen_metrics(args.metric)
     specs = [get_metric(name) for name in specs_names]
+    params = chosen_params(args.param, specs_names)
     ref = read_image(ref_path, "REF")
     dist = read_image(dist_path, "DIST")
     check_image_pair(ref, dist)
     check_min_size(specs, ref.width, ref.height)
-    result = Scorer(specs_names, device=args.device, memory=args.memory, context="one-shot").score(ref, dist)
+    scorer = Scorer(specs_names, device=args.device, memory=args.memory, params=params, context="one-shot")
+    result = scorer.score(ref, dist)
     for line in result.downgrades:
         print(f"fusedsim score: {line}", file=sys.stderr)
     results = result.values
-    if args.format == "json":
+    if args.format == "value":
+        for value in results.values():
+            for v in (value.values() if isinstance(value, dict) else (value,)):
+                print(repr(float(v)))
+    elif args.format == "json":
         print(dumps({"reference": str(ref_path), "distorted": str(dist_path), "data_range": ref.data_range,
-                     "metrics": results, "backend": result.backend, "downgrades": result.downgrades}))
+                     "metrics": results, "params": params, "backend": result.backend,
+                     "downgrades": result.downgrades}))
     elif args.format == "tsv":
         columns = {"reference": str(ref_path), "distorted": str(dist_path)}
         for name, value in results.items():
             columns.update({f"{name}.{k}": v for k, v in value.items()} if isinstance(value, dict)
                            else {name: value})
         columns["backend"] = result.backend
-        print("\t".join(columns))
-        print("\t".join(v if isinstance(v, str) else repr(float(v)) for v in columns.values()))
+        from fusedsim.cli.tsv import format_line
+
+        sys.stdout.write(format_line(columns))
+        sys.stdout.write(format_line(v if isinstance(v, str) else repr(float(v)) for v in columns.values()))
     else:
         for name, value in results.items():
             if isinstance(value, dict):

@@ -4,6 +4,11 @@ Each reference is encoded with every codec at every quality through Pillow (and 
 and scored against the reference (prepared once per reference). The table holds bytes and bits per pixel per
 encoding; ``--plot`` draws one panel per metric output, quality against bits per pixel, one curve per
 reference and codec.
+
+QUALITY is each codec's own 0..100 scale (jpeg, webp, avif, jxl: the encoder's quality option). JPEG 2000 has no
+such scale: its rate control is OpenJPEG's, and quality Q asks for a fixed quality of Q dB PSNR (Pillow's
+quality_mode="dB", quality_layers=[Q], as ImageMagick maps its -quality); 100 is lossless (ImageMagick's too), and
+0, a target of 0 dB, is refused.
 """
 
 from __future__ import annotations
@@ -16,12 +21,14 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from fusedsim.cli.common import DEFAULT_METRICS, chosen_metrics, parse_device, parse_image_metric, parse_memory
+from fusedsim.cli.metric_params import PARAM_HELP, chosen_params, parse_param
 from fusedsim.core.device import DEVICE_HELP
 
 if TYPE_CHECKING:
     from fusedsim.io.images import ImageData
 
-#: codec name -> (Pillow format, plugin modules that register it when Pillow lacks it)
+#: codec name -> (Pillow format, plugin modules that register it when Pillow lacks it); the quality reaches the
+#: encoder through :func:`save_options`
 CODECS = {
     "jpeg": ("JPEG", ()),
     "webp": ("WEBP", ()),
@@ -30,6 +37,19 @@ CODECS = {
     "jpeg2000": ("JPEG2000", ()),
 }
 COLUMNS = ("ref", "codec", "quality", "bytes", "bpp")
+
+
+def save_options(codec: str, quality: int) -> dict[str, Any]:
+    """Pillow's ``save`` keywords that make ``codec`` encode at ``quality`` (see the module docstring). Pillow's
+    JPEG 2000 writer ignores ``quality`` (it would save every quality losslessly), so it gets its rate control."""
+    if codec != "jpeg2000":
+        return {"quality": quality}
+    if quality == 100:
+        return {}  # Pillow's default: the reversible wavelet, lossless
+    if not 1 <= quality <= 99:
+        raise ValueError(f"--quality {quality}: jpeg2000's quality is a PSNR target in dB (1..99, 100 lossless); "
+                         "0 dB is no target")
+    return {"quality_mode": "dB", "quality_layers": [float(quality)]}
 
 
 def available_codecs() -> list[str]:
@@ -107,13 +127,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         help=f"codecs, repeatable or comma-separated: {', '.join(CODECS)} (those Pillow writes "
                              "on this machine)")
     parser.add_argument("--quality", type=parse_qualities, default=parse_qualities("10:95:5"),
-                        help="START:STOP:STEP (stop included) or Q[,Q...] (default 10:95:5)")
+                        help="START:STOP:STEP (stop included) or Q[,Q...] (default 10:95:5); each codec's 0..100 "
+                             "quality, for jpeg2000 a PSNR target in dB (100: lossless)")
     parser.add_argument("--metric", action="append", type=parse_image_metric, metavar="NAME[,NAME...]",
                         help=f"metrics, repeatable or comma-separated, or all (default: {', '.join(DEFAULT_METRICS)})")
+    parser.add_argument("--param", action="append", type=parse_param, metavar="METRIC.NAME=VALUE", help=PARAM_HELP)
     parser.add_argument("-o", "--output", default="-", metavar="TSV", help="the table (default: standard output)")
     parser.add_argument("--plot", metavar="PNG", help="rate-quality curves, one panel per metric output")
     parser.add_argument("--device", type=parse_device, default="auto", help=f"{DEVICE_HELP} (auto: cuda when available)")
     parser.add_argument("--memory", type=parse_memory, default="auto", help="auto, full, strip or strip:ROWS")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress on standard error (a bar on a terminal, else a line every few seconds)")
     parser.set_defaults(run=run)
 
 
@@ -129,7 +153,7 @@ def encode_decode(ref: ImageData, codec: str, quality: int) -> tuple[int, ImageD
     mode = "L" if ref.channels == "grey" else "RGB"
     image = Image.fromarray(array[..., 0] if mode == "L" else array, mode)
     buffer = io.BytesIO()
-    image.save(buffer, format=CODECS[codec][0], quality=quality)
+    image.save(buffer, format=CODECS[codec][0], **save_options(codec, quality))
     data = buffer.getvalue()
     with Image.open(io.BytesIO(data)) as decoded:
         back = np.asarray(decoded.convert(mode), dtype=np.float32)
@@ -140,13 +164,41 @@ def encode_decode(ref: ImageData, codec: str, quality: int) -> tuple[int, ImageD
     return len(data), ImageData(path=path, pixels=pixels, bit_depth=8, channels=ref.channels)
 
 
+def _sweep_row(scorer: Any, path: str, ref: ImageData, codec: str, quality: int) -> dict[str, Any]:
+    """One encoding of ``ref`` scored: the table's row."""
+    size, dist = encode_decode(ref, codec, quality)
+    result = scorer.score_prepared(dist)
+    row: dict[str, Any] = {"ref": path, "codec": codec, "quality": quality, "bytes": size,
+                           "bpp": size * 8 / (ref.width * ref.height)}
+    for name, value in result.values.items():
+        if isinstance(value, dict):
+            row.update({f"{name}.{k}": float(v) for k, v in value.items()})
+        else:
+            row[name] = float(value)
+    row["backend"] = result.backend
+    return row
+
+
 def _text(value: Any) -> str:
     return repr(value) if isinstance(value, float) else str(value)
 
 
 def plot_curves(rows: list[dict[str, Any]], columns: list[str], target: str) -> None:
-    """One panel per metric column: the metric against bits per pixel, one curve per (reference, codec)."""
+    """:func:`curves_figure` saved as a PNG at ``target``."""
     from fusedsim.cli.figures import pyplot, save_figure
+
+    plt = pyplot()
+    fig = curves_figure(rows, columns)
+    try:
+        save_figure(fig, target, dpi=100)
+    finally:
+        plt.close(fig)
+
+
+def curves_figure(rows: list[dict[str, Any]], columns: list[str]) -> Any:
+    """One panel per metric column: the metric (axis in its unit) against bits per pixel, one curve per
+    (reference, codec)."""
+    from fusedsim.cli.figures import axis_label, pyplot
 
     plt = pyplot()
     n = len(columns)
@@ -163,21 +215,20 @@ def plot_curves(rows: list[dict[str, Any]], columns: list[str], target: str) -> 
             ax.plot([p["bpp"] for p in points], [p[column] for p in points], marker="o", markersize=3,
                     label=f"{ref.rsplit('/', 1)[-1]} {codec}")
         ax.set_xlabel("bits per pixel")
-        ax.set_ylabel(column)
+        ax.set_ylabel(axis_label(column))
         ax.set_title(column)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     for k in range(n, nrows * cols):
         axes[k // cols][k % cols].axis("off")
     fig.tight_layout()
-    try:
-        save_figure(fig, target, dpi=100)
-    finally:
-        plt.close(fig)
+    return fig
 
 
 def run(args: argparse.Namespace) -> int:
     from fusedsim.cli.outputs import Output, check_outputs, refuse_outputs_that_are_inputs, write_outputs
+    from fusedsim.cli.progress import Progress
+    from fusedsim.cli.tsv import format_line
     from fusedsim.engine import Scorer
     from fusedsim.engine.batch_pairs import metric_columns
     from fusedsim.io.images import read_image
@@ -189,7 +240,11 @@ def run(args: argparse.Namespace) -> int:
     if missing:
         raise ValueError(f"--codec {', '.join(missing)}: Pillow cannot write it on this machine (available: "
                          f"{', '.join(have) or 'none'})")
+    for codec in codecs:  # a quality the codec cannot encode is refused before any work
+        for quality in args.quality:
+            save_options(codec, quality)
     names = chosen_metrics(args.metric)
+    params = chosen_params(args.param, names)
     columns = metric_columns([get_metric(n) for n in names])
     outputs = [Output(args.output, "tsv", "-o")]
     if args.plot:
@@ -206,26 +261,18 @@ def run(args: argparse.Namespace) -> int:
     for path, ref in zip(args.refs, refs):
         if ref.bit_depth != 8:
             raise ValueError(f"REF {path} is {ref.describe()}; the codecs are swept on 8-bit images")
-    scorer = Scorer(names, device=args.device, memory=args.memory)
+    scorer = Scorer(names, device=args.device, memory=args.memory, params=params)
     rows: list[dict[str, Any]] = []
-    for path, ref in zip(args.refs, refs):
-        scorer.set_reference(ref)
-        for codec in codecs:
-            for quality in args.quality:
-                size, dist = encode_decode(ref, codec, quality)
-                result = scorer.score_prepared(dist)
-                row: dict[str, Any] = {"ref": path, "codec": codec, "quality": quality, "bytes": size,
-                                       "bpp": size * 8 / (ref.width * ref.height)}
-                for name, value in result.values.items():
-                    if isinstance(value, dict):
-                        row.update({f"{name}.{k}": float(v) for k, v in value.items()})
-                    else:
-                        row[name] = float(value)
-                row["backend"] = result.backend
-                rows.append(row)
+    total = len(refs) * len(codecs) * len(args.quality)
+    with Progress(total, desc="sweep", unit="encoding", enabled=not args.quiet) as progress:
+        for path, ref in zip(args.refs, refs):
+            scorer.set_reference(ref)
+            for codec in codecs:
+                for quality in args.quality:
+                    rows.append(_sweep_row(scorer, path, ref, codec, quality))
+                    progress.update()
     header = [*COLUMNS, *columns, "backend"]
-    text = "".join("\t".join(line) + "\n" for line in
-                   [header, *[[_text(r.get(c, math.nan)) for c in header] for r in rows]])
+    text = "".join(format_line(line) for line in [header, *[[_text(r.get(c, math.nan)) for c in header] for r in rows]])
     write_outputs(outputs[:1], [text])
     if args.plot:
         plot_curves(rows, columns, outputs[1].target)

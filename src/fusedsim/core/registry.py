@@ -157,7 +157,10 @@ class KernelOp:
         """The one place a backend is chosen: ``"triton"``, ``"cpu"`` (the compiled CPU kernel) or ``"reference"``
         (the twin) for this op on ``tensors``. ``auto`` takes Triton on CUDA/ROCm tensors, the compiled CPU kernel
         on CPU tensors without gradients (``compiled_cpu=False``: never), the twin elsewhere; a forced backend
-        that cannot run raises :class:`BackendUnavailableError`, naming the op."""
+        that cannot run raises :class:`BackendUnavailableError`, naming the op. Tensors on the ``meta`` device
+        get ``"meta"``: the op's shape function (they hold no values, so there is nothing for a kernel to compute)."""
+        if tensors and tensors[0].device.type == "meta":
+            return "meta"
         backend = choose_backend(*tensors, op=self.name, triton_supported=self.load_triton is not None)
         if backend == "triton":
             if not self.triton_by_default and requested_backend() == "auto":
@@ -176,7 +179,16 @@ class KernelOp:
             return self.triton(*args)
         if backend == "cpu":
             return self._cpu_fn(*args)
+        if backend == "meta":
+            return self.meta(*args)
         return self.reference(*args)
+
+    def meta(self, *args):
+        """The op on meta tensors: outputs of the right shapes (the shape function), on the meta device, with
+        gradients of the inputs' shapes when an input needs one."""
+        if not self.differentiable or not any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+            return self.fake(*args)
+        return _MetaShapes.apply(self.fake, *args)
 
     def bind(self, example: tuple[torch.Tensor, torch.Tensor], fixed: tuple[torch.Tensor, ...] = (),
              scalars: tuple = ()):
@@ -190,9 +202,10 @@ class KernelOp:
 
         if len(example) != 2:
             raise ValueError(f"{self.name}: bind takes an example pair of tensors; got {len(example)}")
-        if self.backend_for(*example, compiled_cpu=False) == "triton":
+        backend = self.backend_for(*example, compiled_cpu=False)
+        if backend == "triton":
             return KernelCall(self, example, fixed, scalars)
-        return TwinCall(self.reference, fixed, scalars)
+        return TwinCall(self.meta if backend == "meta" else self.reference, fixed, scalars)
 
     def triton(self, *args):
         """The Triton implementation (eager: planned autograd Function; compiling: the custom op)."""
@@ -230,6 +243,22 @@ class PlannedFunction(torch.autograd.Function):
         tensors, saved = stored[: ctx.n_tensors], stored[ctx.n_tensors:]
         grads = ctx.plan.backward(tensors, saved, grad_out, ctx.needs_input_grad[1:])
         return (None, *grads)
+
+
+class _MetaShapes(torch.autograd.Function):
+    """Autograd of an op on meta tensors: the shape function forward, meta gradients of the inputs' shapes back
+    (so ``loss.backward()`` on a meta model runs, as it does for PyTorch's own ops)."""
+
+    @staticmethod
+    def forward(ctx, fake, *args):
+        ctx.inputs = [(a.shape, a.dtype) if isinstance(a, torch.Tensor) else None for a in args]
+        return fake(*args)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        needs = ctx.needs_input_grad[1:]
+        return (None, *(torch.empty(shape_dtype[0], dtype=shape_dtype[1], device="meta") if need and shape_dtype
+                         else None for shape_dtype, need in zip(ctx.inputs, needs)))
 
 
 def _direct_apply():

@@ -64,6 +64,8 @@ def _scalar(value: object, name: str) -> float:
             raise TypeError(f"{name} must be a number or a 0-d tensor; got a tensor of shape {tuple(value.shape)}")
         if value.dtype == torch.bool or value.is_complex():
             raise TypeError(f"{name} must be a real number; got a {value.dtype} tensor")
+        if value.device.type == "meta":
+            raise ValueError(f"{name} is a meta tensor, which holds no value; pass a Python number")
         return float(value.detach())  # CUDA tensors: one synchronisation (documented above)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):  # np.bool_ is not a numbers.Real
         raise TypeError(f"{name} must be a number; got {type(value).__name__}")
@@ -83,6 +85,9 @@ def check_choice(value: object, name: str, choices: Sequence[object]) -> None:
 
 def raise_if_not_finite(result: torch.Tensor, inputs: dict[str, torch.Tensor]) -> None:
     """One host sync on the (small) result; the inputs are scanned only to name the culprit."""
+    if result.device.type == "meta":
+        raise ValueError("check_finite=True reads the values, and meta tensors hold none; leave it False for "
+                         "shape propagation")
     if torch.compiler.is_compiling() or bool(torch.isfinite(result.detach()).all()):
         return
     for name, tensor in inputs.items():

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import stat
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -196,9 +197,16 @@ def _memory_bytes() -> int:
 
 def image_bytes_estimate(path: str) -> int | None:
     """Decoded size of the image at ``path`` from its header (8-bit samples stay bytes, 16-bit ones become
-    float32, as :func:`fusedsim.io.images.read_image` keeps them); None when it cannot be read."""
+    float32, as :func:`fusedsim.io.images.read_image` keeps them); None when it cannot be read. Only a regular file
+    is opened: reading a FIFO's header would block until a writer comes, or take bytes from its one stream (the
+    pair's own read then refuses the FIFO by name)."""
     from PIL import Image
 
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+    except (OSError, ValueError):
+        return None
     try:
         with Image.open(path) as img:
             width, height, mode = img.width, img.height, img.mode

@@ -50,10 +50,10 @@ class _Worker:
     """The actor's body (a plain class, so it can be tested without Ray)."""
 
     def __init__(self, metrics: list[str], columns: list[str], device: str, memory: str, decode_threads: int,
-                 prefetch: int) -> None:
+                 prefetch: int, params: dict[str, dict[str, Any]] | None = None) -> None:
         from fusedsim.engine.scorer import Scorer
 
-        self.runner = PairRunner(Scorer(metrics, device=device, memory=memory), columns)
+        self.runner = PairRunner(Scorer(metrics, device=device, memory=memory, params=params), columns)
         self.decode_threads = decode_threads
         self.prefetch = prefetch
 
@@ -123,11 +123,12 @@ class RayBatch:
         address: the cluster (``ray.init(address=...)``); None starts a local instance unless Ray is running.
         workers: CPU actors when no GPU is used (default: the cluster's CPUs).
         chunk: pairs per task.
+        params: the Scorer's per-metric parameters.
     """
 
     def __init__(self, metrics: Sequence[str], columns: Sequence[str], *, device: str = "auto",
                  memory: str = "auto", address: str | None = None, workers: int | None = None,
-                 prefetch: int = 32, chunk: int = 32) -> None:
+                 prefetch: int = 32, chunk: int = 32, params: dict[str, dict[str, Any]] | None = None) -> None:
         ray = self.ray = _import_ray()
         self._started = False
         if not ray.is_initialized():
@@ -138,13 +139,13 @@ class RayBatch:
             ray.init(include_dashboard=False, logging_level="ERROR", **kwargs)
             self._started = True
         try:
-            self._start_actors(list(metrics), list(columns), device, memory, workers, prefetch)
+            self._start_actors(list(metrics), list(columns), device, memory, workers, prefetch, params)
         except BaseException:
             self.shutdown()
             raise
         self.chunk = chunk
 
-    def _start_actors(self, metrics, columns, device, memory, workers, prefetch) -> None:
+    def _start_actors(self, metrics, columns, device, memory, workers, prefetch, params) -> None:
         ray = self.ray
         resources = ray.cluster_resources()
         gpus = int(resources.get("GPU", 0))
@@ -162,7 +163,8 @@ class RayBatch:
         else:
             count, options, actor_device = min(workers or cpus, cpus), {"num_cpus": 1}, "cpu"
             threads = 1
-        self.actors = [actor.options(**options).remote(metrics, columns, actor_device, memory, threads, prefetch)
+        self.actors = [actor.options(**options).remote(metrics, columns, actor_device, memory, threads, prefetch,
+                                                       params)
                        for _ in range(count)]
         try:
             self.devices = ray.get([a.ready.remote() for a in self.actors])

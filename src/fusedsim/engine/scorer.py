@@ -161,7 +161,7 @@ class Scorer:
                                  f"({', '.join(self.params)})")
             if not isinstance(values, Mapping):
                 raise TypeError(f"params[{name!r}] must be a dict of keyword parameters")
-            self.params[spec.name] = dict(values)
+            self.params[spec.name] = spec.check_params(values)  # before any image: a bad value fails at once
         self._ref: ImageData | None = None
         self._prepared: dict[tuple[str, str], Any] = {}  # (metric, device) -> prepared state or ref pixels
         self._dist_inputs: dict[tuple[str, str], torch.Tensor] = {}  # (kind, device) -> dist input, one call

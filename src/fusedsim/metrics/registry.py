@@ -26,8 +26,9 @@ Calling conventions by :attr:`MetricSpec.kind`:
 
 from __future__ import annotations
 
+import inspect
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,7 +46,8 @@ class MetricFunctions:
     """A metric's implementation, returned by its spec's ``functions`` loader (see the module docstring for the
     signatures by kind). ``score_map(ref, dist, **params) -> (N, H', W')`` is the per-pixel map ``fusedsim
     diffmap`` draws (None: the metric has no map); ``ops`` are the registered ops the metric launches on a GPU, whose
-    kernels a command may import on a thread while the CUDA context starts."""
+    kernels a command may import on a thread while the CUDA context starts. ``check_params(**params)`` raises
+    ValueError/TypeError naming a parameter whose value the metric refuses, before any image is read."""
 
     compute: Callable[..., Any]
     prepare: Callable[..., Any] | None = None
@@ -54,6 +56,7 @@ class MetricFunctions:
     strip_finish: Callable[..., Any] | None = None
     score_map: Callable[..., Any] | None = None
     ops: tuple[Any, ...] = ()
+    check_params: Callable[..., Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -164,6 +167,40 @@ class MetricSpec:
             raise ValueError(f"{self.name} has no {which} function")
         return fn
 
+    def accepted_params(self) -> tuple[str, ...] | None:
+        """The keyword parameters the metric's functions take (imports them): those of ``compute`` and, for a
+        cached-reference metric, also taken by ``prepare`` (the engine passes them to either), less the two inputs
+        and ``data_range`` (the engine's); None when they take any keyword."""
+        fns = [self.load("compute")] + ([self.load("prepare")] if self.cached_reference else [])
+        accepted: list[str] | None = None
+        for fn in fns:
+            parameters = list(inspect.signature(fn).parameters.values())
+            if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+                continue
+            named = [p.name for p in parameters[2 if fn is fns[0] else 1:]
+                     if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+                     and p.name != "data_range"]
+            accepted = named if accepted is None else [n for n in accepted if n in named]
+        return None if accepted is None else tuple(accepted)
+
+    def check_params(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """``params`` checked against what the metric accepts (:meth:`accepted_params`; unknown names: ValueError
+        listing the known ones, the declared :attr:`params` first), then their values by the implementation's own
+        check. Returns them as a dict."""
+        if not params:
+            return {}
+        accepted = self.accepted_params()
+        unknown = [name for name in params if accepted is not None and name not in accepted]
+        if unknown:
+            declared = [name for name, _ in self.params]
+            known = declared + [n for n in accepted or () if n not in declared]
+            takes = f"its parameters are {', '.join(known)}" if known else "it takes no parameters"
+            raise ValueError(f"{self.name} has no parameter {unknown[0]!r}; {takes}")
+        check = self.implementation().check_params
+        if check is not None:
+            check(**{k: v for k, v in params.items() if k in dict(self.params)})
+        return dict(params)
+
     # ---------------------------------------------------------------------------------- calling convention
     def prepare(self, ref: Any, params: dict[str, Any]) -> Any:
         """The reference state :meth:`score` takes: the prepared reference of a cached-reference metric, else
@@ -217,6 +254,7 @@ class MetricSpec:
         }
 
 
+_LISTING_ORDER = ("image", "srgb", "video")
 _LOADABLE = ("compute", "prepare", "score_prepared", "strip_sums", "strip_finish", "score_map")
 _FUNCTIONS: dict[str, MetricFunctions] = cache_dict()  # metric name -> its loaded functions
 _SPECS: dict[str, MetricSpec] = {}
@@ -260,9 +298,11 @@ def get_metric(name: str) -> MetricSpec:
 
 
 def list_metrics(kind: str | None = None) -> tuple[MetricSpec, ...]:
-    """Every registered spec in registration order, or only those of ``kind`` (``"image"`` or ``"video"``)."""
+    """Every registered spec, or only those of ``kind`` (one of :data:`KINDS`): the image metrics, then the
+    perceptual (sRGB) ones, then the video features, each by rank, then in registration order."""
     if kind is not None and kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)} or None; got {kind!r}")
     _ensure_builtins()
-    ordered = sorted(_SPECS.values(), key=lambda s: (KINDS.index(s.kind), s.rank))  # stable: then registration
+    # image metrics first, the perceptual (sRGB) ones among them, then the video features; stable: registration
+    ordered = sorted(_SPECS.values(), key=lambda s: (_LISTING_ORDER.index(s.kind), s.rank))
     return tuple(s for s in ordered if kind is None or s.kind == kind)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from fusedsim.core.autocast import autocast_off
+
 
 def gaussian_window(size: int, sigma: float, dtype: torch.dtype = torch.float64,
                     device: torch.device | str | None = None) -> torch.Tensor:
@@ -49,6 +51,6 @@ def windowed_moments_ref(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, va
     dt = compute_dtype(x.dtype)
     x, y = x.to(dt), y.to(dt)
     stacked = torch.cat([x, y, x * x, y * y, x * y], dim=1)
-    with torch.autocast(x.device.type, enabled=False):
+    with autocast_off(x.device):
         stats = separable_filter(stacked, win.to(dt).repeat(5, 1), "valid" if valid else "same")
     return torch.stack(stats.chunk(5, dim=1))

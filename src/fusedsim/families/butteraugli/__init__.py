@@ -17,7 +17,8 @@ def _functions() -> MetricFunctions:
     from fusedsim.families.butteraugli import api
 
     return MetricFunctions(compute=api.butteraugli, prepare=api.prepare_butteraugli, score_prepared=api.score_prepared_butteraugli,
-                           score_map=lambda ref, dist, **params: api.butteraugli(ref, dist, **params).distmap)
+                           score_map=lambda ref, dist, **params: api.butteraugli(ref, dist, **params).distmap,
+                           check_params=api.check_butteraugli_params)
 
 
 register_metric(MetricSpec(

@@ -34,8 +34,8 @@ from fusedsim.families.butteraugli.twin import (
     srgb_to_linear_ref,
 )
 
-__all__ = ["ButteraugliLoss", "ButteraugliResult", "ButteraugliState", "butteraugli", "prepare_butteraugli",
-           "score_prepared_butteraugli"]
+__all__ = ["ButteraugliLoss", "ButteraugliResult", "ButteraugliState", "butteraugli", "check_butteraugli_params",
+           "prepare_butteraugli", "score_prepared_butteraugli"]
 
 _NAME = "butteraugli"
 _MIN_REASON = "libjxl's butteraugli returns an all-zero map below 8 px"
@@ -73,6 +73,11 @@ def _check_params(intensity_target: float, hf_asymmetry: float) -> tuple[float, 
     return out[0], out[1]
 
 
+def check_butteraugli_params(*, intensity_target: float = 80.0, hf_asymmetry: float = 0.8) -> None:
+    """Raise naming a parameter :func:`butteraugli` refuses (before any image: the engine, ``--param``)."""
+    _check_params(intensity_target, hf_asymmetry)
+
+
 def _compute_dtype(device: torch.device) -> torch.dtype:
     """float64 on the CPU (the parity path); float32 elsewhere, libjxl's own precision."""
     return torch.float64 if device.type == "cpu" else torch.float32
@@ -85,11 +90,11 @@ def _filters(*tensors: torch.Tensor) -> ButteraugliFilters:
     if any(t.requires_grad for t in tensors):
         return TWIN_FILTERS
     backend = ops.butteraugli_blur.backend_for(*tensors)
+    if backend == "triton":
+        return _OP_FILTERS
     if backend == "cpu":
         return _cpu_filters()
-    if backend == "reference":
-        return TWIN_FILTERS
-    return _OP_FILTERS
+    return TWIN_FILTERS  # the reference backend, and meta tensors (shapes only)
 
 
 def _op(stage: str):

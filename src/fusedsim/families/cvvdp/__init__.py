@@ -18,7 +18,8 @@ def _functions() -> MetricFunctions:
 
     return MetricFunctions(compute=api.cvvdp, prepare=api.prepare_cvvdp, score_prepared=api.score_prepared_cvvdp,
                            score_map=lambda ref, dist, **params: api.cvvdp(ref, dist, return_map=True,
-                                                                           **params).diff_map[:, 0])
+                                                                           **params).diff_map[:, 0],
+                           check_params=api.check_cvvdp_params)
 
 
 register_metric(MetricSpec(

@@ -35,7 +35,8 @@ import fusedsim.families.cvvdp.twin as spec
 from fusedsim.families.cvvdp import ops
 from fusedsim.families.cvvdp.data import CVVDPDisplay, cvvdp_display, cvvdp_params
 
-__all__ = ["CVVDPLoss", "CVVDPReference", "CVVDPResult", "cvvdp", "prepare_cvvdp", "score_prepared_cvvdp"]
+__all__ = ["CVVDPLoss", "CVVDPReference", "CVVDPResult", "check_cvvdp_params", "cvvdp", "prepare_cvvdp",
+           "score_prepared_cvvdp"]
 
 _NAME = "cvvdp"
 MIN_SIZE = 2
@@ -81,6 +82,11 @@ def _display(display: str, overrides: dict) -> CVVDPDisplay:
                              f"ignored; pass either ppd or the geometry (resolution, viewing_distance_m, "
                              f"diagonal_inches)")
     return cvvdp_display(display, **overrides)
+
+
+def check_cvvdp_params(*, display: str = "standard_4k") -> None:
+    """Raise naming a display model :func:`cvvdp` does not know (before any image: the engine, ``--param``)."""
+    cvvdp_display(display)
 
 
 def _mask_diff(dtype: torch.dtype, grad: bool):

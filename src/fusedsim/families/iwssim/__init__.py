@@ -14,7 +14,8 @@ from fusedsim.metrics.registry import MetricFunctions, MetricSpec, register_metr
 def _functions() -> MetricFunctions:
     from fusedsim.families.iwssim import api
 
-    return MetricFunctions(compute=api.iw_ssim, prepare=api.prepare_iw_ssim, score_prepared=api.score_prepared_iw_ssim)
+    return MetricFunctions(compute=api.iw_ssim, prepare=api.prepare_iw_ssim, score_prepared=api.score_prepared_iw_ssim,
+                           check_params=api.check_iw_ssim_params)
 
 
 register_metric(MetricSpec(

@@ -38,7 +38,8 @@ from fusedsim.core.moments.ops import windowed_moments
 from fusedsim.families.iwssim import ops
 import fusedsim.families.iwssim.twin as spec
 
-__all__ = ["IWSSIMLoss", "IWSSIMReference", "iw_ssim", "prepare_iw_ssim", "score_prepared_iw_ssim"]
+__all__ = ["IWSSIMLoss", "IWSSIMReference", "check_iw_ssim_params", "iw_ssim", "prepare_iw_ssim",
+           "score_prepared_iw_ssim"]
 
 _NAME = "iw-ssim"
 _MIN_REASON = "5 pyramid levels, each at least as large as the 11x11 window (the authors' code refuses smaller)"
@@ -48,6 +49,11 @@ def _check_luma(luma: object) -> str:
     if not isinstance(luma, str) or luma not in spec.LUMA:
         raise ValueError(f"{_NAME}: luma must be one of {', '.join(map(repr, spec.LUMA))}; got {luma!r}")
     return luma
+
+
+def check_iw_ssim_params(*, luma: str = "matlab") -> None:
+    """Raise naming a ``luma`` :func:`iw_ssim` does not know (before any image: the engine, ``--param``)."""
+    _check_luma(luma)
 
 
 def _as_rgb(image: object) -> tuple[object, bool]:

@@ -13,6 +13,7 @@ from fusedsim.core.lazy import lazy_attributes
 #: imported on first use.
 PUBLIC = {
     "warp": "warping", "compose": "warping", "scaling_and_squaring": "warping",
+    "max_squaring_steps": "warping",
     "lncc_loss": "lncc", "LNCCLoss": "lncc",
     "mutual_information_loss": "mutual_information", "MutualInformationLoss": "mutual_information",
 }

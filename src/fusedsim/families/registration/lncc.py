@@ -73,9 +73,10 @@ def lncc_loss(pred: torch.Tensor, target: torch.Tensor, kernel_size: int = 9, ke
     """Local normalised cross-correlation loss, -ncc reduced.
 
     pred, target: (N, C, H, W) or (N, C, D, H, W) floating tensors of one shape, dtype and device (any channel
-    count; each channel is its own image). ``kernel_size``: any odd window size; ``kernel_type``: ``"box"`` (alias
-    ``"rectangular"``) or ``"gaussian"`` (σ = ``sigma``, by default k/3 for ``monai`` / ``fireants_torch`` and 1.5
-    for ``fireants``). ``convention``:
+    count; each channel is its own image). ``kernel_size``: any odd window size whose d-dim window has no more taps
+    than the input has voxels per channel, or than 2**20 (kernel_size^d <= max(H·W[·D], 2**20));
+    ``kernel_type``: ``"box"`` (alias ``"rectangular"``) or ``"gaussian"`` (σ = ``sigma``, by default k/3 for
+    ``monai`` / ``fireants_torch`` and 1.5 for ``fireants``). ``convention``:
 
     - ``"monai"``: MONAI's ``LocalNormalizedCrossCorrelationLoss`` (unnormalised windows, variances floored at
       smooth_dr, no clamp; defaults smooth_nr=0, smooth_dr=1e-5);
@@ -95,10 +96,32 @@ def lncc_loss(pred: torch.Tensor, target: torch.Tensor, kernel_size: int = 9, ke
     return _CALLS.for_pair(typed, pred, target, lambda: _build(pred, target, options))(pred, target)
 
 
+#: Windows of up to this many taps are always allowed (4 MiB of float32), whatever the input's size: a small
+#: volume may take a window wider than itself (zero padding), as the references allow.
+_FREE_TAPS = 1 << 20
+
+
+def _check_window_fits(kernel_size: int, pred: torch.Tensor) -> None:
+    """Refuse a window with more taps (kernel_size^d) than both the input's voxels per channel and
+    :data:`_FREE_TAPS`. The conventions divide by the reference's window volume, the float32 sum of the whole d-dim
+    window, so that window is built: k=100001 in 2-D would take 40 GB for a window far wider than the data."""
+    spatial = tuple(pred.shape[2:])
+    nd, voxels = len(spatial), math.prod(spatial)
+    limit = max(voxels, _FREE_TAPS)
+    if kernel_size**nd > limit:
+        top = round(limit ** (1 / nd)) + 2  # then down to the largest odd k with k^d <= limit
+        while top**nd > limit or top % 2 == 0:
+            top -= 1
+        raise ValueError(f"kernel_size={kernel_size} makes a {nd}-D window of {kernel_size**nd:.3g} taps, more than "
+                         f"the {'x'.join(map(str, spatial))} input has voxels per channel ({voxels}) and more than "
+                         f"{_FREE_TAPS} taps; use kernel_size <= {top}")
+
+
 def _build(pred: torch.Tensor, target: torch.Tensor, options: tuple, traced: bool = False):
     """The validated call ``(pred, target) -> loss`` for these inputs' metadata and options."""
     check_image_pair(pred, target, ("pred", "target"))
     kernel_size, kind, sigma, nr, dr = _check_options(*options)
+    _check_window_fits(kernel_size, pred)
     win, consts = _setup(kernel_size, kind, sigma, nr, dr, options[-1], pred.dim() - 2, pred.shape[1],
                          compute_dtype(pred.dtype), pred.device)
     scalars = (*consts, REDUCE_CODES[options[-2]])

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import torch
 
+from fusedsim.core.autocast import autocast_off
 from fusedsim.core.moments.twin import compute_dtype, separable_filter
 
 REDUCE_NONE, REDUCE_MEAN, REDUCE_SUM = -1, 1, 2
@@ -115,7 +116,7 @@ def lncc_ncc_ref(pred: torch.Tensor, target: torch.Tensor, win: torch.Tensor, sc
     dt = compute_dtype(pred.dtype)
     p, t = pred.to(dt), target.to(dt)
     stacked = torch.cat([p, t, p * p, t * t, p * t], dim=1)
-    with torch.autocast(p.device.type, enabled=False):
+    with autocast_off(p.device):
         mu_p, mu_t, e_pp, e_tt, e_pt = separable_filter(stacked, win.to(dt).repeat(5, 1), "same").chunk(5, dim=1)
     a = scale * (e_pt - q * mu_p * mu_t)
     b = torch.clamp_min(scale * (e_pp - q * mu_p * mu_p), floor)

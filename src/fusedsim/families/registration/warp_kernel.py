@@ -6,8 +6,9 @@
 Each program takes BLOCK output voxels of one batch entry, builds their sampling points from the voxel index,
 the (d, d+1) affine and the displacement (``p = A·x + u(x)``, or ``p = φ(x)`` for a full field; x the identity
 grid of ``F.affine_grid``), maps them to source indices exactly as ``F.grid_sample`` does (unnormalise, border /
-reflection folding, out-of-range guard), and interpolates every channel from the same corners and weights. The
-sampling grid is never written to memory: forward traffic is the displacement, the gathered image and the output.
+reflection folding, out-of-range guard), and interpolates every channel from the same corners and weights (a
+point with a NaN or Inf coordinate gives NaN, as in the twin). The sampling grid is never written to memory:
+forward traffic is the displacement, the gathered image and the output.
 
 The backward recomputes the points and, in one launch, scatters ``w·g`` into the image gradient (float atomics
 with relaxed ordering, like ``grid_sample``'s backward; Triton's default acq_rel ordering adds a fence to each),
@@ -117,6 +118,13 @@ def _source_index(p, size, PAD: tl.constexpr, ALIGN: tl.constexpr):
         x = tl.where(x <= 0, 0.0, tl.where(x >= hi, hi, x))
     ok = (x > -2147483648.0) & (x < 2147483646.0)  # also False for NaN
     return tl.where(ok, x, -100.0), mult
+
+
+@triton.jit
+def _poison(px, py, pz):
+    """0 where the point (px, py, pz) is finite, NaN where a coordinate is NaN or Inf (x·0 is NaN exactly for
+    those): the twin's rule that a non-finite point gives NaN in every channel, for any mode and padding."""
+    return px * 0.0 + py * 0.0 + pz * 0.0
 
 
 @triton.jit
@@ -270,6 +278,8 @@ def _warp_fwd_kernel(img, aff, grd, out, C, ID, IH, IW, OD, OH, OW, NVOX,
         valid, od, oh, ow = _voxel_tile(tl.program_id(0), BLOCK, TILE_Y, TILE_Z, OD, OH, OW, INDEX64)
     px, py, pz, _xb, _yb, _zb = _points(aff, grd, b, od, oh, ow, valid, OD, OH, OW, asb, asr, asc, gsb, gsd, gsh,
                                      gsw, gsk, NDIM, HAS_AFFINE, HAS_GRID, IS_DISP, ALIGN, DT)
+    poison = _poison(px, py, pz)
+    finite = poison == 0.0
     ix, _mx = _source_index(px, IW, PAD, ALIGN)
     iy, _my = _source_index(py, IH, PAD, ALIGN)
     iz = tl.zeros_like(ix)
@@ -304,6 +314,7 @@ def _warp_fwd_kernel(img, aff, grd, out, C, ID, IH, IW, OD, OH, OW, NVOX,
             if NDIM == 3:
                 m = m & zin
             acc = tl.load(plane + zi * isd + yi * ish + xi * isw, mask=m, other=0.0).to(DT)
+        acc = tl.where(finite, acc, poison)
         if ADD_GRID:  # compose: out = v + u∘(A·x + v), channel c is component c
             acc += tl.load(gdst, mask=valid, other=0.0).to(DT)
         tl.store(dst, acc.to(out.dtype.element_ty), mask=valid)
@@ -335,6 +346,7 @@ def _warp_bwd_kernel(img, aff, grd, gout, gimg, ggrid, gpart, C, ID, IH, IW, OD,
         b = group * INNER + j
         px, py, pz, xb, yb, zb = _points(aff, grd, b, od, oh, ow, valid, OD, OH, OW, asb, asr, asc, gsb, gsd, gsh,
                                          gsw, gsk, NDIM, HAS_AFFINE, HAS_GRID, IS_DISP, ALIGN, DT)
+        finite = _poison(px, py, pz) == 0.0  # a non-finite point's output is NaN and passes no gradient
         ix, mx = _source_index(px, IW, PAD, ALIGN)
         iy, my = _source_index(py, IH, PAD, ALIGN)
         iz = tl.zeros_like(ix)
@@ -367,6 +379,7 @@ def _warp_bwd_kernel(img, aff, grd, gout, gimg, ggrid, gpart, C, ID, IH, IW, OD,
                 sy += tl.where(c == 1, g, 0.0)
                 if NDIM == 3:
                     sz += tl.where(c == 2, g, 0.0)
+            g = tl.where(finite, g, 0.0)
             if MODE == 0:
                 for dz in tl.static_range(NDIM - 1):
                     for dy in tl.static_range(2):

@@ -7,7 +7,9 @@ Both are ``F.grid_sample`` at the points ``A·x + u(x)`` of an output lattice (`
 ``F.affine_grid``, normalised coordinates in [-1, 1], last axis ordered (x, y[, z])), which is what the kernels
 compute without materialising those points. Absent optional tensors are passed as empty tensors (``numel() ==
 0``): no affine means the identity, no grid means no displacement. Batch sizes of 1 broadcast against the others.
-Arithmetic runs in float64 when any input is float64, else in float32; the output has the image's dtype.
+Arithmetic runs in float64 when any input is float64, else in float32; the output has the image's dtype. A
+sampling point with a NaN or Inf coordinate gives NaN in every channel (any mode and padding) and passes no
+gradient.
 """
 
 from __future__ import annotations
@@ -67,8 +69,15 @@ def warp_ref(image: torch.Tensor, affine: torch.Tensor, grid: torch.Tensor, out_
     if image.dim() - 2 != points.shape[-1]:
         raise ValueError(f"warp_ref: a {image.dim() - 2}-D image needs {image.dim() - 2}-component points")
     source = image.to(dtype).expand(batch, *image.shape[1:])
+    # a non-finite point (NaN/Inf in the field or the affine) gives NaN in every channel, whatever the mode and
+    # padding: grid_sample itself has no one answer (on the CPU NaN for bilinear with zeros, 0 for nearest, an
+    # edge value for border; on CUDA 0), and a zero or an edge value would hide a diverged field. The point is
+    # replaced by 0 before sampling so that no gradient flows from it (the output there is NaN anyway).
+    finite = torch.isfinite(points).all(-1)
+    points = torch.where(finite[..., None], points, 0.0)
     out = F.grid_sample(source, points, mode=MODES[mode], padding_mode=PADDINGS[padding],
                         align_corners=align_corners)
+    out = torch.where(finite[:, None], out, torch.nan)
     return out.to(image.dtype)
 
 

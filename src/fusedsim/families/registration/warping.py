@@ -9,11 +9,13 @@ coordinates [-1, 1], last axis ordered (x, y[, z]) with x along W; affines (B, d
 GPU tensors run the Triton kernels (:mod:`fusedsim.families.registration.warp_kernel`), everything else the PyTorch twin
 (:mod:`fusedsim.families.registration.warp_twin`); see :mod:`fusedsim.core.backend`. A call is looked up by its arguments'
 metadata in a table of validated calls: only a miss validates and plans, and nothing synchronises with the device
-(non-finite coordinates sample zeros, as in grid_sample, rather than raising).
+(a sampling point with a NaN or Inf coordinate gives NaN in every channel, on every backend, rather than
+raising; grid_sample's own answer differs between its CPU and CUDA kernels and between modes).
 """
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Callable, Sequence
 
@@ -166,7 +168,8 @@ def warp(image: torch.Tensor, affine: torch.Tensor | None = None, grid: torch.Te
     grid_sample (FireANTs' default True; torch's is False).
 
     Returns (B, C, *S) in image.dtype, computed in float32 (float64 when any input is float64). Differentiable in
-    the image, the affine and the displacement (nearest: zero coordinate gradients, as grid_sample).
+    the image, the affine and the displacement (nearest: zero coordinate gradients, as grid_sample). A point with a
+    NaN or Inf coordinate (from the field or the affine) gives NaN in every channel and passes no gradient.
     """
     try:
         key = (_meta(image), _meta(affine), _meta(grid), None if out_shape is None else tuple(out_shape),
@@ -251,11 +254,19 @@ def compose(u: torch.Tensor, v: torch.Tensor, affine: torch.Tensor | None = None
     return call(*call.order(u, v, affine))
 
 
+def max_squaring_steps(dtype: torch.dtype) -> int:
+    """The most squarings :func:`scaling_and_squaring` takes for a velocity of ``dtype``: its significand bits.
+    With more, velocity / 2**steps is below one unit in the last place of the identity grid's coordinates (|x| <= 1),
+    so the first compositions only double the field, and it heads to underflow (zero: the identity, silently)."""
+    return round(-math.log2(torch.finfo(dtype).eps)) + 1
+
+
 def scaling_and_squaring(velocity: torch.Tensor, steps: int, *, align_corners: bool = True) -> torch.Tensor:
     """The displacement of exp(velocity): ``u = velocity / 2**steps``, then ``steps`` times ``u ← u + u∘(x + u)``
     (:func:`compose` with ``add_v=True``).
 
-    velocity: (B, H, W, 2) or (B, D, H, W, 3), channel-last, normalised coordinates; steps: int >= 0.
+    velocity: (B, H, W, 2) or (B, D, H, W, 3), channel-last, normalised coordinates; steps: an int from 0 to
+    :func:`max_squaring_steps` of the velocity's dtype (24 for float32, 53 for float64).
     Returns a displacement of the same shape and dtype; differentiable in the velocity.
     """
     v = _check_float_tensor(velocity, "velocity")
@@ -265,8 +276,11 @@ def scaling_and_squaring(velocity: torch.Tensor, steps: int, *, align_corners: b
     _check_field(v, v.dim() - 2, "velocity")
     if isinstance(steps, bool) or not isinstance(steps, numbers.Integral):
         raise TypeError(f"steps must be an int; got {type(steps).__name__}")
-    if steps < 0:
-        raise ValueError(f"steps must be >= 0; got {steps}")
+    top = max_squaring_steps(v.dtype)
+    if not 0 <= steps <= top:
+        raise ValueError(f"steps must lie in 0..{top} for a {str(v.dtype).removeprefix('torch.')} velocity; got "
+                         f"{steps} (velocity / 2**steps would fall below the {str(v.dtype).removeprefix('torch.')} "
+                         "resolution of the sampling grid, and then underflow: more squarings only add rounding)")
     u = v / (2.0 ** int(steps))
     for _ in range(int(steps)):
         u = compose(u, u, add_v=True, align_corners=align_corners)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from fusedsim.core.autocast import autocast_off
 from fusedsim.core.moments.twin import compute_dtype, separable_filter
 
 def ssim_maps_ref(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2: float,
@@ -24,7 +25,7 @@ def ssim_maps_ref(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float
     y = y.to(dt)
     stacked = torch.cat([x, y, x * x, y * y, x * y], dim=1)
     # autocast would run the convolutions in 16 bits; the statistics need the accumulation dtype
-    with torch.autocast(x.device.type, enabled=False):
+    with autocast_off(x.device):
         stats = separable_filter(stacked, win.to(dt).repeat(5, 1), padding)
     mu_x, mu_y, e_xx, e_yy, e_xy = stats.chunk(5, dim=1)
     sigma_xx = e_xx - mu_x * mu_x

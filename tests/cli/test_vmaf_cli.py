@@ -910,3 +910,13 @@ def test_precision_prints_libvmaf_decimals(clips, tmp_path, fake):
     assert len(row[1].split(".")[1]) == 6  # %.6f, as stock libvmaf prints
     with pytest.raises(SystemExit):
         fusedsim("vmaf", clips / f"{REF8}.y4m", clips / f"{DIST8}.y4m", "--precision", "18")
+
+
+def test_progress_lines_when_stderr_is_not_a_terminal(clips, fake, monkeypatch, capsys):
+    """Off a terminal (a log, CI) progress is a plain line every few seconds: here every update."""
+    from fusedsim.cli import progress
+
+    monkeypatch.setattr(progress, "LINE_INTERVAL_S", 0.0)
+    assert fusedsim("vmaf", clips / "c333x217_8b_ref.y4m", clips / "c333x217_8b_mixed.y4m", "--batch-frames", 2) == 0
+    err = capsys.readouterr().err
+    assert "vmaf: 2/5 frames (40%)" in err and "\r" not in err

@@ -421,8 +421,9 @@ def _score_and_write(args: argparse.Namespace, ref: str, dist: str, outputs: lis
 
 def _score_pair(args: argparse.Namespace, ref: str, dist: str, raw: dict[str, Any], features: list[str],
                 extract: Extract, label: str) -> ClipScores:
-    """The pipeline's scores of one pair, with a progress bar when stderr is a terminal (unless --quiet)."""
-    from tqdm import tqdm
+    """The pipeline's scores of one pair, with progress on stderr unless --quiet: a bar on a terminal, a line
+    every few seconds elsewhere (frames per second and the time left)."""
+    from fusedsim.cli.progress import Progress
 
     for role, path in (("REF", ref), ("DIST", dist)):  # per pair: with --pairs a bad clip fails its pair only
         if path == "-":
@@ -431,8 +432,7 @@ def _score_pair(args: argparse.Namespace, ref: str, dist: str, raw: dict[str, An
             check_clip(role, path)
     with open_clips(ref, dist, **raw) as clips:
         total = clips.expected_frames(args.frames, args.frame_cnt)
-        show = not args.quiet and sys.stderr.isatty()
-        with tqdm(total=total, unit="frame", desc=label, file=sys.stderr, disable=not show, leave=False) as bar:
+        with Progress(total, desc=label, unit="frame", enabled=not args.quiet, file=sys.stderr) as bar:
             return clips.score(features, extract, device=args.device, frames=args.frames, frame_cnt=args.frame_cnt,
                                batch_frames=args.batch_frames, progress=bar.update,
                                models=getattr(args, "loaded_models", ()))

@@ -110,7 +110,7 @@ class _OutputOption(argparse.Action):
 def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "vmaf",
-        help="per-frame libvmaf SSIM and PSNR features of two Y4M or YUV clips",
+        help="per-frame VMAF and libvmaf features of two Y4M or YUV clips",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         add_help=False,  # -h is the height, as in libvmaf

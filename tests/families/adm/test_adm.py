@@ -15,8 +15,6 @@ every pair; the Triton kernel is compared with the twin on crops, through the in
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -36,10 +34,7 @@ from fusedsim.families.adm.twin import (
     powf_third,
 )
 
-_VMAF_TESTS = str(Path(__file__).resolve().parents[1] / "vmaf")
-if _VMAF_TESTS not in sys.path:
-    sys.path.insert(0, _VMAF_TESTS)
-from score_fixtures import load_score_pairs  # noqa: E402
+from score_fixtures import load_score_pairs
 
 PAIRS = ["f480x270_10b_mixed", "k256x144_12b_mixed", "prev_a576x324_8b_blur", "prev_a576x324_8b_jpeg",
          "prev_a576x324_8b_noise", "prev_a576x324_8b_shift", "prev_c333x217_8b_jpeg", "prev_c333x217_8b_mixed",

@@ -9,9 +9,6 @@ sections 4.2, 5 and 6): run ``default`` gives ``integer_vif_scale0..3`` (gain li
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 
 import numba
 import numpy as np
@@ -27,6 +24,7 @@ from fusedsim.families.vif.twin import (
     vif_columns,
     vif_feature_suffix,
 )
+from score_fixtures import load_score_pairs
 
 PAIRS = ["f480x270_10b_mixed", "k256x144_12b_mixed", "prev_a576x324_8b_blur", "prev_a576x324_8b_jpeg",
          "prev_a576x324_8b_noise", "prev_a576x324_8b_shift", "prev_c333x217_8b_jpeg", "prev_c333x217_8b_mixed",
@@ -37,20 +35,9 @@ DEBUG = ["integer_vif", "integer_vif_num", "integer_vif_den"] + [
     f"integer_vif_{q}_scale{s}" for s in range(4) for q in ("num", "den")]
 
 
-def _score_fixtures():
-    """``tests/families/vmaf/score_fixtures.py``, shared with the vmaf tests under its module name."""
-    name = "score_fixtures"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).parents[1] / "vmaf" / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
 @pytest.fixture(scope="module")
 def pairs(refdata):
-    loaded = {p.name: p for p in _score_fixtures().load_score_pairs(refdata)}
+    loaded = {p.name: p for p in load_score_pairs(refdata)}
     assert sorted(loaded) == PAIRS
     return loaded
 

@@ -3,8 +3,6 @@ for bit from its own printed features (refdata/vmaf-score: every pair, runs defa
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,8 +10,7 @@ import pytest
 from fusedsim.families.vmaf.feature_requests import FeatureRequest, parse_feature_option
 from fusedsim.families.vmaf.model import BUILT_IN_MODELS, feature_requests, parse_model_option, predict_from
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from score_fixtures import load_score_pairs  # noqa: E402
+from score_fixtures import load_score_pairs
 
 # the --model options of each fixture run (refdata/vmaf-score/commands.txt)
 RUNS = {

@@ -3,16 +3,13 @@ per-frame columns exactly (refdata/vmaf-score: every pair; runs default, neg, 4k
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from fusedsim.families.vmaf.score_api import VmafStream, vmaf
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from score_fixtures import load_score_pairs  # noqa: E402
+from score_fixtures import load_score_pairs
 
 MODELOPTS = ["version=vmaf_v0.6.1:name=vmaf", "version=vmaf_v0.6.1:name=vmaf_noclip:disable_clip",
              "version=vmaf_v0.6.1:name=vmaf_transform:enable_transform",

@@ -24,25 +24,24 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from fusedsim.families.vmaf.feature_requests import FeatureRequest
 
-__all__ = ["BUILT_IN_MODELS", "ModelRequest", "VmafModel", "feature_requests", "load_model", "parse_model_option",
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["BUILT_IN_MODELS", "ModelRequest", "VmafModel", "feature_requests", "load_model", "load_models",
+           "parse_model_option",
            "predict_from"]
 
 _MODELS = Path(__file__).resolve().parent / "models"
 
-#: Model versions shipped with the package (``--model version=<name>``), as libvmaf 3.2.0 names them.
-BUILT_IN_MODELS: dict[str, Path] = {
-    "vmaf_v0.6.1": _MODELS / "vmaf_v0.6.1.json",
-    "vmaf_v0.6.1neg": _MODELS / "vmaf_v0.6.1neg.json",
-    "vmaf_4k_v0.6.1": _MODELS / "vmaf_4k_v0.6.1.json",
-    "vmaf_4k_v0.6.1neg": _MODELS / "vmaf_4k_v0.6.1neg.json",
-}
 DEFAULT_MODEL = "vmaf_v0.6.1"
+#: Model versions shipped with the package (``--model version=<name>``): the files in ``models/``, named as
+#: libvmaf 3.2.0 names them, the default first.
+BUILT_IN_MODELS: dict[str, Path] = {path.stem: path for path in sorted(
+    _MODELS.glob("*.json"), key=lambda path: (path.stem != DEFAULT_MODEL, path.stem))}
 
 # libvmaf's feature extractors by the prefix of a model's feature names, and their names on the command line
 _EXTRACTORS = {"VMAF_integer_feature": "integer", "VMAF_feature": "float"}
@@ -85,6 +84,8 @@ class VmafModel:
 
     def predict(self, columns: Sequence[np.ndarray]) -> np.ndarray:
         """Scores (F,) -> (N,) float64 from the model's features as per-frame columns, in ``features`` order."""
+        import numpy as np
+
         if len(columns) != len(self.features):
             raise ValueError(f"model {self.name!r} takes {len(self.features)} features; got {len(columns)}")
         x = np.stack([np.asarray(c, dtype=np.float64) for c in columns], axis=1)  # (N, F)
@@ -102,6 +103,8 @@ class VmafModel:
         return scores
 
     def _svm(self, x: np.ndarray) -> float:
+        import numpy as np
+
         # squared distances to every support vector, summed in index order (elementwise double: C's bits)
         d = x[0] - self.support_vectors[:, 0]
         dist = d * d
@@ -134,6 +137,8 @@ def _flag(value: Any) -> bool:
 
 
 def _parse_svm(text: str, n_features: int, where: str) -> tuple[float, float, np.ndarray, np.ndarray]:
+    import numpy as np
+
     header: dict[str, str] = {}
     lines = text.splitlines()
     for i, line in enumerate(lines):
@@ -283,6 +288,14 @@ def parse_model_option(text: str) -> ModelRequest:
     if ("version" in fields) == ("path" in fields):
         raise ValueError(f"--model {text!r}: give exactly one of version= and path=")
     return ModelRequest(overloads=tuple(overloads), **fields)
+
+
+def load_models(models: str | VmafModel | Sequence[str | VmafModel]) -> list[VmafModel]:
+    """Models from built-in versions (``"vmaf_v0.6.1neg"``), libvmaf ``--model`` strings
+    (``"version=vmaf_v0.6.1:disable_clip"``, ``"path=m.json"``) or loaded models; one or a sequence."""
+    items = [models] if isinstance(models, (str, VmafModel)) else list(models)
+    return [item if isinstance(item, VmafModel)
+            else parse_model_option(item if "=" in item else f"version={item}").load() for item in items]
 
 
 def feature_requests(model: VmafModel) -> list[FeatureRequest]:

@@ -248,16 +248,17 @@ def score_clips(ref: str | os.PathLike, dist: str | os.PathLike, features: Seque
                 width: int | None = None, height: int | None = None, pix_fmt: str | None = None,
                 extract: Extract | None = None, models: Sequence[str | VmafModel] = ()) -> ClipScores:
     """libvmaf's per-frame ``features`` of the clip ``dist`` against ``ref``, and the scores of ``models``
-    (libvmaf's ``--model`` strings such as ``"version=vmaf_v0.6.1"``, or loaded models), as columns named after
+    (built-in versions, libvmaf's ``--model`` strings such as ``"version=vmaf_v0.6.1:disable_clip"``, or loaded
+    models), as columns named after
     the models.
 
     ``frames`` compares exactly the first N frames (both clips need them); ``frame_cnt`` (libvmaf's
     ``--frame_cnt``) at most N. ``threads`` sizes the CPU thread pools (process-wide). Without a limit both clips
     must have the same number of frames; they must always share size and pixel format.
     """
-    from fusedsim.families.vmaf.model import parse_model_option
+    from fusedsim.families.vmaf.model import load_models
 
-    loaded = [parse_model_option(m).load() if isinstance(m, str) else m for m in models]
+    loaded = load_models(models)
     features = resolve_features(features, tuple(feature_specs())) if features else []
     check_device(device)
     set_threads(threads)

@@ -13,26 +13,13 @@ import torch
 
 from fusedsim.families.vmaf.feature_requests import FeatureRequest
 from fusedsim.families.vmaf.features import to_numpy
-from fusedsim.families.vmaf.model import DEFAULT_MODEL, VmafModel, feature_requests, parse_model_option, predict_from
-from fusedsim.families.vmaf.pipeline import resolve_features, feature_specs
+from fusedsim.families.vmaf.model import DEFAULT_MODEL, VmafModel, load_models, predict_from
+from fusedsim.families.vmaf.pipeline import with_model_features
 from fusedsim.families.vmaf.session import FeatureSession
 
 __all__ = ["VmafStream", "vmaf"]
 
 Frames = torch.Tensor | np.ndarray
-
-
-def _models(model: str | VmafModel | Sequence[str | VmafModel]) -> list[VmafModel]:
-    items = [model] if isinstance(model, (str, VmafModel)) else list(model)
-    loaded = []
-    for item in items:
-        if isinstance(item, VmafModel):
-            loaded.append(item)
-        elif "=" in item:
-            loaded.append(parse_model_option(item).load())
-        else:
-            loaded.append(parse_model_option(f"version={item}").load())
-    return loaded
 
 
 def _luma(frames: Frames, name: str) -> torch.Tensor:
@@ -56,11 +43,8 @@ class VmafStream:
 
     def __init__(self, bit_depth: int = 8, *, model: str | VmafModel | Sequence[str | VmafModel] = DEFAULT_MODEL,
                  features: Sequence[str | FeatureRequest] = ()) -> None:
-        self.models = _models(model)
-        requests = resolve_features(features, tuple(feature_specs())) if features else []
-        for m in self.models:
-            requests += feature_requests(m)
-        self.session = FeatureSession(list(dict.fromkeys(requests)), int(bit_depth))
+        self.models = load_models(model)
+        self.session = FeatureSession(with_model_features(features, self.models), int(bit_depth))
         self._pending: dict[str, list[np.ndarray]] = {}
         self._shape: tuple[int, int] | None = None
 

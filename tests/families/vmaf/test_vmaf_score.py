@@ -48,6 +48,8 @@ def test_bad_inputs_named():
         vmaf(frames, frames[:, :32])
     with pytest.raises(ValueError, match="integer luma"):
         vmaf(frames.astype(np.float32), frames.astype(np.float32))
+    with pytest.raises(TypeError, match="model must be a model version"):
+        vmaf(frames, frames, model=3)
     with pytest.raises(ValueError, match="unknown model version 'vmaf_v2'"):
         vmaf(frames, frames, model="vmaf_v2")
     stream = VmafStream()

@@ -293,7 +293,11 @@ def parse_model_option(text: str) -> ModelRequest:
 def load_models(models: str | VmafModel | Sequence[str | VmafModel]) -> list[VmafModel]:
     """Models from built-in versions (``"vmaf_v0.6.1neg"``), libvmaf ``--model`` strings
     (``"version=vmaf_v0.6.1:disable_clip"``, ``"path=m.json"``) or loaded models; one or a sequence."""
-    items = [models] if isinstance(models, (str, VmafModel)) else list(models)
+    items = list(models) if isinstance(models, Sequence) and not isinstance(models, str) else [models]
+    wrong = [item for item in items if not isinstance(item, (str, VmafModel))]
+    if wrong or not items:
+        raise TypeError(f"model must be a model version, a --model string, a VmafModel or a list of them; got "
+                        f"{models!r}")
     return [item if isinstance(item, VmafModel)
             else parse_model_option(item if "=" in item else f"version={item}").load() for item in items]
 

@@ -39,6 +39,12 @@ FUSED_C1, FUSED_C2 = 0.01**2, 0.03**2
 # --------------------------------------------------------------------------------------------- call table
 CALLS = CallTable()
 
+# The defaults as objects of their own: a call that leaves an option at its default passes this very object, so
+# `option is WINDOW_SIGMA` proves its type and the call table can key it by value alone (CallTable.for_pair_pinned).
+WINDOW_SIZE = 11
+WINDOW_SIGMA = 1.5
+K_DEFAULT = (0.01, 0.03)
+
 
 def reduce_call(x: torch.Tensor, y: torch.Tensor, win: torch.Tensor, c1: float, c2: float, valid: bool,
                 symmetric: bool, reduce: str, ssim_weight: float = -1.0) -> Callable:
@@ -152,7 +158,7 @@ def _check_size(x: torch.Tensor, user_shape: tuple, min_side: int, name: str, wh
 
 # ------------------------------------------------------------------------------------------------ public API
 def fused_ssim(img1: torch.Tensor, img2: torch.Tensor, padding: str = "same", train: bool = True,
-               window_size: int = 11, *, window_sigma: float = 1.5, reduction: str = "mean",
+               window_size: int = WINDOW_SIZE, *, window_sigma: float = WINDOW_SIGMA, reduction: str = "mean",
                check_finite: bool = False) -> torch.Tensor:
     """SSIM with fused-ssim / fussim semantics: data range 1 (C1 = 0.01², C2 = 0.03²), Gaussian window.
 
@@ -165,8 +171,11 @@ def fused_ssim(img1: torch.Tensor, img2: torch.Tensor, padding: str = "same", tr
     if torch.compiler.is_compiling():
         call = _build_fused_ssim(img1, img2, padding, window_size, window_sigma, reduction, traced=True)
     else:
-        call = CALLS.for_pair(("fused_ssim", padding, window_size, window_sigma, reduction), img1, img2,
-                               lambda: _build_fused_ssim(img1, img2, padding, window_size, window_sigma, reduction))
+        build = lambda: _build_fused_ssim(img1, img2, padding, window_size, window_sigma, reduction)  # noqa: E731
+        if window_size is WINDOW_SIZE and window_sigma is WINDOW_SIGMA:  # defaults: the strings need no types
+            call = CALLS.for_pair_pinned(("fused_ssim", padding, reduction), img1, img2, build)
+        else:
+            call = CALLS.for_pair(("fused_ssim", padding, window_size, window_sigma, reduction), img1, img2, build)
     if train or not torch.is_grad_enabled():
         out = call(img1, img2)
     else:
@@ -191,8 +200,9 @@ def _build_fused_ssim(img1, img2, padding, window_size, window_sigma, reduction,
     return reduce_call(img1, img2, *args)
 
 
-def ssim(X: torch.Tensor, Y: torch.Tensor, data_range: float = 255, size_average: bool = True, win_size: int = 11,
-         win_sigma: float = 1.5, win: torch.Tensor | None = None, K: Sequence[float] = (0.01, 0.03),
+def ssim(X: torch.Tensor, Y: torch.Tensor, data_range: float = 255, size_average: bool = True,
+         win_size: int = WINDOW_SIZE,
+         win_sigma: float = WINDOW_SIGMA, win: torch.Tensor | None = None, K: Sequence[float] = K_DEFAULT,
          nonnegative_ssim: bool = False, *, reduction: str | None = None, check_finite: bool = False) -> torch.Tensor:
     """SSIM with pytorch-msssim 1.0.0 semantics (valid filtering, per-channel means).
 
@@ -209,8 +219,14 @@ def ssim(X: torch.Tensor, Y: torch.Tensor, data_range: float = 255, size_average
     else:
         build = lambda: _build_ssim(X, Y, win, *options)  # noqa: E731
         cacheable = win is None and type(data_range) in (int, float)
-        key = ("ssim", *options[:4], *options[5:], *_trailing(options[4]))  # flat: typed_key's fast path
-        call = CALLS.for_pair(key, X, Y, build) if cacheable else build()
+        if not cacheable:
+            call = build()
+        elif (size_average is True and win_size is WINDOW_SIZE and win_sigma is WINDOW_SIGMA and K is K_DEFAULT
+              and nonnegative_ssim is False):  # defaults; data_range's type is int or float, both meaning its value
+            call = CALLS.for_pair_pinned(("ssim", data_range, reduction), X, Y, build)
+        else:
+            key = ("ssim", *options[:4], *options[5:], *_trailing(options[4]))  # flat: typed_key's fast path
+            call = CALLS.for_pair(key, X, Y, build)
     out = call(X, Y)
     if check_finite:
         raise_if_not_finite(out if reduction != "none" else out.sum(), {"X": X, "Y": Y})
@@ -263,8 +279,8 @@ def _weight_list(weights: Sequence[float] | torch.Tensor) -> tuple[float, ...]:
 
 
 def ms_ssim(X: torch.Tensor, Y: torch.Tensor, data_range: float = 255, size_average: bool = True,
-            win_size: int = 11, win_sigma: float = 1.5, win: torch.Tensor | None = None,
-            weights: Sequence[float] | torch.Tensor | None = None, K: Sequence[float] = (0.01, 0.03), *,
+            win_size: int = WINDOW_SIZE, win_sigma: float = WINDOW_SIGMA, win: torch.Tensor | None = None,
+            weights: Sequence[float] | torch.Tensor | None = None, K: Sequence[float] = K_DEFAULT, *,
             reduction: str | None = None, check_finite: bool = False) -> torch.Tensor:
     """MS-SSIM with pytorch-msssim 1.0.0 semantics: relu(cs) at each level but the last, relu(ssim) at the last,
     2x average pooling (zero padding of size % 2, counted) between levels, weighted geometric product.
@@ -281,11 +297,17 @@ def ms_ssim(X: torch.Tensor, Y: torch.Tensor, data_range: float = 255, size_aver
         build = lambda: _build_ms_ssim(X, Y, win, weights, *options)  # noqa: E731
         cacheable = (win is None and type(data_range) in (int, float)
                      and (weights is None or isinstance(weights, (list, tuple))))
-        wkey = tuple(weights) if isinstance(weights, (list, tuple)) else None
-        # flat (typed_key's fast path): the fixed options, K's length and items, then the weights'
-        k_items = _trailing(options[4])
-        key = ("ms_ssim", *options[:4], options[5], len(k_items), *k_items, *(wkey or ()))
-        call = CALLS.for_pair(key, X, Y, build) if cacheable else build()
+        if not cacheable:
+            call = build()
+        elif (weights is None and size_average is True and win_size is WINDOW_SIZE and win_sigma is WINDOW_SIGMA
+              and K is K_DEFAULT):  # defaults (see ssim)
+            call = CALLS.for_pair_pinned(("ms_ssim", data_range, reduction), X, Y, build)
+        else:
+            wkey = tuple(weights) if isinstance(weights, (list, tuple)) else ()
+            # flat (typed_key's fast path): the fixed options, K's length and items, then the weights'
+            k_items = _trailing(options[4])
+            key = ("ms_ssim", *options[:4], options[5], len(k_items), *k_items, *wkey)
+            call = CALLS.for_pair(key, X, Y, build)
     out = call(X, Y)
     if check_finite:
         raise_if_not_finite(out, {"X": X, "Y": Y})

@@ -18,6 +18,8 @@ from fusedsim.core.validation import (
 )
 from fusedsim.families.ssim.functional import (
     CALLS,
+    WINDOW_SIGMA,
+    WINDOW_SIZE,
     FUSED_C1,
     FUSED_C2,
     traced_reduce,
@@ -26,10 +28,12 @@ from fusedsim.families.ssim.functional import (
 )
 
 LOSS_REDUCTIONS = ("mean", "image")
+SSIM_WEIGHT = 0.2  # the default as an object of its own (see functional.WINDOW_SIGMA)
 
 
-def l1_ssim_loss(pred: torch.Tensor, target: torch.Tensor, ssim_weight: float = 0.2, *, window_size: int = 11,
-                 padding: str = "same", reduction: str = "mean", window_sigma: float = 1.5,
+def l1_ssim_loss(pred: torch.Tensor, target: torch.Tensor, ssim_weight: float = SSIM_WEIGHT, *,
+                 window_size: int = WINDOW_SIZE, padding: str = "same", reduction: str = "mean",
+                 window_sigma: float = WINDOW_SIGMA,
                  check_finite: bool = False) -> torch.Tensor:
     """(1 - ssim_weight)·mean|pred - target| + ssim_weight·(1 - SSIM(pred, target)), SSIM as :func:`fused_ssim`.
 
@@ -40,9 +44,12 @@ def l1_ssim_loss(pred: torch.Tensor, target: torch.Tensor, ssim_weight: float = 
     if torch.compiler.is_compiling():
         call = _build(pred, target, ssim_weight, window_size, padding, reduction, window_sigma, traced=True)
     else:
-        call = CALLS.for_pair(("l1_ssim_loss", ssim_weight, window_size, padding, reduction, window_sigma), pred,
-                               target, lambda: _build(pred, target, ssim_weight, window_size, padding, reduction,
-                                                      window_sigma))
+        build = lambda: _build(pred, target, ssim_weight, window_size, padding, reduction, window_sigma)  # noqa: E731
+        if ssim_weight is SSIM_WEIGHT and window_size is WINDOW_SIZE and window_sigma is WINDOW_SIGMA:  # defaults
+            call = CALLS.for_pair_pinned(("l1_ssim_loss", padding, reduction), pred, target, build)
+        else:
+            call = CALLS.for_pair(("l1_ssim_loss", ssim_weight, window_size, padding, reduction, window_sigma),
+                                  pred, target, build)
     out = call(pred, target)
     if check_finite:
         raise_if_not_finite(out, {"pred": pred, "target": target})

@@ -311,6 +311,16 @@ def powf_third(x: torch.Tensor) -> torch.Tensor:
     return out.reshape(x.shape).to(x.device)
 
 
+def powf_third_array(x: np.ndarray) -> np.ndarray:
+    """:func:`powf_third` of a float32 numpy array (any shape), on the host."""
+    powf = _libm_powf()
+    flat = x.astype(np.float32, copy=False).reshape(-1)
+    if powf is None:
+        return np.power(flat.astype(np.float64), THIRD).astype(np.float32).reshape(x.shape)
+    third = np.float32(THIRD)
+    return np.array([powf(v, third) for v in flat.tolist()], np.float32).reshape(x.shape)
+
+
 def powf_third_scalar(x: float) -> float:
     """:func:`powf_third` of one value (rounded to float32 first), as a Python float."""
     return float(powf_third(torch.tensor([x], dtype=torch.float32))[0])
@@ -542,16 +552,26 @@ def integer_adm_sums_ref(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, 
 
 def scales_from_sums(sums: torch.Tensor, height: int, width: int) -> torch.Tensor:
     """libvmaf's float32 ``(num_scale, den_scale, aim_num_scale)`` per scale from the integer sums
-    ``(N, 4, 3, 3)``: ``(N, 4, 3)`` float32 on ``sums``' device. Computed on the host (a few values per frame),
-    where :func:`powf_third` is the C library's ``powf``; a GPU caller pays one small copy each way."""
-    plans = scale_plans(height, width)
-    host = sums.cpu()
-    out = torch.empty(host.shape[0], 4, 3, dtype=torch.float32)
-    for p in plans:
-        out[:, p.scale, 0] = num_scale(host[:, p.scale, 0], p)
-        out[:, p.scale, 1] = den_scale(host[:, p.scale, 1], p)
-        out[:, p.scale, 2] = num_scale(host[:, p.scale, 2], p, noise=False)
-    return out.to(sums.device)
+    ``(N, 4, 3, 3)``: ``(N, 4, 3)`` float32 on ``sums``' device. Computed on the host in numpy (a few values per
+    frame: :func:`num_scale` and :func:`den_scale`'s arithmetic for every scale at once, and one pass of the C
+    library's ``powf`` over all of them); a GPU caller pays one small copy each way."""
+    host = sums.cpu().numpy()
+    n = host.shape[0]
+    roots = np.empty((n, 4, 3, 3), np.float32)  # the powf arguments, [frame, scale, (num, den, aim), (h, v, d)]
+    noise = np.zeros((4, 3, 1), np.float32)
+    for p in scale_plans(height, width):
+        s = host[:, p.scale]
+        for q in (0, 2):
+            if p.scale == 0:  # (float)(int64 / double): through double
+                roots[:, 0, q] = (s[:, q].astype(np.float64) / np.asarray(p.num_div, np.float64)).astype(np.float32)
+            else:  # int64 / float: straight to float32, then an exact float division by a power of two
+                roots[:, p.scale, q] = s[:, q].astype(np.float32) / np.asarray(p.num_div, np.float32)
+        roots[:, p.scale, 1] = (s[:, 1].astype(np.float64) / p.den_div
+                                * np.asarray(p.rf_cubed, np.float64)).astype(np.float32)
+        noise[p.scale, :2] = np.float32(p.noise)  # num and den carry the noise term, aim does not
+    terms = powf_third_array(roots) + noise
+    out = (terms[..., 0] + terms[..., 1]) + terms[..., 2]
+    return torch.from_numpy(out).to(sums.device)
 
 
 def integer_adm_ref(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, gain_limit: float = 100.0

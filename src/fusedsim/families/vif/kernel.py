@@ -20,8 +20,8 @@ IEEE divisions on the GPU).
 
 **Bytes per 1080p 8-bit frame** (DRAM, both images): scale 0 reads 2 x 2.07 MB (+7% for the strips' halo
 columns) and writes the 2 x 1.04 MB of scale 1; scales 1-3 read their 16-bit images (2.2 + 0.55 + 0.14 MB) and
-write the next ones (0.52 + 0.13 MB); a program's scratch (2 slots x 7 planes x RB x CW x 4 B, 29 KB) is rewritten
-in place, so it lives in L2 and is written back at most once (~2.5 MB for the ~90 programs of a frame). About
+write the next ones (0.52 + 0.13 MB); a program's scratch (2 slots x 7 planes x RB x CW x 4 B, 14 KB) is rewritten
+in place, so it lives in L2 and is written back at most once (~2.3 MB for the ~160 programs of a frame). About
 12 MB a frame, ~4 us at 3 TB/s: DRAM is not the limit. The work is on chip: per scale-0 pixel 34 input loads
 (L1 hits but the first), 7 scratch stores, 103 scratch loads and 3 table gathers, ~200 integer multiply-adds and
 one double division. The block sizes are launcher arguments, for tuning.
@@ -259,14 +259,15 @@ def _device_tables(device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
 def _block_sizes(h: int, w: int, half: int) -> tuple[int, int, int, int]:
     """``(RB, CW, band_rows, num_warps)`` for one scale of ``h x w``.
 
-    GPU: 2 rows by 256 computed columns per step (240 owned at scale 0), bands of 128 rows: 72 programs per
-    1080p frame at scale 0, a 29 KB scratch each (defaults, not tuned). The interpreter runs one numpy operation
-    per block operation, so there one program covers a whole frame.
+    GPU: 2 rows by 128 computed columns per step (112 owned at scale 0), bands of 128 rows: 162 programs per
+    1080p frame at scale 0, a 14 KB scratch each. Chosen by a sweep on an H200 (batch 16 at 1080p, 8 at 4K, 13
+    variants of rows, columns, band height and warps, all bit-identical): 244 us per 1080p frame and 825 at 4K,
+    against 271 and 975 with 256 columns; 4 or 8 rows per step were 2.5-4x slower (the int64 statistics spill).
+    The interpreter runs one numpy operation per block operation, so there one program covers a whole frame.
     """
     if triton_interpreting():
         return triton.next_power_of_2(h), triton.next_power_of_2(w + 2 * half), h, 4
-    cw = 256 if w + 2 * half > 128 else 128
-    return 2, cw, 128, 4
+    return 2, 128, 128, 4
 
 
 def scale_constexprs(scale: int, bit_depth: int) -> dict:

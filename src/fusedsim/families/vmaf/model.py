@@ -91,7 +91,7 @@ class VmafModel:
         x = np.stack([np.asarray(c, dtype=np.float64) for c in columns], axis=1)  # (N, F)
         if self.slopes:  # linear_rescale
             x = np.asarray(self.slopes[1:]) * x + np.asarray(self.intercepts[1:])
-        scores = np.array([self._svm(row) for row in x], dtype=np.float64)
+        scores = self._svm(x)
         if self.slopes:
             scores = (scores - self.intercepts[0]) / self.slopes[0]
         if self.transform_enabled or self.enable_transform:
@@ -102,17 +102,23 @@ class VmafModel:
             scores = np.where(scores > hi, hi, scores)
         return scores
 
-    def _svm(self, x: np.ndarray) -> float:
+    def _svm(self, x: np.ndarray) -> np.ndarray:
+        """libsvm's nu-SVR decision value of each frame, ``x`` (N, F) -> (N,), with libsvm's double arithmetic:
+        squared distances to every support vector summed in feature order (elementwise, so vectorising over
+        frames and vectors keeps each value's bits), the C library's ``exp`` (``math.exp``: numpy's own ``exp``
+        may differ in the last bit), and the kernel terms summed sequentially in file order (``cumsum``)."""
         import numpy as np
 
-        # squared distances to every support vector, summed in index order (elementwise double: C's bits)
-        d = x[0] - self.support_vectors[:, 0]
+        sv = self.support_vectors
+        d = x[:, 0:1] - sv[None, :, 0]
         dist = d * d
-        for i in range(1, x.shape[0]):
-            d = x[i] - self.support_vectors[:, i]
+        for i in range(1, x.shape[1]):
+            d = x[:, i:i + 1] - sv[None, :, i]
             dist = dist + d * d
-        kernel = np.array([math.exp(-self.gamma * v) for v in dist.tolist()], dtype=np.float64)
-        return float(np.cumsum(self.coefs * kernel)[-1]) - self.rho  # cumsum: sequential, in file order
+        neg_gamma = -self.gamma
+        kernel = np.array([math.exp(neg_gamma * v) for v in dist.reshape(-1).tolist()],
+                          dtype=np.float64).reshape(dist.shape)
+        return np.cumsum(self.coefs * kernel, axis=1)[:, -1] - self.rho if len(x) else np.zeros(0)
 
     def _transform(self, y: float) -> float:
         p0, p1, p2 = self.polynomial

@@ -7,7 +7,8 @@ decimated mask is set and the code lies in the counted band, else a code no wind
 gives each program a tile of pixels and walks the window: per window position one shifted tile is compared with
 the centre codes, and a hit at offset k adds 1 to a 16-bit field of a packed int64 counter (4 offsets per counter;
 counts stay below 2**13 since libvmaf's window holds fewer than 4226 pixels). The c-values are written, and per tile
-their double sum (exact in any order below 2**29, see the twin) and their number of non-zeros.
+their double sum (exact in any order below 2**29, see the twin) and their number of non-zeros. A tile without a
+counted pixel (textured or out-of-band content) skips the walk.
 
 Pooling: when a scale has at most ``k`` non-zero c-values and an exact sum, the top-k sum is the sum of all; else the
 top-k values are taken with ``torch.topk`` (exact below 2**29), else libvmaf's quickselect order is replayed on the
@@ -163,33 +164,34 @@ def _c_value_kernel(counted, tvi, weights, lut, c_out, sums, nonzeros, h, w, win
     v = tl.load(base + i * w + j, mask=inside, other=OUTSIDE).to(tl.int32)
     pad = window // 2
     group = tl.arange(0, GROUPS)[None, None, :]
-    acc = tl.zeros([TILE_H, TILE_W, GROUPS], dtype=tl.int64)
-    for dy in range(0, window):
-        r = i + dy - pad
-        row_ok = (r >= 0) & (r < h)
-        for dx in range(0, window):
-            c = j + dx - pad
-            u = tl.load(base + r * w + c, mask=row_ok & (c >= 0) & (c < w), other=OUTSIDE).to(tl.int32)
-            k = u - v + NUM_DIFFS
-            hit = (k >= 0) & (k <= 2 * NUM_DIFFS)
-            one = tl.where(hit, tl.full([TILE_H, TILE_W], 1, tl.int64) << ((k & 3) * 16).to(tl.int64), 0)
-            acc += tl.where(group == (k >> 2)[:, :, None], one[:, :, None], 0)
     centre = v != OUTSIDE
-    p0 = (tl.sum(tl.where(group == NUM_DIFFS // 4, acc, 0), axis=2) >> ((NUM_DIFFS % 4) * 16)) & 0xFFFF
     best = tl.zeros([TILE_H, TILE_W], dtype=tl.float32)
-    for d in tl.static_range(NUM_DIFFS):
-        up_bin: tl.constexpr = NUM_DIFFS + d + 1
-        down_bin: tl.constexpr = NUM_DIFFS - d - 1
-        p1 = (tl.sum(tl.where(group == up_bin // 4, acc, 0), axis=2) >> ((up_bin % 4) * 16)) & 0xFFFF
-        p2 = (tl.sum(tl.where(group == down_bin // 4, acc, 0), axis=2) >> ((down_bin % 4) * 16)) & 0xFFFF
-        pm = tl.maximum(p1, p2).to(tl.int32)
-        p0i = p0.to(tl.int32)
-        weight = tl.load(weights + d)
-        limit = tl.load(tvi + d)
-        allowed = centre & (v <= limit) & (v + NUM_DIFFS + d + 1 > vlt_luma)
-        recip = tl.load(lut + (p0i + pm), mask=allowed, other=0.0)
-        value = (weight * p0i * pm).to(tl.float32) * recip
-        best = tl.maximum(best, tl.where(allowed, value, 0.0))
+    if tl.max(centre.to(tl.int32)) > 0:  # a tile without a counted pixel has only zero c-values: no window walk
+        acc = tl.zeros([TILE_H, TILE_W, GROUPS], dtype=tl.int64)
+        for dy in range(0, window):
+            r = i + dy - pad
+            row_ok = (r >= 0) & (r < h)
+            for dx in range(0, window):
+                c = j + dx - pad
+                u = tl.load(base + r * w + c, mask=row_ok & (c >= 0) & (c < w), other=OUTSIDE).to(tl.int32)
+                k = u - v + NUM_DIFFS
+                hit = (k >= 0) & (k <= 2 * NUM_DIFFS)
+                one = tl.where(hit, tl.full([TILE_H, TILE_W], 1, tl.int64) << ((k & 3) * 16).to(tl.int64), 0)
+                acc += tl.where(group == (k >> 2)[:, :, None], one[:, :, None], 0)
+        p0 = ((tl.sum(tl.where(group == NUM_DIFFS // 4, acc, 0), axis=2) >> ((NUM_DIFFS % 4) * 16))
+              & 0xFFFF).to(tl.int32)
+        for d in tl.static_range(NUM_DIFFS):
+            up_bin: tl.constexpr = NUM_DIFFS + d + 1
+            down_bin: tl.constexpr = NUM_DIFFS - d - 1
+            p1 = (tl.sum(tl.where(group == up_bin // 4, acc, 0), axis=2) >> ((up_bin % 4) * 16)) & 0xFFFF
+            p2 = (tl.sum(tl.where(group == down_bin // 4, acc, 0), axis=2) >> ((down_bin % 4) * 16)) & 0xFFFF
+            pm = tl.maximum(p1, p2).to(tl.int32)
+            weight = tl.load(weights + d)
+            limit = tl.load(tvi + d)
+            allowed = centre & (v <= limit) & (v + NUM_DIFFS + d + 1 > vlt_luma)
+            recip = tl.load(lut + (p0 + pm), mask=allowed, other=0.0)
+            value = (weight * p0 * pm).to(tl.float32) * recip
+            best = tl.maximum(best, tl.where(allowed, value, 0.0))
     tl.store(c_out + frame * h * w + i * w + j, best, mask=inside)
     slot = frame * tl.num_programs(0) + tile
     tl.store(sums + slot, tl.sum(tl.sum(best.to(tl.float64), axis=1), axis=0))

@@ -25,11 +25,11 @@ def example_frames(shape: tuple[int, int, int], bits: int, seed: int) -> torch.T
 
 
 def _examples(device: torch.device) -> list[Example]:
-    # (shape, bits, options): the smallest accepted sides, odd sizes, anti-dithering on and off, the luminance
-    # floor, 3 and 8 contrast steps
-    cases = [((1, 216, 40), 8, {}), ((2, 37, 230), 10, {"vis_lum_threshold": 0.06}),
-             ((1, 220, 61), 10, {"enc_bitdepth": 8}), ((1, 225, 33), 12, {"max_log_contrast": 3}),
-             ((1, 48, 217), 8, {"topk": 1.0}), ((1, 217, 45), 9, {"max_log_contrast": 1, "tvi_threshold": 0.05})]
+    # (shape, bits, options): short frames (one side at libvmaf's 216), odd sizes, anti-dithering on and off, the
+    # luminance floor, 2, 4 and 8 contrast steps, pooling of every value
+    cases = [((1, 24, 216), 8, {}), ((2, 19, 230), 10, {"vis_lum_threshold": 0.06, "enc_bitdepth": 8}),
+             ((1, 21, 217), 12, {"max_log_contrast": 3, "topk": 1.0}),
+             ((1, 18, 220), 9, {"max_log_contrast": 1, "tvi_threshold": 0.002})]
     out = []
     for i, (shape, bits, options) in enumerate(cases):
         frames = example_frames(shape, bits, 90 + i)

@@ -255,3 +255,29 @@ def test_feature_option_errors_name_the_option():
         parse_feature_option("cambi=window_size=201")
     with pytest.raises(ValueError, match="'heatmaps_path' is not supported"):
         parse_feature_option("cambi=heatmaps_path=/tmp")
+
+
+@pytest.mark.parametrize("kernel,signature,constexprs", [
+    ("_codes_kernel", {"src": "*u8", "out": "*i16", "h": "i32", "w": "i32"},
+     {"BIT_DEPTH": 8, "ANTI_DITHER": True, "BLOCK": 1024}),
+    ("_codes_kernel", {"src": "*i16", "out": "*i16", "h": "i32", "w": "i32"},
+     {"BIT_DEPTH": 12, "ANTI_DITHER": True, "BLOCK": 1024}),
+    ("_flat_kernel", {"codes": "*i16", "out": "*i8", "h": "i32", "w": "i32"}, {"BLOCK": 1024}),
+    ("_mask_kernel", {"flat": "*i8", "out": "*i8", "h": "i32", "w": "i32", "threshold": "i32"}, {"BLOCK": 1024}),
+    ("_mode_kernel", {"src": "*i16", "src_h": "i32", "src_w": "i32", "step": "i32", "mask": "*i8", "mask_h": "i32",
+                      "mask_w": "i32", "mask_shift": "i32", "tvi": "*i32", "codes": "*i16", "counted": "*i16",
+                      "h": "i32", "w": "i32", "low": "i32"}, {"NUM_DIFFS": 4, "OUTSIDE": -30000, "BLOCK": 1024}),
+    ("_c_value_kernel", {"counted": "*i16", "tvi": "*i32", "weights": "*i32", "lut": "*fp32", "c_out": "*fp32",
+                         "sums": "*fp64", "nonzeros": "*i32", "h": "i32", "w": "i32", "window": "i32",
+                         "vlt_luma": "i32", "tiles_w": "i32"},
+     {"NUM_DIFFS": 4, "GROUPS": 4, "OUTSIDE": -30000, "TILE_H": 8, "TILE_W": 64}),
+])
+def test_kernels_compile_for_sm90(kernel, signature, constexprs):
+    """Compiled for an H100 (no GPU needed): the interpreter does not show what the compiler refuses. The c-value
+    product is one float32 multiply (no FMA can contract it) and the tile's c-value sum is taken in double."""
+    from _offline_compile import compiled_asm
+
+    ptx = compiled_asm(f"fusedsim.families.cambi.kernel:{kernel}", signature, constexprs, "ptx", num_warps=4)
+    if kernel == "_c_value_kernel":
+        assert "mul.rn.f32" in ptx or "mul.f32" in ptx
+        assert "add.rn.f64" in ptx or "add.f64" in ptx

@@ -181,8 +181,8 @@ def _c_value_kernel(counted, tvi, weights, lut, c_out, sums, nonzeros, h, w, win
         p0 = ((tl.sum(tl.where(group == NUM_DIFFS // 4, acc, 0), axis=2) >> ((NUM_DIFFS % 4) * 16))
               & 0xFFFF).to(tl.int32)
         for d in tl.static_range(NUM_DIFFS):
-            up_bin: tl.constexpr = NUM_DIFFS + d + 1
-            down_bin: tl.constexpr = NUM_DIFFS - d - 1
+            up_bin = NUM_DIFFS + d + 1
+            down_bin = NUM_DIFFS - d - 1
             p1 = (tl.sum(tl.where(group == up_bin // 4, acc, 0), axis=2) >> ((up_bin % 4) * 16)) & 0xFFFF
             p2 = (tl.sum(tl.where(group == down_bin // 4, acc, 0), axis=2) >> ((down_bin % 4) * 16)) & 0xFFFF
             pm = tl.maximum(p1, p2).to(tl.int32)

@@ -281,3 +281,22 @@ def test_kernels_compile_for_sm90(kernel, signature, constexprs):
     if kernel == "_c_value_kernel":
         assert "mul.rn.f32" in ptx or "mul.f32" in ptx
         assert "add.rn.f64" in ptx or "add.f64" in ptx
+
+
+def test_gpu_pooling_takes_each_route():
+    """The GPU path's pooling from per-tile sums: every non-zero value selected (the sum of all), more non-zero
+    values than selected (top-k), and a sum past 2**29 (libvmaf's quickselect order replayed on the host)."""
+    from fusedsim.families.cambi.kernel import _pool
+    from fusedsim.families.cambi.twin import pool_topk
+
+    few = torch.tensor([[0.0, 0.5, 0.0, 0.0, 3.25, 0.0, 0.0, 0.0, 0.0, 0.0]])
+    many = torch.tensor([[0.5, 0.75, 1.5, 2.0, 0.625, 7.0, 0.5, 0.0, 3.0, 1.0]])
+    big = torch.tensor([[2.0**28, 2.0**28, 0.75, 0.5, 3.0, 0.0, 0.0, 1.0, 0.0, 0.0]])
+    scales = [(c, c.double().sum(dim=1, keepdim=True), (c > 0).sum(dim=1, keepdim=True).int())
+              for c in (few, many, big, few, many)]
+    got = _pool(scales, 0.6)
+    k = 6
+    assert got[0, 0].item() == 3.75 / k
+    assert got[0, 1].item() == (7.0 + 3.0 + 2.0 + 1.5 + 1.0 + 0.75) / k
+    assert got[0, 2].item() == quickselect_mean(big[0].numpy(), k)
+    assert torch.equal(got[:, 2], pool_topk(big, 0.6))

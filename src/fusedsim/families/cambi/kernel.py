@@ -207,21 +207,24 @@ def _cpu_quickselect():
     return quickselect_mean_numba
 
 
-def _pool(c: torch.Tensor, sums: torch.Tensor, nonzeros: torch.Tensor, topk: float) -> torch.Tensor:
-    """Each frame's libvmaf top-k mean of its c-values ``(N, n)`` from the per-tile sums and counts."""
-    n = c.shape[1]
-    k = topk_count(n, topk)
-    total = sums.sum(dim=1)
-    nz = nonzeros.sum(dim=1)
-    out = total / k
-    easy = (nz <= k) & (total < EXACT_SUM_LIMIT)
-    hard = torch.nonzero(~easy).flatten().tolist()  # the call's one synchronisation
-    for f in hard:
-        top = torch.topk(c[f], k, sorted=False).values.to(torch.float64).sum()
+def _pool(scales: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]], topk: float) -> torch.Tensor:
+    """Each frame's libvmaf top-k mean of its c-values at each scale, from ``(c (N, n), per-tile sums, per-tile
+    non-zero counts)`` per scale: ``(N, 5)`` float64."""
+    means, hard = [], []
+    for c, sums, nonzeros in scales:
+        k = topk_count(c.shape[1], topk)
+        total = sums.sum(dim=1)
+        means.append(total / k)
+        hard.append(~((nonzeros.sum(dim=1) <= k) & (total < EXACT_SUM_LIMIT)))
+    out = torch.stack(means, dim=1)
+    for f, scale in torch.nonzero(torch.stack(hard, dim=1)).tolist():  # the call's one synchronisation
+        c = scales[scale][0][f]
+        k = topk_count(c.shape[0], topk)
+        top = torch.topk(c, k, sorted=False).values.to(torch.float64).sum()
         if top < EXACT_SUM_LIMIT:
-            out[f] = top / k
+            out[f, scale] = top / k
         else:
-            out[f] = _cpu_quickselect()(c[f].cpu().numpy().copy(), k)
+            out[f, scale] = _cpu_quickselect()(c.cpu().numpy().copy(), k)
     return out
 
 
@@ -256,7 +259,7 @@ def cambi_scales_triton(frames: torch.Tensor, tvi: torch.Tensor, bit_depth: int,
     _mask_kernel[grid](flat, mask, h, w, int(mask_threshold), BLOCK=_BLOCK)
     del flat
     groups = triton.next_power_of_2(-(-(2 * num_diffs + 1) // _FIELDS))
-    out = torch.empty((n, NUM_SCALES), dtype=torch.float64, device=device)
+    pooled = []
     src, src_h, src_w = codes, h, w
     sh, sw = h, w
     for scale in range(NUM_SCALES):
@@ -277,6 +280,6 @@ def cambi_scales_triton(frames: torch.Tensor, tvi: torch.Tensor, bit_depth: int,
         _c_value_kernel[(tiles, n)](counted, steps, weights, lut, c, sums, nonzeros, sh, sw, int(window),
                                     int(vlt_luma), tiles_w, NUM_DIFFS=num_diffs, GROUPS=groups, OUTSIDE=_OUTSIDE,
                                     TILE_H=_TILE_H, TILE_W=_TILE_W)
-        out[:, scale] = _pool(c.reshape(n, -1), sums, nonzeros, topk)
+        pooled.append((c.reshape(n, -1), sums, nonzeros))
         src, src_h, src_w = filtered, sh, sw
-    return out
+    return _pool(pooled, topk)

@@ -300,3 +300,11 @@ def test_gpu_pooling_takes_each_route():
     assert got[0, 1].item() == (7.0 + 3.0 + 2.0 + 1.5 + 1.0 + 0.75) / k
     assert got[0, 2].item() == quickselect_mean(big[0].numpy(), k)
     assert torch.equal(got[:, 2], pool_topk(big, 0.6))
+
+
+def test_samples_above_the_bit_depth_are_refused():
+    frames = torch.full((1, 24, 216), 1023, dtype=torch.int16)
+    assert cambi(frames, 10)["cambi"].tolist() == [0.0]
+    frames[0, 3, 5] = 1024
+    with pytest.raises(ValueError, match="dist holds the sample 1024, above the largest 10-bit value 1023"):
+        cambi(frames, 10)

@@ -64,6 +64,16 @@ def _resized(frames: torch.Tensor, height: int, width: int) -> torch.Tensor:
     return frames.index_select(-2, rows).index_select(-1, cols).contiguous()
 
 
+def _check_range(frames: torch.Tensor, bit_depth: int, name: str) -> None:
+    """libvmaf's extractor fails on a sample above ``2**bit_depth - 1`` (one synchronisation on a GPU)."""
+    top = (1 << bit_depth) - 1
+    if frames.dtype != torch.uint8 or bit_depth < 8:
+        largest = int(frames.amax().item()) if frames.numel() else 0
+        if largest > top:
+            raise ValueError(f"{name} holds the sample {largest}, above the largest {bit_depth}-bit value {top} "
+                             f"(libvmaf's cambi refuses such input)")
+
+
 def _score(frames: torch.Tensor, bit_depth: int, settings: CambiSettings) -> torch.Tensor:
     frames = _resized(frames, settings.enc_height, settings.enc_width)
     if frames.dtype == torch.uint16:  # the kernels read int16/int32 lanes; uint16 samples above 32767 need int32
@@ -81,7 +91,7 @@ def cambi(dist: torch.Tensor | np.ndarray, bit_depth: int, *, ref: torch.Tensor 
     Args:
         dist: integer luma of the distorted (encoded) video, ``(H, W)`` or ``(N, H, W)``, as a torch tensor (any
             device) or numpy array; the dtype must hold the bit depth. Width or height (of the encode size) at
-            least 216. The values must lie in ``[0, 2**bit_depth)`` (the caller's to ensure).
+            least 216. A sample above ``2**bit_depth - 1`` is refused, as libvmaf refuses it.
         bit_depth: 8, 9, 10, 12 or 16.
         ref: the source luma, same shape and device; needed with ``full_ref=True`` only.
         options: libvmaf's cambi options by their names, with libvmaf's defaults and ranges: ``cambi_max_val``
@@ -112,11 +122,13 @@ def cambi(dist: torch.Tensor | np.ndarray, bit_depth: int, *, ref: torch.Tensor 
     values = _checked_options(options)
     squeeze = getattr(dist, "ndim", None) == 2
     d = _frames(dist, "dist", bd)
+    _check_range(d, bd, "dist")
     r = None
     if values["full_ref"]:
         if ref is None:
             raise ValueError("cambi with full_ref=True needs ref (the source frames)")
         r = _frames(ref, "ref", bd)
+        _check_range(r, bd, "ref")
         if r.shape != d.shape or r.device != d.device:
             raise ValueError(f"ref and dist must have the same shape and device; got {tuple(r.shape)} on {r.device} "
                              f"and {tuple(d.shape)} on {d.device}")

@@ -77,9 +77,8 @@ def gpu_rows(args: argparse.Namespace) -> list[dict]:
     rows = []
     for (height, width) in args.sizes:
         for bits in (8, 10):
-            frames = torch.from_numpy(banded_clip(args.batch, height, width, bits)).to("cuda")
-            if bits > 8:
-                frames = frames.to(torch.int16)
+            clip = banded_clip(args.batch, height, width, bits)
+            frames = torch.from_numpy(clip if bits == 8 else clip.astype(np.int16)).to("cuda")
             for label, options in (("default", {}), ("v1", V1_OPTIONS)):
                 call = lambda: cambi(frames, bits, **options)  # noqa: E731
                 call()

@@ -66,7 +66,9 @@ def work_per_frame(height: int, width: int, bits: int, options: dict) -> dict:
         n = h * w
         bytes_ += n * (2 + 2) * 2 + n * 4 * 2  # filtered + counted codes written and read; c-values
         window_visits += n * settings.window * settings.window
-    ops_per_visit = 14  # load, subtract, two range compares, shift, select, 4 group compares/selects/adds (int64)
+    # per window visit, in 32-bit integer operations: address and bounds (4), load, offset (2), and with up to 4
+    # contrast steps two range tests, two 64-bit shifts, selects and adds into the 12-bit fields (about 13)
+    ops_per_visit = 20
     return {"window": settings.window, "scales": settings.scale_sizes, "dram_bytes": bytes_,
             "window_visits": window_visits, "int_ops": window_visits * ops_per_visit}
 

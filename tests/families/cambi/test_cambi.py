@@ -271,7 +271,11 @@ def test_feature_option_errors_name_the_option():
     ("_c_value_kernel", {"counted": "*i16", "tvi": "*i32", "weights": "*i32", "lut": "*fp32", "c_out": "*fp32",
                          "sums": "*fp64", "nonzeros": "*i32", "h": "i32", "w": "i32", "window": "i32",
                          "vlt_luma": "i32", "tiles_w": "i32"},
-     {"NUM_DIFFS": 4, "GROUPS": 4, "OUTSIDE": -30000, "TILE_H": 8, "TILE_W": 64}),
+     {"NUM_DIFFS": 4, "GROUPS": 1, "PACKED2": True, "OUTSIDE": -30000, "TILE_H": 8, "TILE_W": 64}),
+    ("_c_value_kernel", {"counted": "*i16", "tvi": "*i32", "weights": "*i32", "lut": "*fp32", "c_out": "*fp32",
+                         "sums": "*fp64", "nonzeros": "*i32", "h": "i32", "w": "i32", "window": "i32",
+                         "vlt_luma": "i32", "tiles_w": "i32"},
+     {"NUM_DIFFS": 8, "GROUPS": 8, "PACKED2": False, "OUTSIDE": -30000, "TILE_H": 8, "TILE_W": 64}),
 ])
 def test_kernels_compile_for_sm90(kernel, signature, constexprs):
     """Compiled for an H100 (no GPU needed): the interpreter does not show what the compiler refuses. The c-value

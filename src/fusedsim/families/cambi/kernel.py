@@ -5,8 +5,9 @@ mask (7x7 count of flat pixels, zero outside). Per scale, ``_mode_kernel`` decim
 codes (scale 0: the codes) on the fly, mode-filters them and writes the codes the window counts (the code where the
 decimated mask is set and the code lies in the counted band, else a code no window matches). ``_c_value_kernel``
 gives each program a tile of pixels and walks the window: per window position one shifted tile is compared with
-the centre codes, and a hit at offset k adds 1 to a 16-bit field of a packed int64 counter (4 offsets per counter;
-counts stay below 2**13 since libvmaf's window holds fewer than 4226 pixels). The c-values are written, and per tile
+the centre codes, and a hit at offset k adds 1 to a field of a packed int64 counter: with up to 4 contrast steps and
+windows under 4096 pixels, two words of 12-bit fields (offsets 0-4 and 5-8); otherwise 16-bit fields, 4 offsets
+per word (counts stay below 2**13 since libvmaf's window holds fewer than 4226 pixels). The c-values are written, and per tile
 their double sum (exact in any order below 2**29, see the twin) and their number of non-zeros. A tile without a
 counted pixel (textured or out-of-band content) skips the walk.
 
@@ -152,8 +153,22 @@ def _mode_kernel(src, src_h, src_w, step, mask, mask_h, mask_w, mask_shift, tvi,
 
 
 @triton.jit
+def _bin_count(lo, hi, acc, group, B: tl.constexpr, PACKED2: tl.constexpr):
+    """The window count at offset bin ``B``: from two int64 words of 12-bit fields (bins 0-4, 5-8), or from the
+    int64 words of four 16-bit fields each."""
+    if PACKED2:
+        if B <= 4:
+            count = (lo >> (12 * B)) & 0xFFF
+        else:
+            count = (hi >> (12 * (B - 5))) & 0xFFF
+    else:
+        count = (tl.sum(tl.where(group == B // 4, acc, 0), axis=2) >> ((B % 4) * 16)) & 0xFFFF
+    return count.to(tl.int32)
+
+
+@triton.jit
 def _c_value_kernel(counted, tvi, weights, lut, c_out, sums, nonzeros, h, w, window, vlt_luma, tiles_w,
-                    NUM_DIFFS: tl.constexpr, GROUPS: tl.constexpr, OUTSIDE: tl.constexpr,
+                    NUM_DIFFS: tl.constexpr, GROUPS: tl.constexpr, PACKED2: tl.constexpr, OUTSIDE: tl.constexpr,
                     TILE_H: tl.constexpr, TILE_W: tl.constexpr):
     frame = tl.program_id(1).to(tl.int64)
     tile = tl.program_id(0)
@@ -167,7 +182,10 @@ def _c_value_kernel(counted, tvi, weights, lut, c_out, sums, nonzeros, h, w, win
     centre = v != OUTSIDE
     best = tl.zeros([TILE_H, TILE_W], dtype=tl.float32)
     if tl.max(centre.to(tl.int32)) > 0:  # a tile without a counted pixel has only zero c-values: no window walk
+        lo = tl.zeros([TILE_H, TILE_W], dtype=tl.int64)
+        hi = tl.zeros([TILE_H, TILE_W], dtype=tl.int64)
         acc = tl.zeros([TILE_H, TILE_W, GROUPS], dtype=tl.int64)
+        unit = tl.full([TILE_H, TILE_W], 1, tl.int64)
         for dy in range(0, window):
             r = i + dy - pad
             row_ok = (r >= 0) & (r < h)
@@ -175,17 +193,20 @@ def _c_value_kernel(counted, tvi, weights, lut, c_out, sums, nonzeros, h, w, win
                 c = j + dx - pad
                 u = tl.load(base + r * w + c, mask=row_ok & (c >= 0) & (c < w), other=OUTSIDE).to(tl.int32)
                 k = u - v + NUM_DIFFS
-                hit = (k >= 0) & (k <= 2 * NUM_DIFFS)
-                one = tl.where(hit, tl.full([TILE_H, TILE_W], 1, tl.int64) << ((k & 3) * 16).to(tl.int64), 0)
-                acc += tl.where(group == (k >> 2)[:, :, None], one[:, :, None], 0)
-        p0 = ((tl.sum(tl.where(group == NUM_DIFFS // 4, acc, 0), axis=2) >> ((NUM_DIFFS % 4) * 16))
-              & 0xFFFF).to(tl.int32)
+                if PACKED2:  # up to 9 bins, counts below 4096: two words, no group selection
+                    in_lo = (k >= 0) & (k <= 4)
+                    in_hi = (k >= 5) & (k <= 8)
+                    lo += tl.where(in_lo, unit << (tl.where(in_lo, k, 0) * 12).to(tl.int64), 0)
+                    hi += tl.where(in_hi, unit << (tl.where(in_hi, k - 5, 0) * 12).to(tl.int64), 0)
+                else:
+                    hit = (k >= 0) & (k <= 2 * NUM_DIFFS)
+                    one = tl.where(hit, unit << ((k & 3) * 16).to(tl.int64), 0)
+                    acc += tl.where(group == (k >> 2)[:, :, None], one[:, :, None], 0)
+        p0 = _bin_count(lo, hi, acc, group, NUM_DIFFS, PACKED2)
         for d in tl.static_range(NUM_DIFFS):
-            up_bin = NUM_DIFFS + d + 1
-            down_bin = NUM_DIFFS - d - 1
-            p1 = (tl.sum(tl.where(group == up_bin // 4, acc, 0), axis=2) >> ((up_bin % 4) * 16)) & 0xFFFF
-            p2 = (tl.sum(tl.where(group == down_bin // 4, acc, 0), axis=2) >> ((down_bin % 4) * 16)) & 0xFFFF
-            pm = tl.maximum(p1, p2).to(tl.int32)
+            p1 = _bin_count(lo, hi, acc, group, NUM_DIFFS + d + 1, PACKED2)
+            p2 = _bin_count(lo, hi, acc, group, NUM_DIFFS - d - 1, PACKED2)
+            pm = tl.maximum(p1, p2)
             weight = tl.load(weights + d)
             limit = tl.load(tvi + d)
             allowed = centre & (v <= limit) & (v + NUM_DIFFS + d + 1 > vlt_luma)
@@ -258,7 +279,8 @@ def cambi_scales_triton(frames: torch.Tensor, tvi: torch.Tensor, bit_depth: int,
     mask = torch.empty((n, h, w), dtype=torch.int8, device=device)
     _mask_kernel[grid](flat, mask, h, w, int(mask_threshold), BLOCK=_BLOCK)
     del flat
-    groups = triton.next_power_of_2(-(-(2 * num_diffs + 1) // _FIELDS))
+    packed2 = num_diffs <= 4 and window * window < 4096  # 9 bins of 12 bits in two words
+    groups = 1 if packed2 else triton.next_power_of_2(-(-(2 * num_diffs + 1) // _FIELDS))
     pooled = []
     src, src_h, src_w = codes, h, w
     sh, sw = h, w
@@ -278,7 +300,8 @@ def cambi_scales_triton(frames: torch.Tensor, tvi: torch.Tensor, bit_depth: int,
         sums = torch.empty((n, tiles), dtype=torch.float64, device=device)
         nonzeros = torch.empty((n, tiles), dtype=torch.int32, device=device)
         _c_value_kernel[(tiles, n)](counted, steps, weights, lut, c, sums, nonzeros, sh, sw, int(window),
-                                    int(vlt_luma), tiles_w, NUM_DIFFS=num_diffs, GROUPS=groups, OUTSIDE=_OUTSIDE,
+                                    int(vlt_luma), tiles_w, NUM_DIFFS=num_diffs, GROUPS=groups, PACKED2=packed2,
+                                    OUTSIDE=_OUTSIDE,
                                     TILE_H=_TILE_H, TILE_W=_TILE_W)
         pooled.append((c.reshape(n, -1), sums, nonzeros))
         src, src_h, src_w = filtered, sh, sw

@@ -311,5 +311,10 @@ def test_samples_above_the_bit_depth_are_refused():
     frames = torch.full((1, 24, 216), 1023, dtype=torch.int16)
     assert cambi(frames, 10)["cambi"].tolist() == [0.0]
     frames[0, 3, 5] = 1024
-    with pytest.raises(ValueError, match="dist holds the sample 1024, above the largest 10-bit value 1023"):
+    with pytest.raises(ValueError, match=r"dist holds the sample 1024, outside \[0, 1023\] for 10-bit"):
         cambi(frames, 10)
+    frames[0, 3, 5] = -1
+    with pytest.raises(ValueError, match=r"dist holds the sample 65535, outside \[0, 1023\]"):
+        cambi(frames.view(torch.uint16), 10)  # uint16, as the video readers give
+    wide = torch.full((1, 24, 216), 60000, dtype=torch.int32)
+    assert cambi(wide.to(torch.uint16), 16)["cambi"].tolist() == cambi(wide, 16)["cambi"].tolist()

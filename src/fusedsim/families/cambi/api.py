@@ -46,11 +46,20 @@ def _checked_options(options: dict[str, Any]) -> dict[str, Any]:
 
 
 def _frames(x: object, name: str, bit_depth: int) -> torch.Tensor:
+    """Integer frames the kernels read, their samples checked: uint16 (which few torch and Triton ops take) as
+    int16 up to 15 bits, as int32 at 16 bits."""
     t = to_frames(x, name)
     top = (1 << bit_depth) - 1
     if _DTYPE_MAX.get(t.dtype, 0) < top:
         raise TypeError(f"{name} has dtype {t.dtype}, which cannot hold {bit_depth}-bit samples (up to {top}); use "
                         f"{'uint8' if bit_depth == 8 else 'uint16'} (or int32)")
+    if t.dtype == torch.uint16:
+        t = t.view(torch.int16)  # a sample of 2**15 or more turns negative: out of range below 16 bits
+        if bit_depth == 16:
+            return t.to(torch.int32) & 0xFFFF
+        _check_range(t, bit_depth, name, wrapped=True)
+        return t
+    _check_range(t, bit_depth, name)
     return t
 
 
@@ -64,20 +73,21 @@ def _resized(frames: torch.Tensor, height: int, width: int) -> torch.Tensor:
     return frames.index_select(-2, rows).index_select(-1, cols).contiguous()
 
 
-def _check_range(frames: torch.Tensor, bit_depth: int, name: str) -> None:
-    """libvmaf's extractor fails on a sample above ``2**bit_depth - 1`` (one synchronisation on a GPU)."""
+def _check_range(frames: torch.Tensor, bit_depth: int, name: str, wrapped: bool = False) -> None:
+    """libvmaf's extractor fails on a sample above ``2**bit_depth - 1`` (one synchronisation on a GPU). ``wrapped``:
+    uint16 samples read as int16 (negative ones are 2**16 more)."""
     top = (1 << bit_depth) - 1
-    if frames.dtype != torch.uint8 or bit_depth < 8:
-        largest = int(frames.amax().item()) if frames.numel() else 0
-        if largest > top:
-            raise ValueError(f"{name} holds the sample {largest}, above the largest {bit_depth}-bit value {top} "
-                             f"(libvmaf's cambi refuses such input)")
+    if frames.dtype == torch.uint8 and bit_depth >= 8 or frames.numel() == 0:
+        return
+    low, high = (int(v) for v in torch.aminmax(frames))
+    if low < 0 or high > top:
+        bad = low + (1 << 16) if low < 0 and wrapped else (high if high > top else low)
+        raise ValueError(f"{name} holds the sample {bad}, outside [0, {top}] for {bit_depth}-bit samples "
+                         f"(libvmaf's cambi refuses such input)")
 
 
 def _score(frames: torch.Tensor, bit_depth: int, settings: CambiSettings) -> torch.Tensor:
     frames = _resized(frames, settings.enc_height, settings.enc_width)
-    if frames.dtype == torch.uint16:  # the kernels read int16/int32 lanes; uint16 samples above 32767 need int32
-        frames = frames.to(torch.int32)
     tvi = torch.tensor(settings.tvi, dtype=torch.int32, device=frames.device)
     scales = cambi_scales(frames, tvi, bit_depth, settings.anti_dither, settings.window, settings.vlt_luma,
                           settings.mask_threshold, settings.topk, settings.high_res)
@@ -122,13 +132,11 @@ def cambi(dist: torch.Tensor | np.ndarray, bit_depth: int, *, ref: torch.Tensor 
     values = _checked_options(options)
     squeeze = getattr(dist, "ndim", None) == 2
     d = _frames(dist, "dist", bd)
-    _check_range(d, bd, "dist")
     r = None
     if values["full_ref"]:
         if ref is None:
             raise ValueError("cambi with full_ref=True needs ref (the source frames)")
         r = _frames(ref, "ref", bd)
-        _check_range(r, bd, "ref")
         if r.shape != d.shape or r.device != d.device:
             raise ValueError(f"ref and dist must have the same shape and device; got {tuple(r.shape)} on {r.device} "
                              f"and {tuple(d.shape)} on {d.device}")

@@ -84,7 +84,7 @@ def gpu_rows(args: argparse.Namespace) -> list[dict]:
             frames = torch.from_numpy(clip if bits == 8 else clip.astype(np.int16)).to("cuda")
             for label, options in (("default", {}), ("v1", V1_OPTIONS)):
                 def call(frames=frames, bits=bits, options=options):
-                    with use_backend("triton"):  # the kernels, also while the op keeps the twin under auto
+                    with use_backend("triton"):  # the kernels, never the twin
                         return cambi(frames, bits, **options)
 
                 call()

@@ -68,7 +68,6 @@ cambi_scales = register_op(KernelOp(
     differentiable=False,
     tolerance=None,  # integer counts, one float32 product per term, exact double sums: bit-identical to the twin
     load_cpu=_import_cpu,
-    triton_by_default=False,  # until its twin and fixture tests have passed on a GPU: CUDA tensors run the twin
     doc="libvmaf's CAMBI per-scale pooled scores of integer luma (N, H, W) at the encode size: (N, 5) float64, "
         "bit-exact.",
 ))

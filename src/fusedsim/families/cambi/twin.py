@@ -107,10 +107,10 @@ def _window_counts(x: torch.Tensor, counted: torch.Tensor, window: int, num_diff
     padded[:, pad:pad + h, pad:pad + w] = torch.where(counted, x, _OUTSIDE)
     counts = torch.zeros((bins, n, h, w), dtype=torch.int16, device=x.device)  # at most 127^2 per bin
     offsets = torch.arange(bins, dtype=torch.int32, device=x.device).view(bins, 1, 1, 1)
-    base = (x - num_diffs)[None]
+    targets = (x - num_diffs)[None] + offsets  # the code each bin counts, per pixel
     for dy in range(window):
         for dx in range(window):
-            counts += padded[None, :, dy:dy + h, dx:dx + w] == base + offsets
+            counts += padded[None, :, dy:dy + h, dx:dx + w] == targets
     return counts.to(torch.int32)
 
 

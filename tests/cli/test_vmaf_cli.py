@@ -22,7 +22,7 @@ from fusedsim.cli import vmaf_output
 from fusedsim.families.vmaf import pipeline as vmaf_pipeline
 from fusedsim.io.video import VideoFormat, open_video
 
-SUPPORTED = ("ssim", "float_ssim", "float_ms_ssim", "psnr", "vif", "adm", "motion")
+SUPPORTED = ("ssim", "float_ssim", "float_ms_ssim", "psnr", "vif", "adm", "motion", "cambi")
 HAVE_FEATURES = importlib.util.find_spec("fusedsim.vmaf.features") is not None
 needs_features = pytest.mark.skipif(not HAVE_FEATURES, reason="fusedsim.vmaf.features is not available")
 
@@ -273,7 +273,7 @@ def run_error(capsys, *argv) -> str:
 def test_unknown_feature_lists_supported(clips, fake, capsys):
     err = run_error(capsys, clips / "c333x217_8b_ref.y4m", clips / "c333x217_8b_mixed.y4m", "--feature", "vmaf")
     assert "unknown feature 'vmaf'" in err
-    assert "supported features: ssim, float_ssim, float_ms_ssim, psnr, vif, adm, motion" in err
+    assert "supported features: ssim, float_ssim, float_ms_ssim, psnr, vif, adm, motion, cambi" in err
     err = run_error(capsys, clips / "c333x217_8b_ref.y4m", clips / "c333x217_8b_mixed.y4m", "--feature",
                     "float_ssim=enable_lsc=true")
     assert "feature 'float_ssim' has no option 'enable_lsc' (its options: enable_lcs," in err

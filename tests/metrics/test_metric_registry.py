@@ -31,7 +31,8 @@ def scratch_registry(monkeypatch):
 def test_builtin_names_and_kinds():
     assert [s.name for s in list_metrics("image")] == ["ssim", "ms-ssim", "psnr"]
     assert [s.name for s in list_metrics("video")] == ["vmaf:ssim", "vmaf:float_ssim", "vmaf:float_ms_ssim",
-                                                       "vmaf:psnr", "vmaf:vif", "vmaf:adm", "vmaf:motion"]
+                                                       "vmaf:psnr", "vmaf:vif", "vmaf:adm", "vmaf:motion",
+                                                       "vmaf:cambi"]
     perceptual = [s.name for s in list_metrics("srgb")]
     # no list of perceptual metrics here: each is declared by its family folder (tests/metrics/test_srgb_specs.py
     # runs every one of them)

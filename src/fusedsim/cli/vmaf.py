@@ -75,8 +75,8 @@ Without an output, the pooled mean of each metric goes to standard output."""
 
 #: libvmaf options fusedsim does not have, with the reason given when one is used.
 _REFUSED_OPTIONS = {
-    ("--aom_ctc",): "the AOM CTC presets need features fusedsim does not compute yet (ciede, psnr_hvs, cambi)",
-    ("--nflx_ctc",): "the Netflix CTC preset needs features fusedsim does not compute yet (cambi, psnr_hvs)",
+    ("--aom_ctc",): "the AOM CTC presets need features fusedsim does not compute yet (ciede, psnr_hvs)",
+    ("--nflx_ctc",): "the Netflix CTC preset needs features fusedsim does not compute yet (psnr_hvs)",
     ("--sub",): "the subtitle output is not supported; use --xml, --json or --csv",
     ("--cpumask",): "fusedsim has no CPU instruction-set mask (its results do not depend on one)",
     ("--gpumask",): "fusedsim has no GPU operation mask; choose the device with --device",

@@ -134,6 +134,23 @@ register_metric(MetricSpec(
     rank=6,
 ))
 
+
+def _cambi_features() -> MetricFunctions:
+    from fusedsim.families.cambi import ops as cambi_ops
+    from fusedsim.families.vmaf import features
+
+    return MetricFunctions(compute=features.cambi_feature, ops=tuple(cambi_ops.OPS))
+
+
+register_metric(MetricSpec(
+    name="vmaf:cambi", kind="video", functions=_cambi_features,
+    summary="libvmaf's CAMBI banding score (distorted luma, no reference; 5 scales), bit-exact; an input of VMAF v1",
+    outputs=("cambi",), higher_is_better=False, identical_value=None, value_range=(0.0, 1000.0),
+    min_size=1, min_size_reason="the encode width or height must be at least 216 (checked with the options)",
+    planes=("y",), halo_rows=None, bytes_per_pixel=24.0,
+    rank=20,
+))
+
 #: Public names of this package (``fusedsim.<family>.<name>``, not top-level) and the module defining each,
 #: imported on first use.
 PUBLIC = {

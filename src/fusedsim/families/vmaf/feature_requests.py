@@ -20,13 +20,14 @@ class FeatureOption:
     """One option of a libvmaf feature extractor, as libvmaf declares it."""
 
     name: str
-    kind: type  # bool, int or float
+    kind: type  # bool, int, float or str
     default: Any
     alias: str | None = None
     names_output: bool = False  # libvmaf's VMAF_OPT_FLAG_FEATURE_PARAM: a non-default value renames the outputs
     low: float | None = None
     high: float | None = None
     supported: bool = True  # False: libvmaf has it, this version does not compute it yet
+    choices: tuple[str, ...] | None = None  # the values a string option takes
 
     def parse(self, feature: str, text: Any) -> Any:
         """The typed value of ``text`` (a string from the command line or a model file's value)."""
@@ -43,6 +44,8 @@ class FeatureOption:
             value = None
         if value is None or (self.kind is int and isinstance(text, float) and not text.is_integer()):
             raise ValueError(f"{where} takes {'an integer' if self.kind is int else 'a number'}; got {text!r}")
+        if self.choices is not None and value not in self.choices:
+            raise ValueError(f"{where} takes one of {', '.join(self.choices)}; got {text!r}")
         if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
             raise ValueError(f"{where} must be in [{self.low:g}, {self.high:g}]; got {text!r}")
         return value
@@ -98,6 +101,25 @@ EXTRACTOR_OPTIONS: dict[str, tuple[FeatureOption, ...]] = {
     "ssim": (),
     "float_ms_ssim": (),
     "psnr": (),
+    "cambi": (  # libvmaf's cambi.c options, in its order (fusedsim.cambi)
+        FeatureOption("cambi_max_val", float, 1000.0, "cmxv", True, 0.0, 1000.0),
+        FeatureOption("enc_width", int, 0, "encw", True, 180, 7680),
+        FeatureOption("enc_height", int, 0, "ench", True, 150, 7680),
+        FeatureOption("enc_bitdepth", int, 0, "encbd", True, 6, 16),
+        FeatureOption("src_width", int, 0, "srcw", True, 320, 7680),
+        FeatureOption("src_height", int, 0, "srch", True, 200, 4320),
+        FeatureOption("window_size", int, 65, "ws", True, 15, 127),
+        FeatureOption("topk", float, 0.6, None, True, 0.0001, 1.0),
+        FeatureOption("cambi_topk", float, 0.6, "ctpk", True, 0.0001, 1.0),
+        FeatureOption("tvi_threshold", float, 0.019, "tvit", True, 0.0001, 1.0),
+        FeatureOption("cambi_vis_lum_threshold", float, 0.0, "vlt", True, 0.0, 300.0),
+        FeatureOption("max_log_contrast", int, 2, "mlc", True, 0, 5),
+        FeatureOption("heatmaps_path", str, None, supported=False),
+        FeatureOption("full_ref", bool, False),
+        FeatureOption("eotf", str, "bt1886", None, True, choices=("bt1886", "pq")),
+        FeatureOption("cambi_eotf", str, "bt1886", "ceot", True, choices=("bt1886", "pq")),
+        FeatureOption("cambi_high_res_speedup", int, 0, "hrs", True, 0, 2160),
+    ),
 }
 
 

@@ -11,6 +11,7 @@ libvmaf's CLI reports them by default:
 | ``float_ssim`` | ``float_ssim`` | libvmaf float SSIM (luma, auto-downscale), bit-exact |
 | ``float_ms_ssim`` | ``float_ms_ssim`` | libvmaf 5-scale MS-SSIM (luma), bit-exact; frames >= 176x176 |
 | ``psnr`` | ``psnr_y``, ``psnr_cb``, ``psnr_cr`` | libvmaf PSNR, capped at 6*bits+12 dB |
+| ``cambi`` | ``cambi`` (+ option suffix) | libvmaf CAMBI banding score (distorted luma), bit-exact |
 
 A feature is always computed by its own algorithm: a device that cannot run it is an error, never a substitute.
 The features are the ``video`` metrics of :mod:`fusedsim.metrics.registry`, registered as ``vmaf:<feature>``;
@@ -98,6 +99,15 @@ def integer_motion_feature(ref: Planes, dist: Planes, bit_depth: int, **options:
 
     debug = bool(options.pop("debug", False))
     return integer_motion(ref[0], bit_depth, options=MotionOptions.from_libvmaf(options), debug=debug)
+
+
+def cambi_feature(ref: Planes, dist: Planes, bit_depth: int, **options: Any) -> dict[str, torch.Tensor]:
+    """``vmaf:cambi``: libvmaf's CAMBI of the distorted luma (with ``full_ref=True`` also of the reference), under
+    libvmaf's option names; the column names carry libvmaf's option suffix."""
+    from fusedsim.families.cambi.api import cambi
+
+    full_ref = bool(options.get("full_ref", False))
+    return cambi(dist[0], bit_depth, ref=ref[0] if full_ref else None, **options)
 
 
 def psnr_feature(ref: Planes, dist: Planes, bit_depth: int) -> dict[str, torch.Tensor]:

@@ -1,0 +1,208 @@
+"""CAMBI on the CPU, compiled with numba: the twin's bits, by libvmaf's own algorithm.
+
+Per frame (frames run in parallel): 10-bit codes and anti-dithering, the spatial mask from a 2-D prefix sum, then
+per scale the in-place decimation, the mode filter and the c-values from sliding window histograms: one row of
+counts per code of the counted band and per column, each pixel entering the window adding 1 to the ``window``
+columns it covers and leaving it removing 1 (libvmaf's ``calculate_c_values``). Pooling replays libvmaf's
+quickselect and sums the selected values in its order, so the double sum is libvmaf's in every case.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from numba import njit, prange
+
+from fusedsim.families.cambi.ops import cambi_scales
+from fusedsim.families.cambi.reciprocal_table import RECIPROCAL_LUT
+from fusedsim.families.cambi.settings import CONTRAST_WEIGHTS, NUM_SCALES
+
+__all__ = ["cambi_scales_numba", "quickselect_mean_numba"]
+
+_WEIGHTS = np.array(CONTRAST_WEIGHTS, dtype=np.int64)
+
+
+@njit(cache=True, nogil=True)
+def _codes(frame, bit_depth, anti_dithering):
+    h, w = frame.shape
+    x = np.empty((h, w), dtype=np.int32)
+    for i in range(h):
+        for j in range(w):
+            v = np.int32(frame[i, j])
+            if bit_depth <= 8:
+                x[i, j] = v << (10 - bit_depth)
+            elif bit_depth == 9:
+                x[i, j] = v << 1
+            else:
+                shift = bit_depth - 10
+                x[i, j] = (v + ((1 << shift) >> 1)) >> shift
+    if anti_dithering:  # row i reads rows i and i + 1, not yet rewritten
+        for i in range(h - 1):
+            for j in range(w - 1):
+                x[i, j] = (x[i, j] + x[i, j + 1] + x[i + 1, j] + x[i + 1, j + 1]) >> 2
+            x[i, w - 1] = (x[i, w - 1] + x[i + 1, w - 1]) >> 1
+        for j in range(w - 1):
+            x[h - 1, j] = (x[h - 1, j] + x[h - 1, j + 1]) >> 1
+    return x
+
+
+@njit(cache=True, nogil=True)
+def _mask(x, threshold):
+    h, w = x.shape
+    s = np.zeros((h + 1, w + 1), dtype=np.int32)
+    for i in range(h):
+        run = 0
+        for j in range(w):
+            flat = (j == w - 1 or x[i, j] == x[i, j + 1]) and (i == h - 1 or x[i, j] == x[i + 1, j])
+            run += 1 if flat else 0
+            s[i + 1, j + 1] = s[i, j + 1] + run
+    out = np.empty((h, w), dtype=np.bool_)
+    for i in range(h):
+        r0, r1 = max(i - 3, 0), min(i + 4, h)
+        for j in range(w):
+            c0, c1 = max(j - 3, 0), min(j + 4, w)
+            out[i, j] = s[r1, c1] - s[r0, c1] - s[r1, c0] + s[r0, c0] > threshold
+    return out
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _mode3(a, b, c):
+    if a == b or a == c:
+        return a
+    if b == c:
+        return b
+    return min(a, min(b, c))
+
+
+@njit(cache=True, nogil=True)
+def _mode_filter(x):
+    h, w = x.shape
+    horizontal = x.copy()
+    for i in range(h):
+        for j in range(1, w - 1):
+            horizontal[i, j] = _mode3(x[i, j - 1], x[i, j], x[i, j + 1])
+    out = x.copy()
+    for i in range(1, h - 1):
+        for j in range(w):
+            out[i, j] = _mode3(horizontal[i - 1, j], horizontal[i, j], horizontal[i + 1, j])
+    return out
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _slide(hist, x, mask, row, pad, base, size, step):
+    w = x.shape[1]
+    for j in range(w):
+        if mask[row, j]:
+            v = x[row, j] - base
+            if 0 <= v < size:
+                for k in range(max(j - pad, 0), min(j + pad + 1, w)):
+                    hist[v, k] += step
+
+
+@njit(cache=True, nogil=True)
+def _c_values(x, mask, window, tvi, vlt_luma, lut, weights):
+    h, w = x.shape
+    num_diffs = tvi.shape[0]
+    pad = window >> 1
+    base = max(vlt_luma - 3 * num_diffs + 1, 0)
+    size = tvi[num_diffs - 1] + num_diffs + 1 - base
+    hist = np.zeros((size, w), dtype=np.int32)
+    c = np.zeros(h * w, dtype=np.float32)
+    for r in range(min(pad, h)):
+        _slide(hist, x, mask, r, pad, base, size, 1)
+    for i in range(h):
+        if i + pad < h:
+            _slide(hist, x, mask, i + pad, pad, base, size, 1)
+        if i - pad - 1 >= 0:
+            _slide(hist, x, mask, i - pad - 1, pad, base, size, -1)
+        for j in range(w):
+            v = x[i, j]
+            if not mask[i, j] or v - base < 0 or v - base >= size:
+                continue
+            row = v - base
+            p0 = hist[row, j]
+            best = np.float32(0.0)
+            for d in range(num_diffs):
+                if v <= tvi[d] and v + num_diffs + d + 1 > vlt_luma:
+                    up = row + d + 1
+                    down = row - d - 1
+                    p1 = hist[up, j] if up < size else 0
+                    p2 = hist[down, j] if down >= 0 else 0
+                    pm = max(p1, p2)
+                    val = np.float32(weights[d] * p0 * pm) * lut[p0 + pm]
+                    if val > best:
+                        best = val
+            c[i * w + j] = best
+    return c
+
+
+@njit(cache=True, nogil=True)
+def _quickselect_mean(arr, k):
+    n = arr.shape[0]
+    if n != k:
+        left, right = 0, n - 1
+        while left < right:
+            pivot = arr[k]
+            i, j = left, right
+            while True:
+                while arr[i] > pivot:
+                    i += 1
+                while arr[j] < pivot:
+                    j -= 1
+                if i <= j:
+                    tmp = arr[i]
+                    arr[i] = arr[j]
+                    arr[j] = tmp
+                    i += 1
+                    j -= 1
+                if i > j:
+                    break
+            if j < k:
+                left = i
+            if k < i:
+                right = j
+    total = 0.0
+    for i in range(k):
+        total += np.float64(arr[i])
+    return total / k
+
+
+@njit(cache=True, nogil=True)
+def _frame_scales(frame, tvi, bit_depth, anti_dithering, window, vlt_luma, mask_threshold, topk, high_res,
+                  lut, weights, out):
+    x = _codes(frame, bit_depth, anti_dithering)
+    mask = _mask(x, mask_threshold)
+    for scale in range(out.shape[0]):
+        if scale > 0 or high_res:
+            x = np.ascontiguousarray(x[::2, ::2])
+            mask = np.ascontiguousarray(mask[::2, ::2])
+        x = _mode_filter(x)
+        c = _c_values(x, mask, window, tvi, vlt_luma, lut, weights)
+        n = c.shape[0]
+        k = min(max(int(topk * n), 1), n)
+        out[scale] = _quickselect_mean(c, k)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _cambi_scales(frames, tvi, bit_depth, anti_dithering, window, vlt_luma, mask_threshold, topk, high_res,
+                  lut, weights, out):
+    for f in prange(frames.shape[0]):
+        _frame_scales(frames[f], tvi, bit_depth, anti_dithering, window, vlt_luma, mask_threshold, topk, high_res,
+                      lut, weights, out[f])
+
+
+@cambi_scales.cpu_kernel
+def cambi_scales_numba(frames: torch.Tensor, tvi: torch.Tensor, bit_depth: int, anti_dithering: bool, window: int,
+                       vlt_luma: int, mask_threshold: int, topk: float, high_res: bool) -> torch.Tensor:
+    """The twin's ``cambi_scales_ref`` compiled: ``(N, H, W)`` integer luma -> ``(N, 5)`` float64."""
+    source = frames.detach().contiguous().numpy()
+    steps = tvi.detach().to(torch.int64).numpy()
+    out = np.empty((source.shape[0], NUM_SCALES), dtype=np.float64)
+    _cambi_scales(source, steps, int(bit_depth), bool(anti_dithering), int(window), int(vlt_luma),
+                  int(mask_threshold), float(topk), bool(high_res), RECIPROCAL_LUT, _WEIGHTS, out)
+    return torch.from_numpy(out)
+
+
+def quickselect_mean_numba(values: np.ndarray, k: int) -> float:
+    """The twin's :func:`~fusedsim.families.cambi.twin.quickselect_mean` compiled (sorts ``values`` in place)."""
+    return float(_quickselect_mean(np.ascontiguousarray(values, dtype=np.float32), int(k)))

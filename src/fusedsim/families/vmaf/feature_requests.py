@@ -98,6 +98,8 @@ EXTRACTOR_OPTIONS: dict[str, tuple[FeatureOption, ...]] = {
     "ssim": (),
     "float_ms_ssim": (),
     "psnr": (),
+    "psnr_hvs": (),  # libvmaf declares no options
+    "ciede": (),
 }
 
 

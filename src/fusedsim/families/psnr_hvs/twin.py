@@ -117,28 +117,28 @@ def _dct8x8(v: torch.Tensor) -> torch.Tensor:
 
 
 def _block_mask(v: torch.Tensor, coeffs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """The masking strength of blocks ``v`` ``(B, 64)`` (row-major samples) with DCT ``coeffs`` ``(B, 64)``."""
+    """The masking strength of blocks ``v`` ``(64, B)`` (row-major samples) with DCT ``coeffs`` ``(64, B)``."""
     f = v.to(torch.float32)
     quadrant = [(i >= 4) + 2 * (j >= 4) for i in range(8) for j in range(8)]
-    gmean = f.sum(dim=1) / np.float32(64)  # integer sums: exact in any order
-    means = torch.stack([f[:, [k for k in range(64) if quadrant[k] == q]].sum(dim=1) for q in range(4)], 1)
-    means = means / np.float32(16)
+    gmean = f.sum(dim=0) / np.float32(64)  # integer sums: exact in any order
+    quads = f.reshape(2, 4, 2, 4, -1).sum(dim=(1, 3))  # [i >= 4][j >= 4]
+    means = [quads[q % 2, q // 2] / np.float32(16) for q in range(4)]
     gvar = torch.zeros_like(gmean)
-    var = torch.zeros_like(means)
+    var = [torch.zeros_like(gmean) for _ in range(4)]
     for k in range(64):
-        d = f[:, k] - gmean
+        d = f[k] - gmean
         gvar = gvar + d * d
         q = quadrant[k]
-        e = f[:, k] - means[:, q]
-        var[:, q] = var[:, q] + e * e
+        e = f[k] - means[q]
+        var[q] = var[q] + e * e
     gvar = gvar * VAR_SCALE_64
-    var = var * VAR_SCALE_16
-    total = ((var[:, 0] + var[:, 1]) + var[:, 2]) + var[:, 3]
+    var = [x * VAR_SCALE_16 for x in var]
+    total = ((var[0] + var[1]) + var[2]) + var[3]
     gvar = torch.where(gvar > 0, total / torch.where(gvar > 0, gvar, 1), gvar)
     energy = torch.zeros_like(gmean)
-    flat_mask = mask.reshape(64)
+    squares = (coeffs * coeffs).to(torch.float32) * mask.reshape(64, 1)
     for k in range(1, 64):
-        energy = energy + (coeffs[:, k] * coeffs[:, k]).to(torch.float32) * flat_mask[k]
+        energy = energy + squares[k]
     return (torch.sqrt((energy * gvar).to(torch.float64)) / 32.0).to(torch.float32)
 
 
@@ -171,8 +171,8 @@ def psnr_hvs_plane_ref(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, pl
 
     vr, vd = blocks(ref), blocks(dist)
     cr, cd = _dct8x8(vr).reshape(-1, 64), _dct8x8(vd).reshape(-1, 64)
-    strength = torch.maximum(_block_mask(vr.reshape(-1, 64), cr, mask),
-                             _block_mask(vd.reshape(-1, 64), cd, mask))
+    strength = torch.maximum(_block_mask(vr.reshape(-1, 64).T.contiguous(), cr.T.contiguous(), mask),
+                             _block_mask(vd.reshape(-1, 64).T.contiguous(), cd.T.contiguous(), mask))
     err = (cr - cd).abs().to(torch.float32)
     threshold = strength[:, None] / mask[None, :]
     masked = torch.where(err < threshold, torch.zeros_like(err), err - threshold)

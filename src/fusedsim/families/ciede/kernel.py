@@ -30,13 +30,20 @@ _25_POW_7 = 25.0 ** 7
 
 
 @triton.jit
+def _pow(x, y: tl.constexpr):
+    """Double ``pow(x, y)``: the exponent as a double tensor (libdevice dispatches on both argument types, and a
+    bare Python float would become a float32 constant)."""
+    return libdevice.pow(x, tl.full(x.shape, y, tl.float64))
+
+
+@triton.jit
 def _srgb_decode(c):
-    return tl.where(c > 10.0 / 255.0, libdevice.pow((c + 0.055) * (1.0 / 1.055), 2.4), c * (1.0 / 12.92))
+    return tl.where(c > 10.0 / 255.0, _pow((c + 0.055) * (1.0 / 1.055), 2.4), c * (1.0 / 12.92))
 
 
 @triton.jit
 def _lab_f(c):
-    big = libdevice.pow(tl.maximum(c, 0.0), 1.0 / 3.0)
+    big = _pow(tl.maximum(c, 0.0), 1.0 / 3.0)
     return tl.where(c > 216.0 / 24389.0, big, (24389.0 / 27.0 * c + 16.0) * (1.0 / 116.0)).to(tl.float32)
 
 
@@ -75,7 +82,7 @@ def _de00(l1, a1, b1, l2, a2, b2):
     c1 = tl.sqrt(a1.to(tl.float64) * a1.to(tl.float64) + b1.to(tl.float64) * b1.to(tl.float64)).to(tl.float32)
     c2 = tl.sqrt(a2.to(tl.float64) * a2.to(tl.float64) + b2.to(tl.float64) * b2.to(tl.float64)).to(tl.float32)
     c_bar = tl.div_rn(c1 + c2, 2.0)
-    c_bar7 = libdevice.pow(c_bar.to(tl.float64), 7.0)
+    c_bar7 = _pow(c_bar.to(tl.float64), 7.0)
     g = 1.0 - tl.sqrt(c_bar7 / (c_bar7 + 6103515625.0))
     a1p = (a1.to(tl.float64) + tl.div_rn(a1, 2.0).to(tl.float64) * g).to(tl.float32)
     a2p = (a2.to(tl.float64) + tl.div_rn(a2, 2.0).to(tl.float64) * g).to(tl.float32)
@@ -103,7 +110,7 @@ def _de00(l1, a1, b1, l2, a2, b2):
          + 0.32 * libdevice.cos(3.0 * hb + PI / 30.0) - 0.20 * libdevice.cos(4.0 * hb - 7.0 * PI / 20.0)).to(tl.float32)
     s_h = (1.0 + 0.015 * c_bar_p.to(tl.float64) * t.to(tl.float64)).to(tl.float32)
     degrees = (((hb * (180.0 / PI)).to(tl.float32).to(tl.float64) - 275.0) * (1.0 / 25.0)).to(tl.float32)
-    cp7 = libdevice.pow(c_bar_p.to(tl.float64), 7.0).to(tl.float32)  # powf, via a double rounded once
+    cp7 = _pow(c_bar_p.to(tl.float64), 7.0).to(tl.float32)  # powf, via a double rounded once
     ratio = tl.div_rn(cp7, cp7 + 6103515648.0)  # powf(25, 7) in float32
     dd = degrees.to(tl.float64)
     bump = (60.0 * libdevice.exp(-((dd * dd).to(tl.float32).to(tl.float64)))).to(tl.float32)

@@ -88,10 +88,13 @@ def _fdct8(src, off, stride, dst, doff, dstride):
 
 
 @njit(cache=True, nogil=True)
-def _block(x, f, y0, x0, v, z, c, mask, var64, var16):
-    """Loads the 8x8 block at (y0, x0) of frame f into ``v``, its DCT into ``c``; returns its masking strength."""
+def _block(x, f, y0, x0, v, z, c, qsum, var, mask, var64, var16):
+    """Loads the 8x8 block at (y0, x0) of frame f into ``v``, its DCT into ``c``; returns its masking strength
+    (``qsum`` and ``var``: float32 scratch of 4)."""
     gsum = _F(0.0)
-    qsum = np.zeros(4, np.float32)
+    for q in range(4):
+        qsum[q] = _F(0.0)
+        var[q] = _F(0.0)
     for i in range(8):
         for j in range(8):
             s = x[f, y0 + i, x0 + j]
@@ -102,7 +105,6 @@ def _block(x, f, y0, x0, v, z, c, mask, var64, var16):
     for q in range(4):
         qsum[q] = qsum[q] / _F(16.0)
     gvar = _F(0.0)
-    var = np.zeros(4, np.float32)
     for i in range(8):
         for j in range(8):
             s = _F(v[i * 8 + j])
@@ -136,9 +138,11 @@ def _terms(ref, dist, csf, mask, var64, var16, by, bx, out):
         z = np.empty(64, np.int64)
         cr = np.empty(64, np.int64)
         cd = np.empty(64, np.int64)
+        qsum = np.empty(4, np.float32)
+        var = np.empty(4, np.float32)
         for col in range(bx):
-            sr = _block(ref, f, row * 7, col * 7, v, z, cr, mask, var64, var16)
-            sd = _block(dist, f, row * 7, col * 7, v, z, cd, mask, var64, var16)
+            sr = _block(ref, f, row * 7, col * 7, v, z, cr, qsum, var, mask, var64, var16)
+            sd = _block(dist, f, row * 7, col * 7, v, z, cd, qsum, var, mask, var64, var16)
             if sd > sr:
                 sr = sd
             base = (row * bx + col) * 64

@@ -41,9 +41,9 @@ def ciede(ref: Sequence[Frames], dist: Sequence[Frames], bit_depth: int = 8) -> 
         ``{"ciede2000": float64 CPU tensor (N,)}`` (``()`` for ``(H, W)`` planes); identical frames give ``inf``
         (libvmaf's JSON prints ``null``).
 
-    CPU tensors run the numba kernel, which calls the C library's ``pow``, ``atan2``, ``sin``, ``cos`` and ``exp``
-    as libvmaf does; CUDA tensors run the Triton kernel (CUDA's versions of them), the twin torch's: their float32
-    per-pixel values may differ from libvmaf's in rare last bits (see :mod:`fusedsim.families.ciede.twin`).
+    CPU tensors run the numba kernel, which calls the C library's ``pow``, ``powf``, ``atan2``, ``sin``, ``cos``
+    and ``exp`` as libvmaf does; CUDA tensors run the Triton kernel (CUDA's versions of them; ``powf`` as the
+    rounded double ``pow``): its float32 per-pixel values may differ from libvmaf's in rare last bits.
     """
     bd = check_bit_depth(bit_depth, BIT_DEPTHS, "ciede", "libvmaf's ciede takes 8, 10, 12 or 16 bits")
     if not isinstance(ref, (list, tuple)) or not isinstance(dist, (list, tuple)) or len(ref) != 3 or len(dist) != 3:

@@ -60,8 +60,8 @@ ciede_de_sum = register_op(KernelOp(
     fake=lambda ry, ru, rv, dy, du, dv, bit_depth: ry.new_empty(ry.shape[0], dtype=torch.float64),
     examples=_examples,
     differentiable=False,
-    # the C library's pow/atan2/sin/cos/exp (numba) and torch's or CUDA's differ in the last bits of some
-    # doubles; a float32 rounding rarely turns on them (the fixtures' sums agree to 1e-15 relative)
+    # the C library's pow/atan2/sin/cos/exp/powf (numba, and the twin's powf) and torch's or CUDA's differ in the
+    # last bits of some results; a float32 rounding rarely turns on them (fixture sums agree to 1e-15 relative)
     tolerance={torch.float64: (1e-12, 0.0), torch.float32: (1e-12, 0.0)},
     load_cpu=_import_cpu,
     doc="libvmaf's CIEDE2000 dE00 sum per frame of luma-size integer Y'CbCr planes (N, H, W): (N,) float64.",

@@ -16,15 +16,21 @@ Per frame pair:
 * **CIEDE2000** (:func:`ciede2000_ref`, ``kL = 0.65, kC = 1, kH = 4``) in libvmaf's mixed float32/double arithmetic.
 * ``ciede2000 = 45 - 20 * log10(sum(dE) / (w * h))``, the sum one double running sum in raster order.
 
-The transcendental functions (``pow``, ``atan2``, ``sin``, ``cos``, ``exp``) are torch's here and the C library's
+``powf(c, 7)`` is the C library's (through ``ctypes``); ``powf(d, 2)`` is the correctly rounded square. The
+other transcendental functions (``pow``, ``atan2``, ``sin``, ``cos``, ``exp``) are torch's here and the C library's
 in libvmaf; they round a float32 result differently only when a double lands within an ulp of a float32 rounding
 boundary. libvmaf takes bit depths 8, 10, 12 and 16.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import functools
 import math
+from collections.abc import Callable
 
+import numpy as np
 import torch
 
 from fusedsim.families.vmaf.sequential_sum_twin import sequential_sum_ref
@@ -47,6 +53,31 @@ def _f(x: torch.Tensor) -> torch.Tensor:
 def _d(x: torch.Tensor) -> torch.Tensor:
     """A float promoted to double."""
     return x.to(_F64)
+
+
+@functools.cache
+def _c_powf() -> Callable[[float, float], float] | None:
+    """The C library's float32 ``powf`` (not correctly rounded: glibc's differs from the rounded double ``pow``
+    for about 7 in 10,000 arguments), or None where none can be loaded."""
+    name = ctypes.util.find_library("m")
+    try:
+        powf = ctypes.CDLL(name).powf if name else None
+    except (OSError, AttributeError):
+        return None
+    if powf is not None:
+        powf.restype, powf.argtypes = ctypes.c_float, [ctypes.c_float, ctypes.c_float]
+    return powf
+
+
+def _powf(x: torch.Tensor, y: float) -> torch.Tensor:
+    """C's ``powf(x, y)`` of a float32 tensor, once per distinct value (the rounded double ``pow`` without a C
+    library)."""
+    powf = _c_powf()
+    if powf is None:
+        return _f(torch.pow(_d(x), y))
+    keys, inverse = np.unique(x.numpy().reshape(-1), return_inverse=True)
+    values = np.fromiter((powf(v, y) for v in keys.tolist()), np.float32, len(keys))
+    return torch.from_numpy(values[inverse].reshape(x.shape))
 
 
 def _srgb_decode(c: torch.Tensor) -> torch.Tensor:
@@ -104,7 +135,7 @@ def ciede2000_ref(lab1: tuple[torch.Tensor, ...], lab2: tuple[torch.Tensor, ...]
     s_c = _f(1.0 + 0.045 * _d(c_bar_p))
     h1, h2 = _hue(b1, a1p), _hue(b2, a2p)
     dh = h2 - h1
-    delta_h = torch.where(torch.abs(dh) <= PI, dh,
+    delta_h = torch.where(_d(torch.abs(dh)) <= PI, dh,  # C compares in double (torch would round PI to float32)
                           torch.where(h2 <= h1, _f(_d(dh) + 2.0 * PI), _f(_d(dh) - 2.0 * PI)))
     delta_h = torch.where((c1 == 0) | (c2 == 0), torch.zeros_like(delta_h), delta_h)
     delta_upper_h = _f(2.0 * torch.sqrt(_d(c1p * c2p)) * torch.sin(_d(delta_h) / 2.0))
@@ -116,7 +147,7 @@ def ciede2000_ref(lab1: tuple[torch.Tensor, ...], lab2: tuple[torch.Tensor, ...]
     s_h = _f(1.0 + 0.015 * _d(c_bar_p) * _d(t))
     # get_r_sub_t: float32 powf, a float-typed degrees_to_radians argument
     degrees = _f((_d(_f(hb * (180.0 / PI))) - 275.0) * (1.0 / 25.0))
-    cp7 = _f(torch.pow(_d(c_bar_p), 7.0))
+    cp7 = _powf(c_bar_p, 7.0)
     ratio = cp7 / (cp7 + torch.tensor(_25_POW_7, dtype=_F32))
     bump = _f(60.0 * torch.exp(-_d(_f(_d(degrees) ** 2))))
     r_t = _f(-2.0 * torch.sqrt(_d(ratio)) * torch.sin(_d(_f(_d(bump) * (PI / 180.0)))))

@@ -151,6 +151,38 @@ register_metric(MetricSpec(
     rank=20,
 ))
 
+
+def _psnr_hvs_features() -> MetricFunctions:
+    from fusedsim.families.psnr_hvs import api, ops as psnr_hvs_ops
+
+    return MetricFunctions(compute=api.psnr_hvs_feature, ops=tuple(psnr_hvs_ops.OPS))
+
+
+register_metric(MetricSpec(
+    name="vmaf:psnr_hvs", kind="video", functions=_psnr_hvs_features,
+    summary="libvmaf's PSNR-HVS (8x8 DCT, CSF and masking) of Y, Cb, Cr and combined, bit-exact",
+    outputs=("psnr_hvs_y", "psnr_hvs_cb", "psnr_hvs_cr", "psnr_hvs"), higher_is_better=True, identical_value=None,
+    value_range=(0.0, math.inf), min_size=16,
+    min_size_reason="every plane needs an 8x8 block: 16x16 luma with 4:2:0 chroma", bytes_per_pixel=16.0,
+    rank=7,
+))
+
+
+def _ciede_features() -> MetricFunctions:
+    from fusedsim.families.ciede import api, ops as ciede_ops
+
+    return MetricFunctions(compute=api.ciede_feature, ops=tuple(ciede_ops.OPS))
+
+
+register_metric(MetricSpec(
+    name="vmaf:ciede", kind="video", functions=_ciede_features,
+    summary="libvmaf's CIEDE2000 (BT.709 Y'CbCr to Lab, 45 - 20 log10 of the mean dE00)",
+    outputs=("ciede2000",), higher_is_better=True, identical_value=None, value_range=(-math.inf, math.inf),
+    min_size=1, min_size_reason="any size", bytes_per_pixel=60.0,
+    rank=8,
+))
+
+
 #: Public names of this package (``fusedsim.<family>.<name>``, not top-level) and the module defining each,
 #: imported on first use.
 PUBLIC = {

@@ -120,6 +120,8 @@ EXTRACTOR_OPTIONS: dict[str, tuple[FeatureOption, ...]] = {
         FeatureOption("cambi_eotf", str, "bt1886", "ceot", True, choices=("bt1886", "pq")),
         FeatureOption("cambi_high_res_speedup", int, 0, "hrs", True, 0, 2160),
     ),
+    "psnr_hvs": (),  # libvmaf declares no options
+    "ciede": (),
 }
 
 

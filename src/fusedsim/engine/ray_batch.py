@@ -207,11 +207,11 @@ class RayBatch:
         self.actors = [actor.options(**options).remote(metrics, columns, actor_device, memory, params)
                        for _ in range(count)]
         self._decode = ray.remote(num_cpus=1)(decode_chunk) if self.free_cpus >= 1 else None
-        # the decoding workers import torch and the image reader while the actors build their scorers
-        warm = [self._decode.remote([]) for _ in range(min(self.free_cpus, 64))] if self._decode else []
+        # the decoding workers import torch and the image reader while the actors build their scorers (not waited
+        # for: on a cluster shared with other jobs their CPUs may come later)
+        self._warm = [self._decode.remote([]) for _ in range(min(self.free_cpus, 64))] if self._decode else []
         try:
             infos = ray.get([a.ready.remote() for a in self.actors])
-            ray.get(warm)
         except Exception as exc:  # an actor that cannot build its Scorer: the cause is the error's last line
             raise RuntimeError(f"Ray actors could not start: {_cause(exc)}") from None
         self.devices = [info["device"] for info in infos]

@@ -27,7 +27,9 @@ is gone does the run stop (``RuntimeError``), keeping every finished row for ``-
 the driver chunk by chunk and are written by the same incremental output as the local path, so a killed driver
 loses no finished row either.
 
-Image paths must be readable by every node (a shared file system). Ray is an optional extra:
+With ``address`` (a running cluster) the driver ships its own fusedsim to the workers (:func:`job_runtime_env`);
+the nodes need its dependencies (torch, Triton, Pillow...). Image paths must be readable by every node (a shared
+file system, or object-store URIs: :mod:`fusedsim.io.images`). Ray is an optional extra:
 ``pip install 'fusedsim[ray]'``. Ray Data was considered and not used: its actor pools cannot route a chunk to the
 actor that holds its reference, it moves images as Arrow tensor columns (a copy per stage), and it needs pandas,
 which this package does not otherwise use.
@@ -47,7 +49,8 @@ from typing import Any
 
 from fusedsim.engine.batch_pairs import GROUP, PairOutcome, PairTask, image_bytes_estimate, plan
 
-__all__ = ["ADDRESS_TIMEOUT_S", "ATTEMPTS", "CHUNK", "RayBatch", "check_address", "chunks", "in_flight_depth"]
+__all__ = ["ADDRESS_TIMEOUT_S", "ATTEMPTS", "CHUNK", "FORWARDED_ENV", "RayBatch", "check_address", "chunks",
+           "forwarded_env", "in_flight_depth", "job_runtime_env"]
 
 ADDRESS_TIMEOUT_S = 5.0  # a cluster head that does not accept a connection in this time is reported unreachable
 _RAY_CLIENT_PORT = 10001  # the default port of ``ray://`` addresses
@@ -139,6 +142,22 @@ def forwarded_env(environ: dict[str, str] | None = None) -> dict[str, str]:
     return {k: environ[k] for k in FORWARDED_ENV if environ.get(k)}
 
 
+def job_runtime_env(ship_code: bool, environ: dict[str, str] | None = None) -> dict[str, Any]:
+    """The Ray job's runtime environment: :func:`forwarded_env`, and with ``ship_code`` this package's own code
+    (``py_modules``: Ray uploads it once per version, ~3 MB, and every worker imports it first), so the nodes of
+    a cluster run the driver's fusedsim, whatever version they have installed (they need its dependencies)."""
+    runtime_env: dict[str, Any] = {}
+    env = forwarded_env(environ)
+    if env:
+        runtime_env["env_vars"] = env
+    if ship_code:
+        import fusedsim
+
+        runtime_env["py_modules"] = [os.path.dirname(os.path.abspath(fusedsim.__file__))]
+        runtime_env["excludes"] = ["__pycache__", "*.pyc"]
+    return runtime_env
+
+
 class RayBatch:
     """Actors on a Ray cluster, ready to score (construction fails early on a bad cluster, device or metric).
 
@@ -168,9 +187,9 @@ class RayBatch:
             kwargs: dict[str, Any] = {"address": address} if address else {}
             if not address and workers:
                 kwargs["num_cpus"] = workers
-            env = forwarded_env()
-            if env:
-                kwargs["runtime_env"] = {"env_vars": env}
+            runtime_env = job_runtime_env(ship_code=bool(address) and address.strip().lower() != "local")
+            if runtime_env:
+                kwargs["runtime_env"] = runtime_env
             ray.init(include_dashboard=False, logging_level="ERROR", **kwargs)
             self._started = True
         self.chunk, self.prefetch = chunk, prefetch

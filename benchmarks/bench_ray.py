@@ -10,7 +10,8 @@ processes with the batch's default workers (``bench_batch.decode_seconds``).
 * ``local``: the local engine, ``CUDA_VISIBLE_DEVICES`` = the first GPU.
 * ``ray1`` / ``ray2``: ``--engine ray``, the driver starts Ray with the first GPU / the first two.
 * ``nodes2``: ``ray start --head`` with GPU 0 and half the CPUs, a second ``ray start --address`` with GPU 1 and
-  the other half (separate raylets and object stores, as two machines), then ``--engine ray --address``.
+  the other half (separate raylets and object stores, as two machines), then ``--engine ray --address`` (the
+  driver ships its fusedsim to the nodes). Compare with ``ray2``: the same GPUs and CPUs on one node.
 * ``cold``: local engine, empty ``TRITON_CACHE_DIR``: seconds to the first row of the output; ``warmup``: an
   empty cache filled by ``fusedsim warmup`` (its seconds), then the batch's first row; ``warm``: the same cache
   again.
@@ -29,6 +30,7 @@ import argparse
 import os
 import re
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -61,6 +63,7 @@ def batch(table: Path, out: Path, metric: str, env: dict[str, str], extra: list[
     the process start to the output's first data row."""
     cmd = [*_python(), "-m", "fusedsim", "batch", str(table), "-o", str(out), "--metric", metric, "--overwrite",
            *extra]
+    out.unlink(missing_ok=True)  # the first row polled must be this run's
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     first = None
@@ -87,24 +90,54 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_two_nodes(env: dict[str, str], gpu: bool, cpus: int) -> str:
-    """A head node and a second node on this machine (GPU 0 and GPU 1 when ``gpu``, ``cpus`` CPUs each); returns
-    the head's address. :func:`stop_nodes` ends them."""
+_STARTED = "block forever"  # what `ray start --block` prints once its node has joined
+
+
+def _ray_start(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
+    """One node: ``ray start --block`` in its own session (stopping that process stops the node; ``ray stop``
+    would stop every Ray instance of the machine)."""
+    with open(log, "w") as out:
+        node = subprocess.Popen([*_ray_cli(), "start", "--block", *args, "--disable-usage-stats"], env=env,
+                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    end = time.monotonic() + 180
+    while _STARTED not in log.read_text():
+        if node.poll() is not None or time.monotonic() > end:
+            stop_node(node)
+            raise RuntimeError(f"ray start {' '.join(args)} failed: {log.read_text()[-2000:]}")
+        time.sleep(0.2)
+    return node
+
+
+def stop_node(node: subprocess.Popen) -> None:
+    node.send_signal(signal.SIGTERM)
+    try:
+        node.wait(20)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(node.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    node.wait()
+
+
+def start_two_nodes(env: dict[str, str], gpu: bool, cpus: int, logs: Path) -> tuple[str, list[subprocess.Popen]]:
+    """A head node and a second node on this machine (GPU 0 and GPU 1 when ``gpu``, ``cpus`` CPUs each), each with
+    its own raylet and object store; returns the head's address and the nodes (:func:`stop_node`)."""
     port = _free_port()
-    common = ["--num-cpus", str(cpus), "--disable-usage-stats", "--include-dashboard=false"]
-    head = dict(env, CUDA_VISIBLE_DEVICES="0") if gpu else env
-    other = dict(env, CUDA_VISIBLE_DEVICES="1") if gpu else env
-    gpus = ["--num-gpus", "1"] if gpu else ["--num-gpus", "0"]
-    subprocess.run([*_ray_cli(), "start", "--head", "--port", str(port), *common, *gpus], env=head, check=True,
-                   capture_output=True)
+    temp = tempfile.mkdtemp(prefix="fsr-", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
+    gpus = ["--num-gpus", "1" if gpu else "0"]
+    head = _ray_start(["--head", "--port", str(port), "--num-cpus", str(cpus), "--include-dashboard=false",
+                       "--temp-dir", temp, *gpus], dict(env, CUDA_VISIBLE_DEVICES="0") if gpu else env,
+                      logs / "head.log")
     address = f"127.0.0.1:{port}"
-    subprocess.run([*_ray_cli(), "start", "--address", address, *common, *gpus], env=other, check=True,
-                   capture_output=True)
-    return address
-
-
-def stop_nodes(env: dict[str, str]) -> None:
-    subprocess.run([*_ray_cli(), "stop", "--force"], env=env, capture_output=True)
+    try:
+        other = _ray_start(["--address", address, "--num-cpus", str(cpus), *gpus],
+                           dict(env, CUDA_VISIBLE_DEVICES="1") if gpu else env, logs / "other.log")
+    except BaseException:
+        stop_node(head)
+        raise
+    return address, [head, other]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -136,7 +169,8 @@ def main(argv: list[str] | None = None) -> None:
     write_images(folder, args.pairs, args.size, cpus)
     table = write_table(folder, args.pairs, args.layout)
     out = folder / "ray-bench.csv"
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    # Ray 2.60 turns token authentication on for a new head: nodes and drivers must agree
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | {"RAY_AUTH_MODE": "token"}
     device = [] if gpu else ["--device", "cpu"]
     rows: list[dict] = []
 
@@ -165,13 +199,13 @@ def main(argv: list[str] | None = None) -> None:
             extra = ["--engine", "ray", *device] + ([] if gpu else ["--workers", str(count)])
             record(name, batch(table, out, args.metric, visible, extra))
         if "nodes2" in runs and (not gpu or gpus >= 2):
-            stop_nodes(env)
-            address = start_two_nodes(env, gpu, max(1, cpus // 2))
+            address, nodes = start_two_nodes(env, gpu, max(1, cpus // 2), folder)
             try:
                 extra = ["--engine", "ray", "--address", address, *device] + ([] if gpu else ["--workers", "2"])
                 record("nodes2", batch(table, out, args.metric, env, extra))
             finally:
-                stop_nodes(env)
+                for node in reversed(nodes):
+                    stop_node(node)
     cache = Path(tempfile.mkdtemp(prefix="triton-cold-"))
     cold_env = dict(env, TRITON_CACHE_DIR=str(cache), CUDA_VISIBLE_DEVICES="0")
     try:

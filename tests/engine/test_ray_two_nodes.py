@@ -116,7 +116,7 @@ def test_second_node_killed_mid_run(tmp_path, two_nodes):
     address, env, other, gpus = two_nodes
     rng = np.random.default_rng(3)
     pairs = []
-    for i in range(120):
+    for i in range(600 if gpus else 120):  # a GPU scores 120 such pairs before the node could be killed
         a = rng.integers(0, 256, (SIZE, SIZE, 3), dtype=np.uint8)
         Image.fromarray(a).save(tmp_path / f"r{i}.png")
         Image.fromarray(np.clip(a.astype(int) + rng.integers(-9, 10, a.shape), 0, 255).astype(np.uint8)).save(

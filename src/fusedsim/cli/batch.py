@@ -282,6 +282,11 @@ def _run_batch(args, table, sink, engine, score_columns, stats) -> int:
         print(f"fusedsim batch: {scored} scored, {failed} failed, {skipped} already done; {sink.written} rows in "
               f"{elapsed:.1f} s ({rate:.2f} pairs/s); references prepared: {stats['prepared']}; backends: {used}; "
               f"output: {args.output}", file=sys.stderr)
+    if not args.quiet and args.engine == "ray" and "idle_s" in stats:  # where a Ray run's time went
+        print(f"fusedsim batch: Ray: {len(engine.actors)} actors on {', '.join(sorted(set(engine.devices)))}; "
+              f"decoding {stats['decode_s']:.1f} CPU-s; scoring threads idle {stats['idle_s']:.1f} s (waiting for "
+              f"decoded pairs); chunks retried {stats['retried']}, actors lost {stats['actors_lost']}",
+              file=sys.stderr)
     if stopped:
         print(f"fusedsim batch: stopped at the first failed pair (--fail-fast): {stopped}", file=sys.stderr)
     return 1 if failed else 0

@@ -24,6 +24,8 @@ Run: ``PYTHONPATH=src python benchmarks/bench_batch.py [--pairs 1000] [--size 10
 [--decode-only]
 [--dir /tmp/fusedsim-batch]``.
 Smoke run without a GPU: ``--device cpu --quick`` (numbers meaningless; JSON to a temporary folder).
+``--engine ray``: the scale-out comparison of ``bench_ray.py`` instead (local engine vs Ray on one and two GPUs
+and on two nodes, cold start to the first result), with that script's options.
 """
 
 from __future__ import annotations
@@ -186,7 +188,17 @@ def process_seconds(table: Path, out: Path, metric: str, device: str, workers: i
 
 
 def main() -> None:
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--engine", choices=("local", "ray"), default="local")
+    engine, rest = pre.parse_known_args()
+    if engine.engine == "ray":  # the scale-out comparison: local vs Ray on 1 and 2 GPUs, two nodes, cold start
+        from bench_ray import main as ray_main
+
+        ray_main(rest)
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--engine", choices=("local", "ray"), default="local",
+                        help="ray: benchmarks/bench_ray.py with the other options (local vs Ray, cold start)")
     parser.add_argument("--pairs", type=int, default=1000)
     parser.add_argument("--size", type=int, default=1024)
     parser.add_argument("--metric", default="ssim,ssimulacra2")

@@ -98,7 +98,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                              "start) or auto (processes from 4 workers on, else threads)")
     parser.add_argument("--prefetch", type=_positive, default=None,
                         help="pairs decoded ahead of scoring (default: 32, or eight per decoding worker when more, "
-                             "within an eighth of the memory)")
+                             "within an eighth of the memory; Ray engine: per actor, default from the free CPUs "
+                             "and the object store)")
     parser.add_argument("--engine", choices=("local", "ray"), default="local",
                         help="local: this process; ray: one actor per GPU (or CPU actors) of a Ray cluster")
     parser.add_argument("--address", default=None,
@@ -195,12 +196,10 @@ def _locked_run(args: argparse.Namespace, table: Any, sink: Any, metric_names: l
     # the engine first: a device, metric or cluster error stops the run before the output is touched
     stats: dict[str, Any] = {"prepared": 0}
     if args.engine == "ray":
-        from fusedsim.engine.batch_pairs import PREFETCH_MIN
         from fusedsim.engine.ray_batch import RayBatch
 
         engine: Any = RayBatch(metric_names, score_columns, device=args.device, memory=args.memory,
-                               address=args.address, workers=args.workers, prefetch=args.prefetch or PREFETCH_MIN,
-                               params=params)
+                               address=args.address, workers=args.workers, prefetch=args.prefetch, params=params)
     else:
         from fusedsim.engine import Scorer
 
@@ -283,6 +282,11 @@ def _run_batch(args, table, sink, engine, score_columns, stats) -> int:
         print(f"fusedsim batch: {scored} scored, {failed} failed, {skipped} already done; {sink.written} rows in "
               f"{elapsed:.1f} s ({rate:.2f} pairs/s); references prepared: {stats['prepared']}; backends: {used}; "
               f"output: {args.output}", file=sys.stderr)
+    if not args.quiet and args.engine == "ray" and "idle_s" in stats:  # where a Ray run's time went
+        print(f"fusedsim batch: Ray: {len(engine.actors)} actors on {', '.join(sorted(set(engine.devices)))}; "
+              f"decoding {stats['decode_s']:.1f} CPU-s; scoring threads idle {stats['idle_s']:.1f} s (waiting for "
+              f"decoded pairs); chunks retried {stats['retried']}, actors lost {stats['actors_lost']}",
+              file=sys.stderr)
     if stopped:
         print(f"fusedsim batch: stopped at the first failed pair (--fail-fast): {stopped}", file=sys.stderr)
     return 1 if failed else 0

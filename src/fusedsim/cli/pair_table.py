@@ -37,10 +37,15 @@ class PairTable:
     schema: Any = None
 
     def image_path(self, value: Any) -> str:
-        """A cell of the ref/dist column as an absolute path (relative ones are relative to the table's folder)."""
+        """A cell of the ref/dist column as an absolute path (relative ones are relative to the table's folder), or
+        the URI it holds (``s3://...``)."""
         text = "" if value is None else str(value).strip()
         if not text:
             return ""
+        from fusedsim.io.remote import is_uri
+
+        if is_uri(text):  # s3://, gs://, file://...: read where it is (fusedsim.io.remote)
+            return text
         # absolute: worker threads and Ray actors may run in another folder
         return os.path.abspath(os.path.join(self.path.parent, text))
 

@@ -1,15 +1,38 @@
 """``fusedsim batch --engine ray``: score pairs on every GPU (or on CPU actors) of a Ray cluster.
 
-One long-lived actor per GPU (``num_gpus=1``; Ray makes its GPU ``cuda:0`` inside the actor) holds a
-:class:`~fusedsim.engine.Scorer` with warm metrics and its prepared reference, and runs the same
-:mod:`fusedsim.engine.batch_pairs` code as the local path (decoding threads, reference reuse by pixel hash, the
-Scorer's OOM ladder, a failing pair as a row with its error). Without GPUs (or with ``device="cpu"``) it starts
-``workers`` CPU actors (default: the cluster's CPUs).
+Design (measured against the earlier one-call-per-chunk actors, which ran at an eighth of the local engine's
+pairs/s on one GPU):
 
-Work is sent in chunks of pairs sharing one reference, at most two chunks in flight per actor, and a free actor
-takes the next chunk of the reference it holds when there is one; results come back chunk by chunk and the driver
-writes them to the same incremental output as the local path. Image paths must be readable by every node (a
-shared file system). Ray is an optional extra: ``pip install 'fusedsim[ray]'``.
+* **Chunks** of ``chunk`` consecutive pairs in plan order (:func:`chunks`), whatever their references: a list
+  where every pair has its own reference no longer becomes one remote call per pair.
+* **Decoding in CPU tasks**: each chunk is decoded by a Ray task of one CPU (:func:`~fusedsim.engine.ray_wire.
+  decode_chunk`) placed on the node of the actor that will score it (soft affinity: another node when that one is
+  full), so every node's free cores decode for its own GPUs, and the pixels reach the actor through the node's
+  shared-memory object store without a copy. Decoding in threads inside the actor was capped by the GIL at a few
+  cores; the local engine decodes in up to 31 processes.
+* **One scoring thread per actor** over a stream of chunks (:class:`~fusedsim.engine.ray_actor.ScoringWorker`):
+  grouping and run-ahead carry across chunk boundaries, as in the local engine.
+* **In-flight depth**: per actor, enough chunks to keep its share of the cluster's free CPUs decoding plus two
+  queued at the actor, within a quarter of the object store (``prefetch`` pairs caps it).
+* A free actor takes the next chunk that starts with the reference its last chunk ended with, when there is one
+  among the next :data:`LOOKAHEAD` chunks (its prepared reference is reused).
+
+Without GPUs (or with ``device="cpu"``) it starts ``workers`` CPU actors (default: the cluster's CPUs); the CPUs
+left over decode, and when none are, each actor decodes its own chunks (in the thread of the call, while its
+scoring thread works on the previous chunk).
+
+**Faults**: when an actor dies (its process or its node), the chunks it held go back to the queue and are scored
+by the other actors; a chunk that fails :data:`ATTEMPTS` times gets the error in its rows. Only when every actor
+is gone does the run stop (``RuntimeError``), keeping every finished row for ``--resume``. Results come back to
+the driver chunk by chunk and are written by the same incremental output as the local path, so a killed driver
+loses no finished row either.
+
+With ``address`` (a running cluster) the driver ships its own fusedsim to the workers (:func:`job_runtime_env`);
+the nodes need its dependencies (torch, Triton, Pillow...). Image paths must be readable by every node (a shared
+file system, or object-store URIs: :mod:`fusedsim.io.images`). Ray is an optional extra:
+``pip install 'fusedsim[ray]'``. Ray Data was considered and not used: its actor pools cannot route a chunk to the
+actor that holds its reference, it moves images as Arrow tensor columns (a copy per stage), and it needs pandas,
+which this package does not otherwise use.
 
 A cluster address is probed first (:func:`check_address`: one TCP connection, a few seconds at most): Ray's own
 connection attempt retries for 20-odd seconds and ends in a traceback that does not name the address.
@@ -19,54 +42,49 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from fusedsim.engine.batch_pairs import PairOutcome, PairRunner, PairTask, decode_ahead, plan
+from fusedsim.engine.batch_pairs import GROUP, PairOutcome, PairTask, image_bytes_estimate, plan
 
-__all__ = ["ADDRESS_TIMEOUT_S", "RayBatch", "check_address", "chunk_by_reference"]
+__all__ = ["ADDRESS_TIMEOUT_S", "ATTEMPTS", "CHUNK", "FORWARDED_ENV", "RayBatch", "check_address", "chunks",
+           "forwarded_env", "in_flight_depth", "job_runtime_env"]
 
 ADDRESS_TIMEOUT_S = 5.0  # a cluster head that does not accept a connection in this time is reported unreachable
 _RAY_CLIENT_PORT = 10001  # the default port of ``ray://`` addresses
 _NOT_PROBED = ("", "auto", "local")  # Ray's own keywords: find a running instance, or start one
 
-_IN_FLIGHT = 2  # chunks queued per actor: the next one is ready when the current one ends
-_LOOKAHEAD = 64  # chunks searched for one of the reference an actor already holds
+#: pairs per chunk: one decoding task, one actor call; a group of the scorer's size, so a GPU actor's stacked
+#: calls are full, and at 1024² about a third of a second of one core's decoding
+CHUNK = GROUP
+LOOKAHEAD = 64  # chunks searched for one that continues the reference an actor holds
+ATTEMPTS = 3  # times a chunk is sent to an actor before its pairs get the error
+QUEUED_AT_ACTOR = 2  # decoded chunks waiting at an actor beyond the decoding ones: the scoring thread never waits
+MAX_DEPTH = 64  # chunks in flight per actor at most
+OBJECT_STORE_SHARE = 4  # decoded pairs in flight stay within 1/4 of the object store
 
 
-def chunk_by_reference(tasks: Sequence[PairTask], size: int) -> list[list[PairTask]]:
-    """``tasks`` in plan order cut into chunks of at most ``size`` pairs, each of one reference path."""
-    chunks: list[list[PairTask]] = []
-    for task in plan(tasks):
-        if chunks and chunks[-1][0].ref == task.ref and len(chunks[-1]) < size:
-            chunks[-1].append(task)
-        else:
-            chunks.append([task])
-    return chunks
+def chunks(tasks: Sequence[PairTask], size: int) -> list[list[PairTask]]:
+    """``tasks`` in plan order (equal references consecutive) cut into chunks of ``size`` pairs (the last shorter)."""
+    if size < 1:
+        raise ValueError(f"chunk must be >= 1; got {size}")
+    ordered = plan(tasks)
+    return [ordered[i:i + size] for i in range(0, len(ordered), size)]
 
 
-class _Worker:
-    """The actor's body (a plain class, so it can be tested without Ray)."""
-
-    def __init__(self, metrics: list[str], columns: list[str], device: str, memory: str, decode_threads: int,
-                 prefetch: int, params: dict[str, dict[str, Any]] | None = None) -> None:
-        from fusedsim.engine.scorer import Scorer
-
-        self.runner = PairRunner(Scorer(metrics, device=device, memory=memory, params=params), columns)
-        self.decode_threads = decode_threads
-        self.prefetch = prefetch
-
-    def ready(self) -> str:
-        return str(self.runner.scorer.device)
-
-    def score(self, chunk: list[PairTask]) -> tuple[list[PairOutcome], int]:
-        before = self.runner.prepared
-        # threads: decoding restarts with every chunk of a few dozen pairs, too short to repay starting worker
-        # processes, and the actors themselves already spread the work over the cluster's processes
-        pairs = decode_ahead(chunk, self.decode_threads, self.prefetch, mode="threads")
-        outcomes = list(self.runner.run_all(pairs))
-        return outcomes, self.runner.prepared - before
+def in_flight_depth(free_cpus: int, actors: int, chunk: int, pair_bytes: int | None = None,
+                    object_store_bytes: int | None = None, prefetch: int | None = None) -> int:
+    """Chunks in flight per actor: each actor's share of the ``free_cpus`` decoding plus :data:`QUEUED_AT_ACTOR`
+    decoded ones waiting, at most :data:`MAX_DEPTH`; at most ``prefetch`` pairs when given, and within
+    1/:data:`OBJECT_STORE_SHARE` of the object store at ``pair_bytes`` a pair; never fewer than two."""
+    depth = min(MAX_DEPTH, max(1, free_cpus // max(1, actors)) + QUEUED_AT_ACTOR)
+    if prefetch:
+        depth = min(depth, -(-prefetch // chunk))
+    if pair_bytes and object_store_bytes:
+        depth = min(depth, object_store_bytes // (OBJECT_STORE_SHARE * actors * chunk * pair_bytes))
+    return max(2, depth)
 
 
 def _host_port(address: str) -> tuple[str, int]:
@@ -112,6 +130,34 @@ def _import_ray() -> Any:
     return ray
 
 
+#: environment variables a driver passes on to its Ray workers (job runtime environment) when set: a shared
+#: Triton kernel cache (``fusedsim warmup`` fills it) and this package's own settings
+FORWARDED_ENV = ("TRITON_CACHE_DIR", "FUSEDSIM_CACHE_DIR", "FUSEDSIM_MAX_IMAGE_PIXELS", "FUSEDSIM_RAM_CAP_BYTES",
+                 "FUSEDSIM_VRAM_CAP_BYTES")
+
+
+def forwarded_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The :data:`FORWARDED_ENV` variables set in ``environ`` (default: this process's environment)."""
+    environ = os.environ if environ is None else environ
+    return {k: environ[k] for k in FORWARDED_ENV if environ.get(k)}
+
+
+def job_runtime_env(ship_code: bool, environ: dict[str, str] | None = None) -> dict[str, Any]:
+    """The Ray job's runtime environment: :func:`forwarded_env`, and with ``ship_code`` this package's own code
+    (``py_modules``: Ray uploads it once per version, ~3 MB, and every worker imports it first), so the nodes of
+    a cluster run the driver's fusedsim, whatever version they have installed (they need its dependencies)."""
+    runtime_env: dict[str, Any] = {}
+    env = forwarded_env(environ)
+    if env:
+        runtime_env["env_vars"] = env
+    if ship_code:
+        import fusedsim
+
+        runtime_env["py_modules"] = [os.path.dirname(os.path.abspath(fusedsim.__file__))]
+        runtime_env["excludes"] = ["__pycache__", "*.pyc"]
+    return runtime_env
+
+
 class RayBatch:
     """Actors on a Ray cluster, ready to score (construction fails early on a bad cluster, device or metric).
 
@@ -122,13 +168,18 @@ class RayBatch:
         memory: the Scorer's memory mode.
         address: the cluster (``ray.init(address=...)``); None starts a local instance unless Ray is running.
         workers: CPU actors when no GPU is used (default: the cluster's CPUs).
-        chunk: pairs per task.
+        prefetch: pairs in flight per actor at most (default: from the free CPUs and the object store:
+            :func:`in_flight_depth`).
+        chunk: pairs per task (:data:`CHUNK`).
         params: the Scorer's per-metric parameters.
     """
 
     def __init__(self, metrics: Sequence[str], columns: Sequence[str], *, device: str = "auto",
                  memory: str = "auto", address: str | None = None, workers: int | None = None,
-                 prefetch: int = 32, chunk: int = 32, params: dict[str, dict[str, Any]] | None = None) -> None:
+                 prefetch: int | None = None, chunk: int = CHUNK,
+                 params: dict[str, dict[str, Any]] | None = None) -> None:
+        if chunk < 1:
+            raise ValueError(f"chunk must be >= 1; got {chunk}")
         ray = self.ray = _import_ray()
         self._started = False
         if not ray.is_initialized():
@@ -136,16 +187,22 @@ class RayBatch:
             kwargs: dict[str, Any] = {"address": address} if address else {}
             if not address and workers:
                 kwargs["num_cpus"] = workers
+            runtime_env = job_runtime_env(ship_code=bool(address) and address.strip().lower() != "local")
+            if runtime_env:
+                kwargs["runtime_env"] = runtime_env
             ray.init(include_dashboard=False, logging_level="ERROR", **kwargs)
             self._started = True
+        self.chunk, self.prefetch = chunk, prefetch
         try:
-            self._start_actors(list(metrics), list(columns), device, memory, workers, prefetch, params)
+            self._start_actors(list(metrics), list(columns), device, memory, workers, params)
         except BaseException:
             self.shutdown()
             raise
-        self.chunk = chunk
 
-    def _start_actors(self, metrics, columns, device, memory, workers, prefetch, params) -> None:
+    def _start_actors(self, metrics, columns, device, memory, workers, params) -> None:
+        from fusedsim.engine.ray_actor import ScoringWorker
+        from fusedsim.engine.ray_wire import decode_chunk
+
         ray = self.ray
         resources = ray.cluster_resources()
         gpus = int(resources.get("GPU", 0))
@@ -155,68 +212,133 @@ class RayBatch:
                              "auto (CUDA_VISIBLE_DEVICES on the nodes chooses which GPUs Ray lends)")
         if device.startswith("cuda") and gpus == 0:
             raise ValueError(f"--device {device}: the Ray cluster has no GPU")
-        actor = ray.remote(_Worker)
         if gpus and device != "cpu":
-            # each actor sees only its GPU, as cuda:0
-            count, options, actor_device = gpus, {"num_gpus": 1, "num_cpus": 0}, "cuda"
-            threads = max(1, min(8, cpus // gpus))
+            # each actor sees only its GPU, as cuda:0; its scoring thread takes a CPU when there are enough
+            count, actor_cpus, actor_device = gpus, (1 if cpus > gpus else 0), "cuda"
+            self.free_cpus = cpus - count * actor_cpus
         else:
-            count, options, actor_device = min(workers or cpus, cpus), {"num_cpus": 1}, "cpu"
-            threads = 1
-        self.actors = [actor.options(**options).remote(metrics, columns, actor_device, memory, threads, prefetch,
-                                                       params)
+            count, actor_cpus, actor_device = min(workers or cpus, cpus), 1, "cpu"
+            self.free_cpus = cpus - count  # none by default: CPU actors then decode their own chunks
+        actor = ray.remote(ScoringWorker)
+        # score() calls wait in the actor's threads for their chunk's outcomes: one thread per chunk in flight
+        options = {"num_gpus": 1 if actor_device == "cuda" else 0, "num_cpus": actor_cpus,
+                   "max_concurrency": MAX_DEPTH + 2}
+        self.actors = [actor.options(**options).remote(metrics, columns, actor_device, memory, params)
                        for _ in range(count)]
+        self._decode = ray.remote(num_cpus=1)(decode_chunk) if self.free_cpus >= 1 else None
+        # the decoding workers import torch and the image reader while the actors build their scorers (not waited
+        # for: on a cluster shared with other jobs their CPUs may come later)
+        self._warm = [self._decode.remote([]) for _ in range(min(self.free_cpus, 64))] if self._decode else []
         try:
-            self.devices = ray.get([a.ready.remote() for a in self.actors])
+            infos = ray.get([a.ready.remote() for a in self.actors])
         except Exception as exc:  # an actor that cannot build its Scorer: the cause is the error's last line
             raise RuntimeError(f"Ray actors could not start: {_cause(exc)}") from None
+        self.devices = [info["device"] for info in infos]
+        self.nodes = [info["node"] for info in infos]
+        self.pids = [info["pid"] for info in infos]
+
+    def depth(self, tasks: Sequence[PairTask]) -> int:
+        """Chunks in flight per actor for ``tasks`` (:func:`in_flight_depth`; the first pair's file headers size a
+        pair)."""
+        image = image_bytes_estimate(tasks[0].ref) if tasks else None
+        store = int(self.ray.cluster_resources().get("object_store_memory", 0)) or None
+        return in_flight_depth(self.free_cpus, len(self.actors), self.chunk, 2 * image if image else None, store,
+                               self.prefetch)
 
     def outcomes(self, tasks: Sequence[PairTask], stats: dict[str, Any]) -> Iterator[PairOutcome]:
-        """Score ``tasks``; outcomes in the order chunks finish. ``stats['prepared']`` counts prepared refs."""
+        """Score ``tasks``; outcomes in the order chunks finish. ``stats`` gets ``prepared`` (references
+        prepared), ``decode_s`` (decoding seconds, all tasks), ``idle_s`` (actors' scoring threads waiting for
+        decoded pairs), ``retried`` (chunks sent again after an actor died) and ``actors_lost``."""
         ray = self.ray
-        queue = deque(chunk_by_reference(tasks, self.chunk))
-        held: dict[int, str] = {}  # actor -> reference path of its last chunk
-        running: dict[Any, tuple[int, list[PairTask]]] = {}
+        from ray.exceptions import RayActorError
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        queue: deque[tuple[list[PairTask], int]] = deque((c, 0) for c in chunks(tasks, self.chunk))
+        if not queue:
+            return
+        depth = self.depth(tasks)
+        for key in ("prepared", "decode_s", "idle_s", "retried", "actors_lost"):
+            stats.setdefault(key, 0)
+        live = list(range(len(self.actors)))
+        held: dict[int, str] = {}  # actor -> reference path its last chunk ended with
         load = [0] * len(self.actors)
+        running: dict[Any, tuple[int, list[PairTask], int]] = {}
 
         def submit(i: int) -> None:
-            if not queue:
-                return
             pick = 0
-            for j in range(min(len(queue), _LOOKAHEAD)):
-                if queue[j][0].ref == held.get(i):
+            for j in range(min(len(queue), LOOKAHEAD)):
+                if queue[j][0][0].ref == held.get(i):
                     pick = j
                     break
-            chunk = queue[pick]
+            chunk, attempts = queue[pick]
             del queue[pick]
-            held[i] = chunk[0].ref
-            running[self.actors[i].score.remote(chunk)] = (i, chunk)
+            held[i] = chunk[-1].ref
+            decoded = None
+            if self._decode is not None:
+                near = NodeAffinitySchedulingStrategy(self.nodes[i], soft=True) if self.nodes[i] else "DEFAULT"
+                decoded = self._decode.options(scheduling_strategy=near).remote(chunk)
+            running[self.actors[i].score.remote(chunk, decoded)] = (i, chunk, attempts)
             load[i] += 1
 
+        def fill() -> None:  # round robin, so every actor starts at once
+            for _ in range(depth):
+                for i in live:
+                    if queue and load[i] < depth:
+                        submit(i)
+
+        def give_up(chunk: list[PairTask], message: str) -> list[PairOutcome]:
+            return [PairOutcome(t.index, {}, "", message) for t in chunk]
+
         try:
-            for i in range(len(self.actors)):
-                for _ in range(_IN_FLIGHT):
-                    submit(i)
+            fill()
             while running:
                 ready, _ = ray.wait(list(running), num_returns=1)
-                i, chunk = running.pop(ready[0])
+                i, chunk, attempts = running.pop(ready[0])
                 load[i] -= 1
                 try:
-                    outcomes, prepared = ray.get(ready[0])
-                except Exception as exc:  # the actor died or its task failed: the chunk's pairs get the error
-                    message = f"Ray worker failed: {_cause(exc)}"
-                    outcomes, prepared = [PairOutcome(t.index, {}, "", message) for t in chunk], 0
-                stats["prepared"] = stats.get("prepared", 0) + prepared
-                submit(i)
-                yield from outcomes
+                    result = ray.get(ready[0])
+                except RayActorError as exc:  # the actor's process or node died: its chunks go to the others
+                    if i in live:
+                        live.remove(i)
+                        stats["actors_lost"] += 1
+                        print(f"fusedsim batch: the Ray actor on {self.devices[i]} (pid {self.pids[i]}) died "
+                              f"({_cause(exc)}); its pairs in flight are scored by the {len(live)} others",
+                              file=sys.stderr)
+                    if not live:
+                        left = sum(len(c) for c, _ in queue) + sum(len(c) for _, c, _ in running.values())
+                        raise RuntimeError(f"every Ray actor died (last: {_cause(exc)}); {left + len(chunk)} pairs "
+                                           "were not scored: rerun with --resume to score them") from None
+                    if attempts + 1 < ATTEMPTS:
+                        queue.appendleft((chunk, attempts + 1))
+                        stats["retried"] += 1
+                    else:
+                        yield from give_up(chunk, f"Ray worker failed {ATTEMPTS} times: {_cause(exc)}")
+                except Exception as exc:  # the chunk's task failed (decoding lost with its node, ...): again
+                    if attempts + 1 < ATTEMPTS:
+                        queue.appendleft((chunk, attempts + 1))
+                        stats["retried"] += 1
+                    else:
+                        yield from give_up(chunk, f"Ray worker failed {ATTEMPTS} times: {_cause(exc)}")
+                else:
+                    stats["prepared"] += result.prepared
+                    stats["decode_s"] += result.decode_s
+                    stats["idle_s"] += result.idle_s
+                    yield from result.outcomes
+                fill()
         finally:
             for ref in running:
-                ray.cancel(ref)
+                try:
+                    ray.cancel(ref)
+                except Exception:  # already finished, or its actor is gone
+                    pass
 
     def shutdown(self) -> None:
         """Release the actors, and stop Ray if this object started it."""
         for a in getattr(self, "actors", ()):
-            self.ray.kill(a)
+            try:
+                self.ray.kill(a)
+            except Exception:  # already dead
+                pass
         self.actors = []
         if self._started:
             self.ray.shutdown()

@@ -15,6 +15,8 @@ Reading rules (:func:`read_image`):
   an MPO's first image is its primary picture and is read), images over the pixel limit (Pillow's
   ``Image.MAX_IMAGE_PIXELS``, a decompression-bomb guard; ``FUSEDSIM_MAX_IMAGE_PIXELS=N`` raises it, 0 lifts it),
   and paths that are not regular files (directories, FIFOs, devices) or cannot be read (permission denied).
+* A path may be a URI (``s3://``, ``gs://``, ``hdfs://``, ``file://``): the bytes come through pyarrow's or
+  fsspec's file systems (:mod:`fusedsim.io.remote`).
 
 A pair (:func:`check_image_pair`) must have the same size, the same channels (both grey or both RGB) and the same
 bit depth; the data range of the comparison is the images' (255 or 65535).
@@ -22,15 +24,18 @@ bit depth; the data range of the comparison is the images' (255 or 65535).
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
+
+from fusedsim.io.remote import is_uri, read_bytes
 
 if TYPE_CHECKING:
     import torch
@@ -216,12 +221,20 @@ def _check_still_image(img: Image.Image, name: str, path: Path) -> None:
 
 
 def _read_samples(path: str | Path, name: str) -> tuple[np.ndarray, int, str]:
-    """The file's samples as ``(H, W, C)``, its bit depth and ``"grey"``/``"RGB"``."""
-    path = Path(path)
-    _check_regular_file(path, name)
+    """The file's samples as ``(H, W, C)``, its bit depth and ``"grey"``/``"RGB"``; ``path`` may be a URI
+    (``s3://...``: :mod:`fusedsim.io.remote`)."""
+    source: Any
+    if is_uri(path):
+        try:
+            source = io.BytesIO(read_bytes(str(path), name))
+        except FileNotFoundError:
+            raise FileNotFoundError(f"{name}: image file not found: {path}") from None
+    else:
+        path = source = Path(path)
+        _check_regular_file(path, name)
     limit = _pixel_limit()
     try:
-        with Image.open(path) as img:
+        with Image.open(source) as img:
             pixels = img.width * img.height
             if limit is not None and pixels > limit:
                 raise _too_large(path, name, pixels, limit)

@@ -1,0 +1,246 @@
+"""Scale-out of ``fusedsim batch`` (issue 36): the same work, in the same run, on the local engine, on Ray with one
+GPU, with two GPUs, and on a two-node Ray cluster started on this machine (one GPU per node); and the time from a
+fresh process to its first result with an empty Triton cache, after ``fusedsim warmup``, and with a warm cache.
+
+Every run is ``fusedsim batch`` as a fresh process, as a user runs it; pairs/s is the tool's own summary (from its
+first pair to its last: engine start-up excluded), and the process's wall time is kept too. Runs are interleaved
+round by round (``--rounds``): the GPU machines' hosts drift. The decode bound is decoding alone in worker
+processes with the batch's default workers (``bench_batch.decode_seconds``).
+
+* ``local``: the local engine, ``CUDA_VISIBLE_DEVICES`` = the first GPU.
+* ``ray1`` / ``ray2``: ``--engine ray``, the driver starts Ray with the first GPU / the first two.
+* ``nodes2``: ``ray start --head`` with GPU 0 and half the CPUs, a second ``ray start --address`` with GPU 1 and
+  the other half (separate raylets and object stores, as two machines), then ``--engine ray --address`` (the
+  driver ships its fusedsim to the nodes). Compare with ``ray2``: the same GPUs and CPUs on one node.
+* ``cold``: local engine, empty ``TRITON_CACHE_DIR``: seconds to the first row of the output; ``warmup``: an
+  empty cache filled by ``fusedsim warmup`` (its seconds), then the batch's first row; ``warm``: the same cache
+  again.
+
+Without a GPU (``--device cpu``, a smoke run: numbers meaningless) ``ray1``/``ray2`` are one and two CPU actors
+and ``nodes2`` two one-CPU nodes.
+
+Run: ``PYTHONPATH=src python benchmarks/bench_ray.py [--pairs 1200] [--size 1024] [--layout 1]
+[--metric butteraugli,ssimulacra2,dssim,cvvdp,iw-ssim] [--runs local,ray1,ray2,nodes2,cold,warmup,warm]
+[--rounds 1] [--dir /tmp/fusedsim-batch]``; also ``benchmarks/bench_batch.py --engine ray`` (same options).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _harness import metadata, smoke_dir, write_json  # noqa: E402
+from bench_batch import decode_seconds, write_images, write_table  # noqa: E402
+
+PERCEPTUAL = "butteraugli,ssimulacra2,dssim,cvvdp,iw-ssim"
+RUNS = ("local", "ray1", "ray2", "nodes2", "cold", "warmup", "warm")
+_RATE = re.compile(r"\(([0-9.]+) pairs/s\)")
+
+
+def _python() -> list[str]:
+    return [sys.executable]
+
+
+def _ray_cli() -> list[str]:
+    # the ray script may be absent (Ray unpacked onto PYTHONPATH): its module runs the same CLI
+    return [sys.executable, "-m", "ray.scripts.scripts"]
+
+
+def batch(table: Path, out: Path, metric: str, env: dict[str, str], extra: list[str],
+          first_row: bool = False) -> dict:
+    """One ``fusedsim batch`` process: wall seconds, the summary's pairs/s, and (``first_row``) the seconds from
+    the process start to the output's first data row."""
+    cmd = [*_python(), "-m", "fusedsim", "batch", str(table), "-o", str(out), "--metric", metric, "--overwrite",
+           *extra]
+    out.unlink(missing_ok=True)  # the first row polled must be this run's
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    first = None
+    if first_row:
+        while proc.poll() is None and first is None:
+            try:
+                if out.read_text().count("\n") >= 2:  # the header and one row
+                    first = time.perf_counter() - start
+            except OSError:
+                pass
+            time.sleep(0.02)
+    _, err = proc.communicate()
+    wall = time.perf_counter() - start
+    if proc.returncode not in (0, 1):
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {err[-2000:]}")
+    rates = _RATE.findall(err)
+    return {"wall_s": wall, "pairs_s": float(rates[-1]) if rates else None,
+            "first_row_s": first if first is not None else (wall if first_row else None)}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+_STARTED = "block forever"  # what `ray start --block` prints once its node has joined
+
+
+def _ray_start(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
+    """One node: ``ray start --block`` in its own session (stopping that process stops the node; ``ray stop``
+    would stop every Ray instance of the machine)."""
+    with open(log, "w") as out:
+        node = subprocess.Popen([*_ray_cli(), "start", "--block", *args, "--disable-usage-stats"], env=env,
+                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    end = time.monotonic() + 180
+    while _STARTED not in log.read_text():
+        if node.poll() is not None or time.monotonic() > end:
+            stop_node(node)
+            raise RuntimeError(f"ray start {' '.join(args)} failed: {log.read_text()[-2000:]}")
+        time.sleep(0.2)
+    return node
+
+
+def stop_node(node: subprocess.Popen) -> None:
+    node.send_signal(signal.SIGTERM)
+    try:
+        node.wait(20)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(node.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    node.wait()
+
+
+def start_two_nodes(env: dict[str, str], gpu: bool, cpus: int, logs: Path) -> tuple[str, list[subprocess.Popen]]:
+    """A head node and a second node on this machine (GPU 0 and GPU 1 when ``gpu``, ``cpus`` CPUs each), each with
+    its own raylet and object store; returns the head's address and the nodes (:func:`stop_node`)."""
+    port = _free_port()
+    temp = tempfile.mkdtemp(prefix="fsr-", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
+    gpus = ["--num-gpus", "1" if gpu else "0"]
+    head = _ray_start(["--head", "--port", str(port), "--num-cpus", str(cpus), "--include-dashboard=false",
+                       "--temp-dir", temp, *gpus], dict(env, CUDA_VISIBLE_DEVICES="0") if gpu else env,
+                      logs / "head.log")
+    address = f"127.0.0.1:{port}"
+    try:
+        other = _ray_start(["--address", address, "--num-cpus", str(cpus), *gpus],
+                           dict(env, CUDA_VISIBLE_DEVICES="1") if gpu else env, logs / "other.log")
+    except BaseException:
+        stop_node(head)
+        raise
+    return address, [head, other]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pairs", type=int, default=1200)
+    parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--layout", type=int, default=1, help="distorted images per reference (1)")
+    parser.add_argument("--metric", default=PERCEPTUAL)
+    parser.add_argument("--runs", default=",".join(RUNS))
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "fusedsim-batch"))
+    parser.add_argument("--quick", action="store_true", help="24 pairs at 256² (smoke run)")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.pairs, args.size = 24, 256
+    runs = [r.strip() for r in args.runs.split(",") if r.strip()]
+    unknown = sorted(set(runs) - set(RUNS))
+    if unknown:
+        parser.error(f"--runs: unknown {', '.join(unknown)}; choose from {', '.join(RUNS)}")
+    import torch
+
+    gpu = args.device != "cpu"
+    gpus = torch.cuda.device_count() if gpu else 0
+    if gpu and gpus < 1:
+        parser.error("no CUDA GPU: use --device cpu for a smoke run")
+    cpus = os.cpu_count() or 2
+    folder = Path(args.dir) / f"{args.size}"
+    write_images(folder, args.pairs, args.size, cpus)
+    table = write_table(folder, args.pairs, args.layout)
+    out = folder / "ray-bench.csv"
+    # Ray 2.60 turns token authentication on for a new head: nodes and drivers must agree
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | {"RAY_AUTH_MODE": "token"}
+    device = [] if gpu else ["--device", "cpu"]
+    rows: list[dict] = []
+
+    def record(name: str, result: dict, **extra) -> None:
+        row = {"run": name, "metric": args.metric, "pairs": args.pairs, "size": args.size, "layout": args.layout,
+               **result, **extra}
+        rows.append(row)
+        rate = f"{row['pairs_s']:8.1f} pairs/s" if row.get("pairs_s") else " " * 15
+        first = f"  first row {row['first_row_s']:6.1f} s" if row.get("first_row_s") else ""
+        print(f"{name:<8} {rate}  process {row['wall_s']:7.1f} s{first}", flush=True)
+
+    dec, _ = decode_seconds(table, max(1, min(cpus, 32) - 1), "processes")
+    rows.append({"run": "decode-bound", "pairs": args.pairs, "size": args.size, "layout": args.layout,
+                 "pairs_s": args.pairs / dec})
+    print(f"decode bound (processes, {max(1, min(cpus, 32) - 1)} workers): {args.pairs / dec:.1f} pairs/s", flush=True)
+    if gpu:  # the kernels compiled once, so the scale-out rows compare warm runs
+        subprocess.run([*_python(), "-m", "fusedsim", "warmup", "--metric", args.metric, "--size", str(args.size)],
+                       env=env, check=True)
+    for _ in range(args.rounds):
+        if "local" in runs:
+            record("local", batch(table, out, args.metric, dict(env, CUDA_VISIBLE_DEVICES="0"), device))
+        for name, count in (("ray1", 1), ("ray2", 2)):
+            if name not in runs or (gpu and gpus < count):
+                continue
+            visible = dict(env, CUDA_VISIBLE_DEVICES=",".join(map(str, range(count))))
+            extra = ["--engine", "ray", *device] + ([] if gpu else ["--workers", str(count)])
+            record(name, batch(table, out, args.metric, visible, extra))
+        if "nodes2" in runs and (not gpu or gpus >= 2):
+            address, nodes = start_two_nodes(env, gpu, max(1, cpus // 2), folder)
+            try:
+                extra = ["--engine", "ray", "--address", address, *device] + ([] if gpu else ["--workers", "2"])
+                record("nodes2", batch(table, out, args.metric, env, extra))
+            finally:
+                for node in reversed(nodes):
+                    stop_node(node)
+    cache = Path(tempfile.mkdtemp(prefix="triton-cold-"))
+    cold_env = dict(env, TRITON_CACHE_DIR=str(cache), CUDA_VISIBLE_DEVICES="0")
+    try:
+        if "cold" in runs:
+            record("cold", batch(table, out, args.metric, cold_env, device, first_row=True))
+        if "warmup" in runs:
+            shutil.rmtree(cache)
+            cache.mkdir()
+            start = time.perf_counter()
+            subprocess.run([*_python(), "-m", "fusedsim", "warmup", "--metric", args.metric, "--size",
+                            str(args.size), *device], env=cold_env, check=True)
+            warm_s = time.perf_counter() - start
+            record("warmup", batch(table, out, args.metric, cold_env, device, first_row=True), warmup_s=warm_s)
+            print(f"         fusedsim warmup took {warm_s:.1f} s", flush=True)
+        if "warm" in runs:
+            record("warm", batch(table, out, args.metric, cold_env, device, first_row=True))
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    summary = {}
+    for name in ("local", "ray1", "ray2", "nodes2"):
+        rates = [r["pairs_s"] for r in rows if r["run"] == name and r.get("pairs_s")]
+        if rates:
+            summary[name] = statistics.median(rates)
+    if "local" in summary:
+        for name in ("ray1", "ray2", "nodes2"):
+            if name in summary:
+                print(f"{name} / local: {summary[name] / summary['local']:.2f}")
+    if "ray1" in summary and "ray2" in summary:
+        print(f"ray2 / ray1: {summary['ray2'] / summary['ray1']:.2f}")
+    if "ray2" in summary and "nodes2" in summary:
+        print(f"nodes2 / ray2: {summary['nodes2'] / summary['ray2']:.2f}")
+    path = write_json("ray", {"meta": metadata(args.device), "rows": rows, "median_pairs_s": summary},
+                      os.environ.get("OUT"), smoke_dir() if not gpu else Path(__file__).resolve().parent / "results")
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -16,6 +16,7 @@ variants); anything else (greyscale, RGB-coded streams, packed formats) is refus
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -27,12 +28,13 @@ import numpy as np
 from fusedsim.io.video import FrameBatch, VideoFormat
 from fusedsim.io.yuv_rgb import Colour
 
-__all__ = ["COMPRESSED_SUFFIXES", "ClipInfo", "CompressedReader", "DecodedFrame", "import_av", "is_compressed",
+__all__ = ["COMPRESSED_SUFFIXES", "ClipInfo", "CompressedReader", "DecodedFrame", "has_compressed_magic", "import_av", "is_compressed",
            "open_compressed"]
 
 #: file name endings read as compressed video whatever their first bytes are
 COMPRESSED_SUFFIXES = (".mp4", ".m4v", ".mov", ".mkv", ".webm", ".ivf", ".avi", ".ts", ".m2ts", ".mts", ".mpg",
-                       ".mpeg", ".flv", ".h264", ".264", ".avc", ".h265", ".265", ".hevc", ".obu", ".av1", ".nut")
+                       ".mpeg", ".flv", ".wmv", ".3gp", ".ogv", ".h264", ".264", ".avc", ".h265", ".265", ".hevc",
+                       ".obu", ".av1", ".nut")
 _MAGICS = ((4, b"ftyp"), (0, b"\x1a\x45\xdf\xa3"), (0, b"DKIF"), (0, b"RIFF"), (0, b"FLV"), (0, b"nut/"))
 
 # FFmpeg's AVColorSpace / AVColorRange / AVChromaLocation numbers
@@ -53,18 +55,26 @@ def import_av() -> Any:
 
 
 def is_compressed(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is read as compressed video: a known container or stream suffix, or the first bytes of
-    MP4/MOV, Matroska/WebM, IVF, AVI, FLV or NUT. Y4M (``YUV4MPEG2``) and raw YUV are not; ``-`` is not."""
+    """Whether ``path`` is read as compressed video: a known container or stream suffix, or (regular files only:
+    a pipe is never read here) the first bytes of MP4/MOV, Matroska/WebM, IVF, AVI, FLV or NUT. Y4M
+    (``YUV4MPEG2``) and raw YUV are not; ``-`` is not."""
     if str(path) == "-":
         return False
     p = Path(path)
     if p.suffix.lower() in COMPRESSED_SUFFIXES:
         return True
     try:
+        if not stat.S_ISREG(os.stat(p).st_mode):
+            return False
         with open(p, "rb") as f:
             head = f.read(12)
     except OSError:
         return False
+    return has_compressed_magic(head)
+
+
+def has_compressed_magic(head: bytes) -> bool:
+    """Whether the first bytes ``head`` spell a container signature (MP4/MOV, Matroska/WebM, IVF, AVI, FLV, NUT)."""
     return any(head[at:at + len(magic)] == magic for at, magic in _MAGICS)
 
 

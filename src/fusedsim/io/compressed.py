@@ -209,11 +209,29 @@ def _probe(av: Any, path: Path) -> ClipInfo:
         except av.error.FFmpegError as exc:
             raise ValueError(f"{path}: the stream is corrupt after {len(times)} packets ({exc})") from None
         if not times:
-            raise ValueError(f"{path}: its video stream holds no frames")
+            raise ValueError(f"{path}: its video stream holds no frames (an empty, truncated or corrupt file)")
         times.sort()
+        _check_complete(container, stream, times, fps, path)
         return ClipInfo(path=path, fmt=fmt, pix_fmt=stream.format.name, codec=cc.codec.name, container=container.format.name, fps=fps,
                         frame_count=len(times), timestamps=tuple(times), colour=colour, colour_tagged=tagged,
                         notes=_timing_notes(times, fps))
+
+
+def _check_complete(container: Any, stream: Any, times: list[float], fps: Fraction | None, path: Path) -> None:
+    """A file cut short keeps its header's duration: frames ending more than 1.5 frame durations before it mean
+    packets are missing at the end (the container's duration is used only when the file has no other stream)."""
+    if stream.duration and stream.time_base:
+        declared = float(stream.duration * stream.time_base)
+    elif container.duration and len(container.streams) == 1:
+        declared = container.duration / 1e6
+    else:
+        return
+    frame = float(1 / fps) if fps else 0.0
+    start = float(stream.start_time * stream.time_base) if stream.start_time is not None and stream.time_base else 0.0
+    end = times[-1] - start + frame
+    if frame and declared - end > 1.5 * frame:
+        raise ValueError(f"{path}: truncated: its header says {declared:.3f} s (about {round(declared / frame)} "
+                         f"frames) but its video packets end after {len(times)} frames ({end:.3f} s)")
 
 
 class CompressedReader:

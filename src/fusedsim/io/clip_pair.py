@@ -420,8 +420,8 @@ def _check_compatible(ref: _Source, dist: _Source, sizes: tuple[tuple[int, int],
     (rw, rh), (dw, dh) = sizes
     if (rw, rh) != (dw, dh) and scale is None:
         raise ValueError(f"reference {ref.reader.path} is {rw}x{rh} but distorted {dist.reader.path} is {dw}x{dh} "
-                         f"(after cropping); pass scale= one of {', '.join(SCALERS)} to resize the distorted clip "
-                         "to the reference's size")
+                         f"(after cropping); pass scale= (fusedsim video --scale) {' or '.join(SCALERS)} to resize "
+                         "the distorted clip to the reference's size")
     if (rw, rh) != (dw, dh) and ref.fmt.chroma != dist.fmt.chroma:
         raise ValueError(f"scale: the clips' chroma layouts differ ({ref.fmt.pix_fmt}, {dist.fmt.pix_fmt}); only "
                          "clips of one layout are resized")
@@ -429,4 +429,4 @@ def _check_compatible(ref: _Source, dist: _Source, sizes: tuple[tuple[int, int],
     if rf and df and Fraction(rf) != Fraction(df) and not ignore_fps:
         raise ValueError(f"reference {ref.reader.path} runs at {float(rf):g} frames/s but distorted "
                          f"{dist.reader.path} at {float(df):g}; frames would not correspond in time (pass "
-                         "ignore_fps=True to compare them by index anyway)")
+                         "ignore_fps=True, fusedsim video --ignore-fps, to compare them by index anyway)")

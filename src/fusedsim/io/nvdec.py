@@ -54,7 +54,7 @@ def _rows(plane: Any, height: int, row_bytes: int) -> torch.Tensor:
         t = t.flatten(1)
     if t.dtype != torch.uint8:
         t = t.view(torch.uint8)  # rows are contiguous in memory: a byte view of each row
-    return t[:, :row_bytes].contiguous()
+    return t[:, :row_bytes].clone(memory_format=torch.contiguous_format)  # a copy: the decoder reuses its surfaces
 
 
 def _samples(rows: torch.Tensor, bytes_per_sample: int, shift: int) -> torch.Tensor:

@@ -80,5 +80,7 @@ def test_metric_names_are_checked(clips):
     _, ref, dist = clips
     with pytest.raises(ValueError, match="vmaf:ssim is a video metric"):
         score_video(ref, dist, ["vmaf:ssim"], device="cpu")
+    with pytest.raises(ValueError, match="vmaf: VMAF's motion .* needs consecutive frames"):
+        score_video(ref, dist, ["vmaf"], device="cpu", every=2)
     with pytest.raises(ValueError, match="rgb must be one of"):
         score_video(ref, dist, ["psnr"], device="cpu", rgb="yuv")

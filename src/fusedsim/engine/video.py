@@ -182,6 +182,10 @@ def score_pair(pair: ClipPair, metrics: Sequence[str] | str = ("ssimulacra2",), 
     if vmaf_names and pair.ref.fmt.bit_depth != pair.dist.fmt.bit_depth:
         raise ValueError(f"vmaf: the clips' bit depths differ ({pair.ref.fmt.bit_depth} and "
                          f"{pair.dist.fmt.bit_depth}); VMAF compares luma codes of one bit depth")
+    refs = pair.plan.ref_indices
+    if vmaf_names and any(b - a != 1 for a, b in zip(refs, refs[1:])):
+        raise ValueError("vmaf: VMAF's motion feature compares each reference frame with the one before it, so it "
+                         "needs consecutive frames; every > 1 (--every) leaves gaps: score VMAF with every=1")
     images = _ImageColumns(image_metrics, pair.device, params, memory) if image_metrics else None
     stream = _vmaf_stream(vmaf_names, pair.ref.fmt.bit_depth) if vmaf_names else None
     vmaf_parts: dict[str, list[np.ndarray]] = {}

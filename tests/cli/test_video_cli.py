@@ -92,3 +92,15 @@ def test_vmaf_reads_compressed_clips_like_their_y4m(clips, capsys):
     assert main(["vmaf", str(clips["ref"]), str(clips["dist"]), "--device", "cpu", "-q", "--csv", str(a)]) == 0
     assert main(["vmaf", str(clips["ref_y4m"]), str(dist_y4m), "--device", "cpu", "-q", "--csv", str(b)]) == 0
     assert a.read_text() == b.read_text()
+
+
+def test_ffvship_layout_of_butteraugli():
+    import numpy as np
+
+    from fusedsim.cli.video_output import format_ffvship
+    from fusedsim.engine.video import VideoScores
+
+    columns = {"butteraugli.max_norm": np.array([2.5, 3.0]), "butteraugli.pnorm3": np.array([1.25, 1.5])}
+    scores = VideoScores([0, 1], [0, 1], columns, {c: False for c in columns}, {})
+    # FFVship writes [Q-norm, 3-norm, INF-norm] per frame; fusedsim the 3-norm and the max (INF) norm, in that order
+    assert json.loads(format_ffvship(scores)) == [[1.25, 2.5], [1.5, 3.0]]

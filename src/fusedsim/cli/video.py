@@ -154,8 +154,11 @@ def run(args: argparse.Namespace) -> int:
     if any(o.kind == "ffvship" for o in outputs):
         from fusedsim.metrics.registry import get_metric
 
-        ffvship_columns([f"{m}.{f}" if len(get_metric(m).outputs) > 1 else m for m in image_metrics]
-                        + [m for m in metrics if m not in image_metrics])
+        columns = []
+        for m in image_metrics:
+            outputs = get_metric(m).outputs
+            columns += [f"{m}.{o}" for o in outputs] if len(outputs) > 1 else [m]
+        ffvship_columns(columns + [m for m in metrics if m not in image_metrics])
     params = chosen_params(args.param, image_metrics)
 
     from fusedsim.engine.video import score_pair

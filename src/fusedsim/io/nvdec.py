@@ -23,7 +23,8 @@ __all__ = ["NvdecFrame", "nvdec_available", "nvdec_frames"]
 
 
 def nvdec_available() -> bool:
-    """Whether NVDEC can be used here: a CUDA GPU, PyAV, and FFmpeg's CUDA hwaccel in it."""
+    """Whether NVDEC can be used here: a CUDA GPU, PyAV with frames kept on the device (``sw_format``, PyAV 16+)
+    and FFmpeg's CUDA hwaccel in it."""
     if not torch.cuda.is_available():
         return False
     try:
@@ -31,7 +32,7 @@ def nvdec_available() -> bool:
         from av.codec.hwaccel import hwdevices_available
     except ImportError:
         return False
-    return "cuda" in hwdevices_available()
+    return hasattr(av.VideoFrame, "sw_format") and "cuda" in hwdevices_available()
 
 
 class NvdecFrame:

@@ -69,6 +69,16 @@ def test_timestamp_gaps_are_reported(tmp_path):
     assert any("about 2 frame(s) missing" in n and "after frame 2" in n for n in notes), notes
 
 
+def test_variable_frame_rate_is_reported(tmp_path):
+    planes = photo_planes(6, "yuv420p")
+    # time base 1/100 s: durations 40, 40, 20, 40, 40 ms (the stream's declared rate is its time base's, 100)
+    clip = encode_planes(tmp_path / "vfr.mkv", "ffv1", "yuv420p", planes, rate=100, pts=[0, 4, 8, 10, 14, 18])
+    info = open_compressed(clip).info
+    assert info.fps == 25 and info.variable_frame_rate
+    assert info.notes == ("variable frame rate: frame durations from 20.00 to 40.00 ms (frames are compared by "
+                          "index, not by time)",)
+
+
 def test_detection_by_suffix_and_signature(tmp_path):
     assert is_compressed(tmp_path / "x.webm") and is_compressed(tmp_path / "x.MP4")
     raw = tmp_path / "x.yuv"

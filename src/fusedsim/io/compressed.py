@@ -81,7 +81,7 @@ def has_compressed_magic(head: bytes) -> bool:
 @dataclass(frozen=True)
 class ClipInfo:
     """What probing a clip found: ``fmt`` (size and sample layout), ``codec``, ``container``, ``fps`` (the stream's
-    average frame rate, None when unknown), ``frame_count`` (packets of the video stream), ``timestamps`` (each
+    average frame rate when its timestamps agree, else their median rate; None when unknown), ``frame_count`` (packets of the video stream), ``timestamps`` (each
     frame's presentation time in seconds, in presentation order), ``colour`` (how its samples map to RGB, from its
     tags or FFmpeg's defaults), ``colour_tagged`` (which of matrix/range/siting were tagged) and ``notes`` (a
     variable frame rate, timestamp gaps: what a comparison should report)."""
@@ -157,25 +157,39 @@ def _colour(cc: Any, full_by_format: bool, path: Path) -> tuple[Colour, tuple[st
     return Colour(matrix=matrix, range=rng, siting=siting), tuple(tagged)
 
 
-def _timing_notes(times: list[float], fps: Fraction | None) -> tuple[str, ...]:
-    """A variable frame rate (frame durations that differ by more than a tenth) and gaps (a step of more than
-    1.5 nominal durations: frames missing from the stream), in words."""
-    if len(times) < 3:
-        return ()
+def _frame_rate(times: list[float], declared: Fraction | None) -> Fraction | None:
+    """The clip's frame rate: the stream's declared average when its timestamps agree with it (within 1%), else
+    the rate of its median frame duration (some containers declare their time base's rate instead)."""
+    finite = np.asarray([t for t in times if np.isfinite(t)], dtype=np.float64)
+    if finite.size < 2:
+        return declared
+    step = float(np.median(np.diff(finite)))
+    if step <= 0:
+        return declared
+    if declared and abs(float(declared) * step - 1.0) < 0.01:
+        return declared
+    return Fraction(1.0 / step).limit_denominator(1001)
+
+
+def _timing_notes(times: list[float]) -> tuple[str, ...]:
+    """A variable frame rate (frame durations that differ by more than a tenth of the median) and gaps (a step of
+    more than 1.5 median durations: frames missing from the stream), in words."""
     steps = np.diff(np.asarray(times, dtype=np.float64))
-    nominal = float(1 / fps) if fps else float(np.median(steps))
+    if steps.size < 2 or not np.all(np.isfinite(steps)):
+        return ()
+    nominal = float(np.median(steps))
+    if nominal <= 0:
+        return ()
     notes = []
-    if nominal > 0:
-        gaps = np.nonzero(steps > 1.5 * nominal)[0]
-        if gaps.size:
-            missing = int(np.sum(np.round(steps[gaps] / nominal) - 1))
-            where = ", ".join(f"after frame {int(i)} ({times[i]:.3f} s)" for i in gaps[:5])
-            notes.append(f"timestamp gaps: about {missing} frame(s) missing, {where}"
-                         f"{' ...' if gaps.size > 5 else ''}")
-        regular = steps[steps <= 1.5 * nominal]
-        if regular.size and (regular.max() - regular.min()) > 0.1 * nominal:
-            notes.append(f"variable frame rate: frame durations from {regular.min() * 1e3:.2f} to "
-                         f"{regular.max() * 1e3:.2f} ms (frames are compared by index, not by time)")
+    gaps = np.nonzero(steps > 1.5 * nominal)[0]
+    if gaps.size:
+        missing = int(np.sum(np.round(steps[gaps] / nominal) - 1))
+        where = ", ".join(f"after frame {int(i)} ({times[i]:.3f} s)" for i in gaps[:5])
+        notes.append(f"timestamp gaps: about {missing} frame(s) missing, {where}{' ...' if gaps.size > 5 else ''}")
+    regular = steps[steps <= 1.5 * nominal]
+    if regular.size and (regular.max() - regular.min()) > 0.1 * nominal:
+        notes.append(f"variable frame rate: frame durations from {regular.min() * 1e3:.2f} to "
+                     f"{regular.max() * 1e3:.2f} ms (frames are compared by index, not by time)")
     return tuple(notes)
 
 
@@ -211,10 +225,11 @@ def _probe(av: Any, path: Path) -> ClipInfo:
         if not times:
             raise ValueError(f"{path}: its video stream holds no frames (an empty, truncated or corrupt file)")
         times.sort()
+        fps = _frame_rate(times, fps)
         _check_complete(container, stream, times, fps, path)
         return ClipInfo(path=path, fmt=fmt, pix_fmt=stream.format.name, codec=cc.codec.name, container=container.format.name, fps=fps,
                         frame_count=len(times), timestamps=tuple(times), colour=colour, colour_tagged=tagged,
-                        notes=_timing_notes(times, fps))
+                        notes=_timing_notes(times))
 
 
 def _check_complete(container: Any, stream: Any, times: list[float], fps: Fraction | None, path: Path) -> None:

@@ -158,7 +158,9 @@ class _Source:
             self.reader = open_compressed(path, threads=threads)
             info = self.reader.info
             self.kind, self.colour, notes = "compressed", colour or info.colour, info.notes
-            self.decoder = _pick_decoder(decoder, device, path)
+            self.decoder, refusal = _pick_decoder(decoder, device, self.reader)
+            if refusal:  # auto chose the CPU: said, not hidden
+                notes = (*notes, f"decoded on the CPU: NVDEC cannot decode it ({refusal})")
         else:
             if decoder == "nvdec":
                 raise ValueError(f"decoder='nvdec': {path} is Y4M or raw YUV, which has nothing to decode")
@@ -195,19 +197,23 @@ class _Source:
         self.reader.close()
 
 
-def _pick_decoder(decoder: str, device: torch.device, path: Any) -> str:
-    if decoder == "cpu":
-        return "cpu"
-    from fusedsim.io.nvdec import nvdec_available
+def _pick_decoder(decoder: str, device: torch.device, reader: CompressedReader) -> tuple[str, str | None]:
+    """(``cpu`` or ``nvdec``, why ``auto`` could not take NVDEC on a CUDA device or None)."""
+    if decoder == "cpu" or (decoder == "auto" and device.type != "cuda"):
+        return "cpu", None
+    from fusedsim.io.nvdec import nvdec_available, nvdec_refusal
 
     if decoder == "nvdec":
         if device.type != "cuda":
             raise ValueError(f"decoder='nvdec' decodes into GPU memory; device is {device}")
         if not nvdec_available():
-            raise ValueError("decoder='nvdec' needs a CUDA GPU and PyAV with FFmpeg's CUDA hwaccel "
+            raise ValueError("decoder='nvdec' needs a CUDA GPU and PyAV (16+) with FFmpeg's CUDA hwaccel "
                              "(av.codec.hwaccel.hwdevices_available() lists 'cuda')")
-        return "nvdec"
-    return "nvdec" if device.type == "cuda" and nvdec_available() else "cpu"
+        return "nvdec", None
+    if not nvdec_available():
+        return "cpu", None
+    refusal = nvdec_refusal(reader, device)
+    return ("cpu", refusal) if refusal else ("nvdec", None)
 
 
 def _selected(source: _Source, indices: list[int], planes: Sequence[str], crop: Crop) -> Iterator[tuple]:

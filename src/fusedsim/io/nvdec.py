@@ -19,7 +19,7 @@ import torch
 
 from fusedsim.io.compressed import CompressedReader, import_av
 
-__all__ = ["NvdecFrame", "nvdec_available", "nvdec_frames"]
+__all__ = ["NvdecFrame", "nvdec_available", "nvdec_frames", "nvdec_refusal"]
 
 
 def nvdec_available() -> bool:
@@ -33,6 +33,19 @@ def nvdec_available() -> bool:
     except ImportError:
         return False
     return hasattr(av.VideoFrame, "sw_format") and "cuda" in hwdevices_available()
+
+
+def nvdec_refusal(reader: CompressedReader, device: torch.device | str = "cuda") -> str | None:
+    """Why NVDEC cannot decode ``reader``'s clip on ``device`` (its first frame is decoded to find out: the GPU's
+    decoder supports some codecs, bit depths and chroma layouts only), or None when it can."""
+    if not nvdec_available():
+        return "no CUDA GPU, or PyAV without FFmpeg's CUDA hwaccel"
+    try:
+        for _ in nvdec_frames(reader, ("y",), device=device, limit=1):
+            pass
+    except (ValueError, RuntimeError, OSError) as exc:
+        return str(exc)
+    return None
 
 
 class NvdecFrame:

@@ -19,7 +19,7 @@ Goals (issue 35, H100-class GPU): SSIMULACRA2 >= 1,000 frames/s or the decode bo
 this script: PyAV's FFmpeg has no libvmaf filter.
 
 Run: ``PYTHONPATH=src python benchmarks/bench_video.py [--frames 1200] [--dir /tmp/videobench]
-[--metrics ssimulacra2,butteraugli,vmaf] [--decoders cpu,nvdec] [--batch-frames 8]``; ``--quick`` is a small CPU
+[--metrics ssimulacra2,butteraugli,vmaf] [--decoders cpu,nvdec] [--batch-frames 8] [--codecs h264,av1]``; ``--quick`` is a small CPU
 smoke run (48 frames at 640x360). JSON goes to ``benchmarks/results/`` (and ``$OUT``).
 """
 
@@ -77,7 +77,8 @@ def encode(path: Path, codec: str, options: dict, image: Path | None, frames: in
     return path
 
 
-def make_clips(folder: Path, image: Path | None, frames: int, width: int, height: int) -> dict[str, Path]:
+def make_clips(folder: Path, image: Path | None, frames: int, width: int, height: int,
+               codecs: tuple[str, ...] = ("h264", "av1")) -> dict[str, Path]:
     from fusedsim.io.compressed import import_av
 
     av = import_av()
@@ -87,6 +88,10 @@ def make_clips(folder: Path, image: Path | None, frames: int, width: int, height
                            frames, width, height),
              "dist_h264": encode(folder / f"dist_h264_{tag}.mp4", "libx264", {"crf": "32", "preset": "veryfast"},
                                  image, frames, width, height)}
+    if "h264" not in codecs:
+        del clips["dist_h264"]
+    if "av1" not in codecs:
+        return clips
     try:
         av.codec.Codec("libsvtav1", "w")
         clips["dist_av1"] = encode(folder / f"dist_av1_{tag}.mkv", "libsvtav1", {"crf": "45", "preset": "10"},
@@ -171,6 +176,7 @@ def main() -> int:
     parser.add_argument("--metrics", default="ssimulacra2,butteraugli,vmaf")
     parser.add_argument("--decoders", default="cpu,nvdec")
     parser.add_argument("--batch-frames", type=int, default=8)
+    parser.add_argument("--codecs", default="h264,av1", help="distorted clips: h264, av1")
     parser.add_argument("--device", default=None)
     parser.add_argument("--quick", action="store_true", help="CPU smoke run: 48 frames at 640x360")
     args = parser.parse_args()
@@ -178,7 +184,7 @@ def main() -> int:
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     width, height, frames = (640, 360, 48) if args.quick else (1920, 1080, args.frames)
-    clips = make_clips(args.dir, args.image, frames, width, height)
+    clips = make_clips(args.dir, args.image, frames, width, height, tuple(args.codecs.split(",")))
     decoders = [d for d in args.decoders.split(",") if d]
     metrics = [m for m in args.metrics.split(",") if m]
     payload = {"meta": metadata(device), "size": [width, height], "frames": frames, "decode": [], "score": []}

@@ -156,8 +156,8 @@ def run(args: argparse.Namespace) -> int:
 
         columns = []
         for m in image_metrics:
-            outputs = get_metric(m).outputs
-            columns += [f"{m}.{o}" for o in outputs] if len(outputs) > 1 else [m]
+            fields = get_metric(m).outputs
+            columns += [f"{m}.{f}" for f in fields] if len(fields) > 1 else [m]
         ffvship_columns(columns + [m for m in metrics if m not in image_metrics])
     params = chosen_params(args.param, image_metrics)
 

@@ -19,6 +19,7 @@ kernel would have to match.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -67,9 +68,11 @@ class Colour:
         return f"{self.matrix}, {self.range} range, chroma {self.siting} ({self.upsampling})"
 
 
+@functools.lru_cache(maxsize=64)
 def _axis_weights(n_out: int, n_in: int, offset: float, device: torch.device) -> tuple[torch.Tensor, ...]:
     """Bilinear taps along one axis: output sample x reads inputs ``lo`` and ``lo+1`` (clamped) with weight
-    ``w`` on the second, input k sitting at output coordinate ``factor*k + offset``."""
+    ``w`` on the second, input k sitting at output coordinate ``factor*k + offset`` (cached: every frame of a
+    clip uses the same taps)."""
     factor = n_out / n_in
     pos = (torch.arange(n_out, device=device, dtype=torch.float64) - offset) / factor
     lo = torch.floor(pos)

@@ -15,12 +15,11 @@ from fusedsim.io.video import open_pair
 
 pytestmark = pytest.mark.skipif(not nvdec_available(), reason="needs a CUDA GPU and PyAV with FFmpeg's CUDA hwaccel")
 
-# what NVDEC decodes on current NVIDIA GPUs (H.264 8-bit 4:2:0; HEVC 8/10-bit and 4:4:4; VP9 and AV1 8/10-bit)
+# what NVDEC decodes on current NVIDIA GPUs and PyAV exports (4:2:0: H.264 8-bit, HEVC, VP9 and AV1 8/10-bit)
 CLIPS = [
     ("libx264", "yuv420p", ".mp4"),
     ("libx265", "yuv420p", ".mp4"),
     ("libx265", "yuv420p10le", ".mkv"),
-    ("libx265", "yuv444p", ".mkv"),
     ("libvpx-vp9", "yuv420p", ".webm"),
     ("libsvtav1", "yuv420p", ".mkv"),
     ("libsvtav1", "yuv420p10le", ".mkv"),
@@ -41,6 +40,14 @@ def test_nvdec_frames_equal_cpu_frames(tmp_path, codec, pix_fmt, suffix):
         assert g.y.device.type == "cuda" and g.index == c.index
         for name in ("y", "u", "v"):
             np.testing.assert_array_equal(getattr(g, name).cpu().numpy(), getattr(c, name), err_msg=name)
+
+
+def test_auto_decoder_says_why_it_decodes_on_the_cpu(tmp_path):
+    # 4:4:4: NVDEC's output for it is not exported by PyAV (and H.264 4:4:4 is not decoded by NVDEC at all)
+    clip = encode_rgb(tmp_path / "c444.mkv", "libx264", "yuv444p", photo_frames(2, 192, 128))
+    with open_pair(clip, clip, device="cuda") as pair:
+        assert pair.ref.decoder == "cpu"
+        assert any("decoded on the CPU: NVDEC cannot decode it" in n for n in pair.notes), pair.notes
 
 
 def test_auto_decoder_is_nvdec_on_a_gpu(tmp_path):

@@ -3,9 +3,10 @@
 PyAV's wheels carry FFmpeg with the CUDA hwaccel (``av.codec.hwaccel.hwdevices_available()`` lists ``cuda``),
 so no other package is needed: the clip is demuxed and parsed by the same FFmpeg as the CPU path, the frames
 come out in the same order, and with ``is_hw_owned`` they stay on the GPU, exported by DLPack. FFmpeg is asked to
-use the CUDA primary context, the one PyTorch uses. NVDEC writes 4:2:0 and 4:2:2 as two planes (luma, then Cb/Cr
-interleaved: ``nv12``, ``p010le``, ``p016le``...) and samples above 8 bits in the high bits of 16-bit words; the
-planes are split and shifted back to their native codes on the GPU, so a frame equals its software decode
+use the CUDA primary context, the one PyTorch uses. NVDEC writes 4:2:0 as two planes (luma, then Cb/Cr
+interleaved: ``nv12``, ``p010le``, ``p016le``) and samples above 8 bits in the high bits of 16-bit words; the
+planes are split and shifted back to their native codes on the GPU (PyAV exports only these layouts: 4:4:4 and
+4:2:2 clips decode on the CPU), so a frame equals its software decode
 (``tests/io/test_nvdec.py`` checks ``==`` on fixture clips). No software fallback: a stream NVDEC cannot decode
 is an error, never silently decoded on the CPU.
 """
@@ -20,6 +21,10 @@ import torch
 from fusedsim.io.compressed import CompressedReader, import_av
 
 __all__ = ["NvdecFrame", "nvdec_available", "nvdec_frames", "nvdec_refusal"]
+
+
+#: NVDEC's output layouts that PyAV exports by DLPack (two planes: luma, then Cb/Cr interleaved)
+_EXPORTED = ("nv12", "p010le", "p016le")
 
 
 def nvdec_available() -> bool:
@@ -61,7 +66,10 @@ class NvdecFrame:
 
 def _rows(plane: Any, height: int, row_bytes: int) -> torch.Tensor:
     """A plane's bytes ``(height, row_bytes)`` (its pitch padding dropped), a new contiguous CUDA tensor."""
-    t = torch.from_dlpack(plane)
+    # PyAV exports CUDA planes without stream hand-off (it refuses a stream argument, which torch.from_dlpack would
+    # pass): FFmpeg's CUDA hwaccel copies each frame on the context's legacy default stream, which is also torch's
+    # default stream, so the copy below is ordered after it
+    t = torch.from_dlpack(plane.__dlpack__())
     if t.dim() == 1:
         t = t.reshape(height, -1)
     elif t.dim() == 3:  # interleaved chroma exported as (h, w, 2)
@@ -109,6 +117,9 @@ def nvdec_frames(reader: CompressedReader, planes: Sequence[str] = ("y", "u", "v
                     raise ValueError(f"{reader.path}: NVDEC did not decode frame {index} (got a {frame.format.name} "
                                      "frame: the GPU's decoder does not support this stream); use decoder='cpu'")
                 sw = frame.sw_format.name if frame.sw_format is not None else "?"
+                if sw not in _EXPORTED:
+                    raise ValueError(f"{reader.path}: NVDEC gave {sw} frames, which PyAV exports to torch only as "
+                                     f"{', '.join(_EXPORTED)}; use decoder='cpu'")
                 shift = 16 - fmt.bit_depth if bps == 2 else 0
                 with torch.cuda.device(device):
                     y = _samples(_rows(frame.planes[0], fmt.height, fmt.width * bps), bps, shift)
@@ -128,10 +139,6 @@ def nvdec_frames(reader: CompressedReader, planes: Sequence[str] = ("y", "u", "v
 
 def _chroma(frame: Any, sw: str, fmt: Any, bps: int, shift: int, reader: CompressedReader) -> tuple[torch.Tensor, ...]:
     ch, cw = fmt.chroma_height, fmt.chroma_width
-    if len(frame.planes) >= 3:  # planar 4:4:4 (yuv444p, yuv444p16le)
-        u = _samples(_rows(frame.planes[1], ch, cw * bps), bps, shift).view(ch, cw)
-        v = _samples(_rows(frame.planes[2], ch, cw * bps), bps, shift).view(ch, cw)
-        return u, v
     if len(frame.planes) != 2:
         raise ValueError(f"{reader.path}: NVDEC gave an unexpected layout {sw} with {len(frame.planes)} planes")
     uv = _samples(_rows(frame.planes[1], ch, 2 * cw * bps), bps, shift).view(ch, cw, 2)

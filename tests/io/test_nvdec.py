@@ -30,7 +30,7 @@ CLIPS = [
 def test_nvdec_frames_equal_cpu_frames(tmp_path, codec, pix_fmt, suffix):
     if not encoder_available(codec):
         pytest.skip(f"PyAV's FFmpeg has no {codec} encoder")
-    options = {"x265-params": "log-level=error"} if codec == "libx265" else {}
+    options = {"x265-params": "log-level=error:frame-threads=1:pools=none"} if codec == "libx265" else {}
     clip = encode_rgb(tmp_path / f"clip{suffix}", codec, pix_fmt, photo_frames(6, 192, 128), options=options)
     reader = open_compressed(clip)
     cpu = list(reader.frames())

@@ -19,8 +19,8 @@ Goals (issue 35, H100-class GPU): SSIMULACRA2 >= 1,000 frames/s or the decode bo
 this script: PyAV's FFmpeg has no libvmaf filter.
 
 Run: ``PYTHONPATH=src python benchmarks/bench_video.py [--frames 1200] [--dir /tmp/videobench]
-[--metrics ssimulacra2,butteraugli,vmaf] [--decoders cpu,nvdec] [--batch-frames 8] [--codecs h264,av1]``; ``--quick`` is a small CPU
-smoke run (48 frames at 640x360). JSON goes to ``benchmarks/results/`` (and ``$OUT``).
+[--metrics ssimulacra2,butteraugli,vmaf] [--decoders cpu,nvdec] [--batch-frames 8] [--codecs h264,av1]``;
+``--quick`` is a small CPU smoke run (48 frames at 640x360). JSON goes to ``benchmarks/results/`` (and ``$OUT``).
 """
 
 from __future__ import annotations

@@ -61,7 +61,8 @@ def ffvship_columns(columns: list[str]) -> list[str]:
     """The columns of FFVship's per-frame lists, or ValueError when they are not one metric's."""
     metrics = {c.partition(".")[0] for c in columns}
     if len(metrics) != 1:
-        raise ValueError(f"--ffvship-json holds one metric (FFVship scores one per run); got {', '.join(sorted(metrics))}")
+        raise ValueError("--ffvship-json holds one metric (FFVship scores one per run); got "
+                         f"{', '.join(sorted(metrics))}")
     metric = metrics.pop()
     return list(_FFVSHIP_ORDER.get(metric, columns))
 

@@ -28,8 +28,8 @@ import numpy as np
 from fusedsim.io.video import FrameBatch, VideoFormat
 from fusedsim.io.yuv_rgb import Colour
 
-__all__ = ["COMPRESSED_SUFFIXES", "ClipInfo", "CompressedReader", "DecodedFrame", "has_compressed_magic", "import_av", "is_compressed",
-           "open_compressed"]
+__all__ = ["COMPRESSED_SUFFIXES", "ClipInfo", "CompressedReader", "DecodedFrame", "has_compressed_magic", "import_av",
+           "is_compressed", "open_compressed"]
 
 #: file name endings read as compressed video whatever their first bytes are
 COMPRESSED_SUFFIXES = (".mp4", ".m4v", ".mov", ".mkv", ".webm", ".ivf", ".avi", ".ts", ".m2ts", ".mts", ".mpg",
@@ -80,9 +80,10 @@ def has_compressed_magic(head: bytes) -> bool:
 
 @dataclass(frozen=True)
 class ClipInfo:
-    """What probing a clip found: ``fmt`` (size and sample layout), ``codec``, ``container``, ``fps`` (the stream's
-    average frame rate when its timestamps agree, else their median rate; None when unknown), ``frame_count`` (packets of the video stream), ``timestamps`` (each
-    frame's presentation time in seconds, in presentation order), ``colour`` (how its samples map to RGB, from its
+    """What probing a clip found: ``fmt`` (size and sample layout), ``pix_fmt`` (the decoder's), ``codec``,
+    ``container``, ``fps`` (the stream's average frame rate when its timestamps agree, else their median rate; None
+    when unknown), ``frame_count`` (packets of the video stream), ``timestamps`` (each frame's presentation time in
+    seconds, in presentation order), ``colour`` (how its samples map to RGB, from its
     tags or FFmpeg's defaults), ``colour_tagged`` (which of matrix/range/siting were tagged) and ``notes`` (a
     variable frame rate, timestamp gaps: what a comparison should report)."""
 
@@ -227,9 +228,9 @@ def _probe(av: Any, path: Path) -> ClipInfo:
         times.sort()
         fps = _frame_rate(times, fps)
         _check_complete(container, stream, times, fps, path)
-        return ClipInfo(path=path, fmt=fmt, pix_fmt=stream.format.name, codec=cc.codec.name, container=container.format.name, fps=fps,
-                        frame_count=len(times), timestamps=tuple(times), colour=colour, colour_tagged=tagged,
-                        notes=_timing_notes(times))
+        return ClipInfo(path=path, fmt=fmt, pix_fmt=stream.format.name, codec=cc.codec.name,
+                        container=container.format.name, fps=fps, frame_count=len(times),
+                        timestamps=tuple(times), colour=colour, colour_tagged=tagged, notes=_timing_notes(times))
 
 
 def _check_complete(container: Any, stream: Any, times: list[float], fps: Fraction | None, path: Path) -> None:

@@ -164,6 +164,12 @@ def run(args: argparse.Namespace) -> int:
     from fusedsim.engine.video import score_pair
     from fusedsim.io.clip_pair import open_pair
 
+    import importlib.util
+
+    from fusedsim.io.compressed import is_compressed
+
+    if any(is_compressed(p) for p in (ref, dist)) and importlib.util.find_spec("av") is None:
+        raise RuntimeError("reading compressed video (mp4, mkv, webm, ...) needs PyAV: pip install 'fusedsim[video]'")
     with open_pair(ref, dist, device=device, decoder=args.decoder,
                    planes=("y", "u", "v") if image_metrics else ("y",), start=args.start, end=args.end,
                    every=args.every, encoded_offset=args.encoded_offset, frame_skip_ref=args.frame_skip_ref,

@@ -104,3 +104,14 @@ def test_ffvship_layout_of_butteraugli():
     scores = VideoScores([0, 1], [0, 1], columns, {c: False for c in columns}, {})
     # FFVship writes [Q-norm, 3-norm, INF-norm] per frame; fusedsim the 3-norm and the max (INF) norm, in that order
     assert json.loads(format_ffvship(scores)) == [[1.25, 2.5], [1.5, 3.0]]
+
+
+def test_missing_pyav_names_the_extra(clips, capsys, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "av" else real(name, *a))
+    rc = main(["video", str(clips["ref"]), str(clips["dist"]), "-m", "psnr", "--device", "cpu", "-q"])
+    assert rc == 2 and "pip install 'fusedsim[video]'" in capsys.readouterr().err
+    rc = main(["vmaf", str(clips["ref"]), str(clips["dist"]), "--device", "cpu", "-q"])
+    assert rc == 2 and "pip install 'fusedsim[video]'" in capsys.readouterr().err

@@ -1,5 +1,6 @@
-"""Y'CbCr -> R'G'B' (fusedsim.io.yuv_rgb) against FFmpeg's own conversion (PyAV's ``to_ndarray``), on photo clips
-tagged with each matrix and range, at 8, 10 and 12 bits and 4:2:0, 4:2:2 and 4:4:4.
+"""Y'CbCr -> R'G'B' (fusedsim.io.yuv_rgb) against FFmpeg's own conversion (PyAV's ``to_ndarray``): photo frames
+tagged with each matrix and range at 8, 10, 12 and 16 bits in 4:2:0, 4:2:2 and 4:4:4, and decoded clips whose
+colour comes from their stream tags and their decoder's chroma siting.
 
 Tolerance: FFmpeg's swscale converts through fixed-point coefficients and, for its float output (``gbrpf32le``),
 an intermediate of about 8 bits (its error is spread evenly over one 8-bit step: mean 0.4/255 at every bit
@@ -14,56 +15,96 @@ import numpy as np
 import pytest
 import torch
 
-from video_clips import encode_planes, encoder_available, photo_planes
+from video_clips import encode_planes, encode_rgb, encoder_available, photo_frames, photo_planes
 
 from fusedsim.io.compressed import open_compressed
 from fusedsim.io.yuv_rgb import Colour, rgb_float, rgb_uint8, upsample_chroma
 
-# (pix_fmt, codec, FFmpeg colorspace tag, range tag): 1 BT.709, 5 BT.601 (BT470BG), 9 BT.2020 NCL; 1 limited, 2 full
-CASES = [
-    ("yuv420p", "libx264", None, None),
-    ("yuv420p", "libx264", 1, 1),
-    ("yuv420p", "libx264", 9, 2),
-    ("yuv420p10le", "libx264", 1, 1),
-    ("yuv420p10le", "libx264", 9, 1),
-    ("yuv444p", "libx264", 1, 2),
-    ("yuv422p10le", "libx264", 5, 1),
-    ("yuv420p12le", "libx265", 9, 2),
-    ("yuv444p12le", "libx265", 1, 1),
+# (pix_fmt, FFmpeg colorspace tag, range tag, matrix, range): 1 BT.709, 5 BT.601 (BT470BG), 7 SMPTE 240M,
+# 9 BT.2020 NCL; range 1 limited, 2 full
+FRAMES = [
+    ("yuv420p", 1, 1, "bt709", "limited"),
+    ("yuv420p", 9, 2, "bt2020", "full"),
+    ("yuv444p", 5, 1, "bt601", "limited"),
+    ("yuv420p10le", 1, 2, "bt709", "full"),
+    ("yuv422p10le", 5, 1, "bt601", "limited"),
+    ("yuv420p12le", 9, 2, "bt2020", "full"),
+    ("yuv422p12le", 7, 1, "smpte240m", "limited"),
+    ("yuv444p12le", 1, 1, "bt709", "limited"),
+    ("yuv420p16le", 1, 1, "bt709", "limited"),
 ]
+# x264 clips carry their tags in the stream: (pix_fmt, colorspace tag, range tag)
+TAGGED = [("yuv420p", None, None), ("yuv420p", 1, 1), ("yuv420p", 9, 2), ("yuv420p10le", 1, 1),
+          ("yuv444p", 1, 2), ("yuv422p10le", 5, 1)]
 
 
 def _tensor(plane: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(plane.astype(np.int32))[None]
 
 
-def _ffmpeg_rgb(path, fmt: str) -> torch.Tensor:
-    import av
-
-    with av.open(str(path)) as container:
-        frame = next(container.decode(video=0))
-        out = frame.to_ndarray(format=fmt)
-    t = torch.from_numpy(np.ascontiguousarray(out))
+def _ffmpeg_rgb(frame, fmt: str) -> torch.Tensor:
+    t = torch.from_numpy(np.ascontiguousarray(frame.to_ndarray(format=fmt)))
     return t.permute(2, 0, 1) if t.shape[-1] == 3 else t
 
 
-@pytest.mark.parametrize("pix_fmt,codec,colorspace,color_range", CASES)
-def test_float_rgb_matches_ffmpeg(tmp_path, pix_fmt, codec, colorspace, color_range):
-    if not encoder_available(codec):
-        pytest.skip(f"PyAV's FFmpeg has no {codec} encoder")
-    # x265 with its frame threads muxed packets with bad timestamps now and then: one thread, no pool
-    x265 = {"x265-params": "lossless=1:log-level=error:frame-threads=1:pools=none"}
-    options = {"qp": "0"} if codec == "libx264" else x265
-    clip = encode_planes(tmp_path / "c.mkv", codec, pix_fmt, photo_planes(1, pix_fmt), options=options,
+def _frame(planes: list[np.ndarray], pix_fmt: str):
+    """A PyAV frame holding ``planes`` (its chroma siting unspecified: FFmpeg's swscale then centres it)."""
+    import av
+
+    height, width = planes[0].shape
+    frame = av.VideoFrame(width, height, pix_fmt)
+    for dst, src in zip(frame.planes, planes):
+        padded = np.zeros((dst.height, dst.line_size // src.dtype.itemsize), dtype=src.dtype.newbyteorder("<"))
+        padded[:, :src.shape[1]] = src
+        dst.update(padded.tobytes())
+    return frame
+
+
+@pytest.mark.parametrize("pix_fmt,colorspace,color_range,matrix,rng", FRAMES)
+def test_float_rgb_matches_ffmpeg(pix_fmt, colorspace, color_range, matrix, rng):
+    planes = photo_planes(1, pix_fmt)[0]
+    frame = _frame(planes, pix_fmt)
+    frame.colorspace, frame.color_range = colorspace, color_range
+    bit_depth = 8 if planes[0].dtype == np.uint8 else int(pix_fmt[7:9])
+    ours = rgb_float(*map(_tensor, planes), bit_depth, Colour(matrix=matrix, range=rng, siting="center"))[0]
+    theirs = _ffmpeg_rgb(frame, "gbrpf32le").float().clamp(0, 1)
+    assert float((ours - theirs).abs().max()) * 255 <= 1.0
+
+
+@pytest.mark.parametrize("pix_fmt,colorspace,color_range", TAGGED)
+def test_stream_tags_give_ffmpegs_conversion(tmp_path, pix_fmt, colorspace, color_range):
+    if not encoder_available("libx264"):
+        pytest.skip("PyAV's FFmpeg has no libx264 encoder")
+    import av
+
+    clip = encode_planes(tmp_path / "c.mkv", "libx264", pix_fmt, photo_planes(1, pix_fmt), options={"qp": "0"},
                          colorspace=colorspace, color_range=color_range)
     reader = open_compressed(clip)
-    expected_matrix = {None: "bt601", 1: "bt709", 5: "bt601", 9: "bt2020"}[colorspace]
-    assert reader.info.colour.matrix == expected_matrix
+    assert reader.info.colour.matrix == {None: "bt601", 1: "bt709", 5: "bt601", 9: "bt2020"}[colorspace]
     assert reader.info.colour.range == ("full" if color_range == 2 else "limited")
+    assert reader.info.colour.siting == "left"  # FFmpeg's H.264 decoder's
     frame = next(reader.frames())
     ours = rgb_float(_tensor(frame.y), _tensor(frame.u), _tensor(frame.v), reader.fmt.bit_depth,
                      reader.info.colour)[0]
-    theirs = _ffmpeg_rgb(clip, "gbrpf32le").float().clamp(0, 1)
+    with av.open(str(clip)) as container:
+        theirs = _ffmpeg_rgb(next(container.decode(video=0)), "gbrpf32le").float().clamp(0, 1)
+    assert float((ours - theirs).abs().max()) * 255 <= 1.0
+
+
+@pytest.mark.parametrize("codec,suffix,siting", [("libvpx-vp9", ".webm", "center"), ("libsvtav1", ".mkv", "center"),
+                                                 ("mpeg4", ".avi", "left")])
+def test_decoder_default_siting_is_ffmpegs(tmp_path, codec, suffix, siting):
+    if not encoder_available(codec):
+        pytest.skip(f"PyAV's FFmpeg has no {codec} encoder")
+    import av
+
+    clip = encode_rgb(tmp_path / f"c{suffix}", codec, "yuv420p", photo_frames(1))
+    reader = open_compressed(clip)
+    assert reader.info.colour.siting == siting
+    frame = next(reader.frames())
+    ours = rgb_float(_tensor(frame.y), _tensor(frame.u), _tensor(frame.v), 8, reader.info.colour)[0]
+    with av.open(str(clip)) as container:
+        theirs = _ffmpeg_rgb(next(container.decode(video=0)), "gbrpf32le").float().clamp(0, 1)
     assert float((ours - theirs).abs().max()) * 255 <= 1.0
 
 
@@ -73,7 +114,10 @@ def test_uint8_nearest_matches_ffmpeg_rgb24(tmp_path):
     frame = next(reader.frames())
     colour = Colour(upsampling="nearest")
     ours = rgb_uint8(_tensor(frame.y), _tensor(frame.u), _tensor(frame.v), 8, colour)[0].int()
-    theirs = _ffmpeg_rgb(clip, "rgb24").int()
+    import av
+
+    with av.open(str(clip)) as container:
+        theirs = _ffmpeg_rgb(next(container.decode(video=0)), "rgb24").int()
     assert int((ours - theirs).abs().max()) <= 3
 
 

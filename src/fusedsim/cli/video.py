@@ -31,7 +31,7 @@ Different sizes are refused unless --scale (the distorted clip is resized);
 different frame rates unless --ignore-fps.
 
 Colour: each clip's matrix (BT.601/709/2020), range and chroma siting come
-from its tags (untagged: BT.601, limited range, left siting, as FFmpeg); the
+from its tags (untagged: FFmpeg's defaults, BT.601, limited range); the
 perceptual metrics read 8-bit R'G'B' codes from 8-bit clips and float32 from
 deeper ones (--rgb).
 

@@ -42,6 +42,10 @@ _MATRIX_TAGS = {1: "bt709", 4: "fcc", 5: "bt601", 6: "bt601", 7: "smpte240m", 9:
 _MATRIX_REFUSED = {0: "RGB (GBR planes)", 8: "YCgCo", 10: "BT.2020 constant luminance", 11: "SMPTE 2085",
                    12: "chromaticity-derived NCL", 13: "chromaticity-derived CL", 14: "ICtCp"}
 _SITING_TAGS = {1: "left", 2: "center", 3: "topleft", 4: "top", 5: "bottomleft", 6: "bottom"}
+#: chroma siting FFmpeg's decoders give frames whose stream does not say (MPEG-2, H.264, HEVC and MPEG-4 Part 2
+#: put it left); the others leave it unspecified, which FFmpeg's swscale converts as centred (measured against its
+#: conversion: tests/io/test_yuv_rgb.py)
+_DECODER_SITING = {"h264": "left", "hevc": "left", "mpeg4": "left", "mpeg2video": "left", "vvc": "left"}
 
 
 def import_av() -> Any:
@@ -132,7 +136,7 @@ def _layout(pix_fmt: str, path: Path) -> tuple[str, int, bool]:
                      "4:4:4 (yuv420p, yuv422p10le, ...) can be compared")
 
 
-def _colour(cc: Any, full_by_format: bool, path: Path) -> tuple[Colour, tuple[str, ...]]:
+def _colour(cc: Any, full_by_format: bool, path: Path, codec: str) -> tuple[Colour, tuple[str, ...]]:
     tagged = []
     matrix_tag = int(cc.colorspace or 2)
     if matrix_tag in _MATRIX_REFUSED:
@@ -151,8 +155,8 @@ def _colour(cc: Any, full_by_format: bool, path: Path) -> tuple[Colour, tuple[st
         rng = "limited"
         if range_tag == 1:
             tagged.append("range")
-    siting_tag = int(getattr(cc, "chroma_sample_location", 0) or 0)
-    siting = _SITING_TAGS.get(siting_tag, "left")
+    siting_tag = int(getattr(cc, "chroma_sample_location", 0) or 0)  # PyAV exposes it after 18.1
+    siting = _SITING_TAGS.get(siting_tag) or _DECODER_SITING.get(codec, "center")
     if siting_tag in _SITING_TAGS:
         tagged.append("siting")
     return Colour(matrix=matrix, range=rng, siting=siting), tuple(tagged)
@@ -212,7 +216,7 @@ def _probe(av: Any, path: Path) -> ClipInfo:
                              "header)")
         chroma, bit_depth, full = _layout(stream.format.name, path)
         fmt = VideoFormat(width=stream.width, height=stream.height, bit_depth=bit_depth, chroma=chroma)
-        colour, tagged = _colour(cc, full, path)
+        colour, tagged = _colour(cc, full, path, cc.codec.name)
         fps = Fraction(stream.average_rate) if stream.average_rate else None
         times = []
         try:

@@ -10,7 +10,8 @@ The conversion is FFmpeg's definition of each colour space, in float32 arithmeti
   grid: ``left`` (MPEG-2, H.264/HEVC/AV1's default for 4:2:0: co-sited horizontally, centred vertically),
   ``center`` (MPEG-1/JPEG), ``topleft`` (co-sited both ways), ``top``, ``bottomleft``, ``bottom``; edges
   repeat the last sample. ``nearest`` replicates each chroma sample over the pixels it covers instead (FFmpeg's
-  fast unscaled ``rgb24`` path). Untagged streams get FFmpeg's defaults: BT.601, limited range, ``left`` siting.
+  fast unscaled ``rgb24`` path). Untagged streams get FFmpeg's defaults: BT.601, limited range, and the siting
+  FFmpeg's decoder gives (``left`` for MPEG-2, H.264, HEVC and MPEG-4 Part 2, else ``center``).
 
 Results are float32 in [0, 1] after clamping (``rgb_float``) or 8-bit codes rounded half up (``rgb_uint8``). These
 are torch operations (on the GPU they run as a few element-wise kernels); they are the specification a fused

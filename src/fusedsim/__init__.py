@@ -22,6 +22,7 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from fusedsim.core.backend import BackendUnavailableError, use_backend
     from fusedsim.engine.scorer import Scorer, ScoreResult
+    from fusedsim.engine.video import score_video
     from fusedsim.metrics.cached import Metric
     from fusedsim.metrics.registry import get_metric, list_metrics
 
@@ -34,6 +35,7 @@ _OWN = {
     "Metric": "fusedsim.metrics.cached",
     "Scorer": "fusedsim.engine.scorer",
     "ScoreResult": "fusedsim.engine.scorer",
+    "score_video": "fusedsim.engine.video",
 }
 # sub-packages reachable as attributes
 _MODULES = ("cli", "core", "engine", "families", "io", "metrics")

@@ -16,8 +16,7 @@ from typing import Any
 
 # command name -> module under fusedsim.cli
 COMMANDS = {"score": "score", "vmaf": "vmaf", "list-metrics": "list_metrics", "batch": "batch", "compare": "compare",
-            "sweep": "sweep", "diffmap": "diffmap", "bench": "bench"}
-COMMANDS["warmup"] = "warmup"
+            "sweep": "sweep", "diffmap": "diffmap", "bench": "bench", "video": "video", "warmup": "warmup"}
 
 
 def build_parser() -> argparse.ArgumentParser:

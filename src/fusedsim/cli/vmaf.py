@@ -277,11 +277,7 @@ def _jobs(args: argparse.Namespace) -> list[tuple[str, str, list[Output]]]:
     return jobs
 
 
-#: Extensions of compressed video containers and streams: read as raw YUV they give meaningless size errors.
-COMPRESSED_SUFFIXES = (".mp4", ".m4v", ".mkv", ".webm", ".mov", ".avi", ".flv", ".wmv", ".mpg", ".mpeg", ".ts",
-                       ".m2ts", ".mts", ".ivf", ".h264", ".264", ".h265", ".265", ".hevc", ".av1", ".obu", ".3gp",
-                       ".ogv")
-_CONVERT = "convert it first, e.g. ffmpeg -i IN -f yuv4mpegpipe OUT.y4m (or pipe it: ... - | fusedsim vmaf REF -)"
+_CONVERT = "or convert it first, e.g. ffmpeg -i IN -f yuv4mpegpipe OUT.y4m (or pipe it: ... - | fusedsim vmaf REF -)"
 
 
 _Y4M_MAGIC = b"YUV4MPEG2 "
@@ -300,26 +296,22 @@ def _y4m_header_problem(head: bytes, complete: bool) -> str:
     return ""
 
 
-def _compressed_magic(head: bytes) -> bool:
-    """ISO BMFF (MP4/MOV: ``ftyp`` at byte 4), Matroska/WebM (EBML), RIFF AVI and IVF signatures: only ones that
-    raw YUV pixels are very unlikely to spell, so a raw clip under any name is never refused."""
-    return (head[4:8] == b"ftyp" or head[:4] in (b"\x1a\x45\xdf\xa3", b"DKIF")
-            or (head[:4] == b"RIFF" and head[8:12] == b"AVI "))
-
-
 def check_clip(role: str, path: str) -> None:
-    """Refuse, before any work, a clip fusedsim cannot read: compressed video (by extension or signature; only Y4M
-    and raw YUV are read until video decoding lands) and an empty file (which raw YUV would call a size error)."""
+    """Refuse, before any work, a clip fusedsim cannot read: compressed video (by extension or signature) when
+    PyAV is missing, and an empty file (which raw YUV would call a size error)."""
+    import importlib.util
     import os
     import stat
 
+    from fusedsim.io.compressed import is_compressed
+
     if path == "-":
         return
-    name = os.path.basename(path)
-    suffix = os.path.splitext(name)[1].lower()
-    if suffix in COMPRESSED_SUFFIXES:
-        raise ValueError(f"{role} {path}: compressed video ({suffix}) is not supported yet; fusedsim vmaf reads "
-                         f"Y4M or raw planar YUV: {_CONVERT}")
+    if is_compressed(path):
+        if importlib.util.find_spec("av") is None:
+            raise ValueError(f"{role} {path}: compressed video needs PyAV: pip install 'fusedsim[video]' "
+                             f"({_CONVERT})")
+        return  # probed when opened: a file FFmpeg cannot read is named then
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
             return  # a FIFO or device is read once, by the reader: never opened here
@@ -333,9 +325,6 @@ def check_clip(role: str, path: str) -> None:
     problem = _y4m_header_problem(head, complete)
     if problem:
         raise ValueError(f"{role} {path}: {problem}")
-    if _compressed_magic(head):
-        raise ValueError(f"{role} {path}: this is compressed video, which is not supported yet; fusedsim vmaf reads "
-                         f"Y4M or raw planar YUV: {_CONVERT}")
 
 
 def check_stdin(role: str) -> None:
@@ -360,9 +349,11 @@ def check_stdin(role: str) -> None:
         problem = _y4m_header_problem(head, complete=False)
         if problem:
             raise ValueError(f"{role} - (standard input): {problem}")
-    if _compressed_magic(head):
-        raise ValueError(f"{role} - (standard input) is compressed video, which is not supported yet; pipe Y4M: "
-                         "ffmpeg -i IN -f yuv4mpegpipe - | fusedsim vmaf REF -")
+    from fusedsim.io.compressed import has_compressed_magic
+
+    if has_compressed_magic(head):
+        raise ValueError(f"{role} - (standard input) is compressed video, which is read from files only: give its "
+                         "path, or pipe Y4M: ffmpeg -i IN -f yuv4mpegpipe - | fusedsim vmaf REF -")
 
 
 def _refuse_inputs_as_outputs(args: argparse.Namespace, jobs: list[tuple[str, str, list[Output]]]) -> None:

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from fusedsim.engine.chooser import Candidate, Choice, Task, choose
     from fusedsim.engine.memory import MemoryMode, parse_memory
     from fusedsim.engine.scorer import Scorer, ScoreResult
+    from fusedsim.engine.video import VideoScores, score_video
 
 _LAZY = {
     "Scorer": "fusedsim.engine.scorer",
@@ -25,6 +26,8 @@ _LAZY = {
     "Candidate": "fusedsim.engine.chooser",
     "Choice": "fusedsim.engine.chooser",
     "choose": "fusedsim.engine.chooser",
+    "score_video": "fusedsim.engine.video",
+    "VideoScores": "fusedsim.engine.video",
 }
 
 __all__ = sorted(_LAZY)

@@ -1,12 +1,13 @@
-"""Input/output: image files (:mod:`~fusedsim.io.images`, Pillow) and video (:mod:`~fusedsim.io.video`, Y4M and
-raw YUV). The submodules load on first attribute access (``fusedsim.io.images``)."""
+"""Input/output: image files (:mod:`~fusedsim.io.images`, Pillow) and video (:mod:`~fusedsim.io.video`: Y4M and
+raw YUV, and :func:`~fusedsim.io.video.open_pair` for clip pairs, compressed ones included through
+:mod:`~fusedsim.io.compressed`). The submodules load on first attribute access (``fusedsim.io.images``)."""
 
 from __future__ import annotations
 
 import importlib
 from types import ModuleType
 
-_SUBMODULES = ("images", "video")
+_SUBMODULES = ("images", "video", "compressed", "clip_pair", "frame_selection", "yuv_rgb", "nvdec")
 
 
 def __getattr__(name: str) -> ModuleType:

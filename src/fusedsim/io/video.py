@@ -39,6 +39,7 @@ __all__ = [
     "FrameBatch",
     "VideoFormat",
     "VideoReader",
+    "open_pair",
     "open_video",
 ]
 
@@ -571,3 +572,12 @@ def _check_agrees(path: Path, fmt: VideoFormat, width, height, pix_fmt) -> None:
             problems.append(f"pix_fmt {pix_fmt} (header says {fmt.pix_fmt})")
     if problems:
         raise ValueError(f"{path}: the given {', '.join(problems)} disagree with the Y4M header")
+
+
+def open_pair(ref: str | os.PathLike, dist: str | os.PathLike, **options):
+    """Two clips (compressed, Y4M or raw YUV) as aligned frame pairs on a device: see
+    :func:`fusedsim.io.clip_pair.open_pair` for the options (imported on use: it needs torch, and PyAV for
+    compressed files)."""
+    from fusedsim.io.clip_pair import open_pair as open_clip_pair
+
+    return open_clip_pair(ref, dist, **options)

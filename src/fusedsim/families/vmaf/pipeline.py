@@ -233,13 +233,32 @@ def add_predictions(metrics: Metrics, models: Sequence[VmafModel]) -> Metrics:
 @contextmanager
 def open_clips(ref: str | os.PathLike, dist: str | os.PathLike, *, width: int | None = None,
                height: int | None = None, pix_fmt: str | None = None) -> Iterator[ClipPair]:
-    """Open both clips: Y4M (layout from the header), or raw planar YUV with ``width``, ``height`` and ``pix_fmt``
-    (applied to every raw input); ``-`` is standard input. Closed on leaving the ``with`` block."""
+    """Open both clips: compressed video (mp4, mkv, webm, ...: decoded by PyAV, :mod:`fusedsim.io.compressed`), Y4M
+    (layout from the header), or raw planar YUV with ``width``, ``height`` and ``pix_fmt`` (applied to every raw
+    input); ``-`` is standard input. Closed on leaving the ``with`` block."""
+    with _open_clip(ref, width, height, pix_fmt) as ref_reader, _open_clip(dist, width, height, pix_fmt) as dist_reader:
+        yield ClipPair(ref_reader, dist_reader)
+
+
+def _open_clip(path: str | os.PathLike, width: int | None, height: int | None, pix_fmt: str | None) -> Any:
+    from fusedsim.io.compressed import is_compressed, open_compressed
     from fusedsim.io.video import open_video
 
-    with open_video(ref, width=width, height=height, pix_fmt=pix_fmt) as ref_reader, \
-            open_video(dist, width=width, height=height, pix_fmt=pix_fmt) as dist_reader:
-        yield ClipPair(ref_reader, dist_reader)
+    if is_compressed(path):
+        return open_compressed(path)
+    return open_video(path, width=width, height=height, pix_fmt=pix_fmt)
+
+
+def _read_only_needed_planes(readers: Sequence[Any], features: Sequence[FeatureRequest]) -> None:
+    """Compressed clips copy out only the planes the features read (luma for VMAF's features): decoding cannot be
+    skipped, but chroma need not be copied, stacked or moved."""
+    specs = feature_specs()
+    if not all(request.extractor in specs for request in features):
+        return  # a stand-in extract: give it every plane
+    planes = tuple(p for p in ("y", "u", "v") if any(p in specs[r.extractor].planes for r in features))
+    for reader in readers:
+        if getattr(reader, "kind", None) == "compressed":
+            reader.planes = planes or ("y",)
 
 
 def score_clips(ref: str | os.PathLike, dist: str | os.PathLike, features: Sequence[str] = DEFAULT_FEATURES, *,
@@ -286,6 +305,7 @@ def compute(ref_reader: VideoReader, dist_reader: VideoReader, features: Sequenc
     shorter are compared whole.
     """
     features = _as_requests(features)
+    _read_only_needed_planes((ref_reader, dist_reader), features)
     frames, limit = _frame_limits(ref_reader, dist_reader, frames, frame_cnt)
     _check_formats(ref_reader, dist_reader)
     expected = _frames_to_compare(ref_reader, dist_reader, frames)

@@ -81,12 +81,14 @@ def integer_vif_feature(ref: Planes, dist: Planes, bit_depth: int, *, vif_enhn_g
     return integer_vif(ref[0], dist[0], bit_depth, gain_limit=vif_enhn_gain_limit, debug=debug)
 
 
-def integer_adm_feature(ref: Planes, dist: Planes, bit_depth: int, *, adm_enhn_gain_limit: float = 100.0,
-                        debug: bool = False) -> dict[str, torch.Tensor]:
-    """``vmaf:adm``: libvmaf's integer ADM of the luma planes (adm2, aim, adm3, 4 scales)."""
+def integer_adm_feature(ref: Planes, dist: Planes, bit_depth: int, *, debug: bool = False,
+                        **options: Any) -> dict[str, torch.Tensor]:
+    """``vmaf:adm``: libvmaf's integer ADM of the luma planes (adm2, aim, adm3, 4 scales); ``options`` are
+    libvmaf's (``adm_enhn_gain_limit``, ``adm_csf_mode``, ``adm_norm_view_dist`` ...: the v1 models' too)."""
     from fusedsim.families.adm.api import integer_adm
+    from fusedsim.families.adm.twin import AdmOptions
 
-    return integer_adm(ref[0], dist[0], bit_depth, gain_limit=adm_enhn_gain_limit, debug=debug)
+    return integer_adm(ref[0], dist[0], bit_depth, debug=debug, options=AdmOptions.from_libvmaf(options))
 
 
 def integer_motion_feature(ref: Planes, dist: Planes, bit_depth: int, **options: Any) -> dict[str, torch.Tensor]:

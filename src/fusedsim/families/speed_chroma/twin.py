@@ -33,9 +33,10 @@ import torch
 
 from fusedsim.families.speed_chroma.gsm import BLOCK, est_params, speed_score
 
-__all__ = ["FEATURES", "KERNELSCALES", "PRESCALE_METHODS", "SUPPORTED_BIT_DEPTHS", "SpeedOptions",
-           "antialias_taps", "check_plane_size", "chroma_crop", "column_names", "filter_taps", "local_mean_taps",
-           "operating_size", "residual_ref", "speed_chroma_ref", "speed_scores_from_residuals"]
+__all__ = ["FEATURES", "KERNELSCALES", "METHOD_CODES", "PRESCALE_METHODS", "SUPPORTED_BIT_DEPTHS", "SpeedOptions",
+           "antialias_taps", "check_plane_size", "chroma_crop", "column_names", "filter_taps", "local_mean_residual",
+           "local_mean_taps", "min_plane_size", "operating_size", "residual_ref", "residual_shape", "sample_tables",
+           "speed_chroma_ref", "speed_residual_ref", "speed_scores_from_residuals"]
 
 #: Bit depths libvmaf's float conversion reads (``picture_copy``: 8 bit as is, 10/12/16 divided by 4/16/256).
 SUPPORTED_BIT_DEPTHS = (8, 10, 12, 16)
@@ -285,12 +286,10 @@ def residual_ref(plane: torch.Tensor, bit_depth: int, options: SpeedOptions = Sp
     prescale). The plane must be large enough (:func:`check_plane_size`)."""
     x = prescale(to_float(plane, bit_depth), options)
     h, w = x.shape[-2:]
-    antialias, local = filter_taps(options.kernelscale)
+    antialias = antialias_taps(options.kernelscale)
     rows = torch.arange(h >> _NUM_SCALES, device=x.device) << _NUM_SCALES
     cols = torch.arange(w >> _NUM_SCALES, device=x.device) << _NUM_SCALES
-    d = _filter_at(x, antialias, rows, cols)
-    g = _filter_at(d, local, torch.arange(d.shape[-2], device=x.device), torch.arange(d.shape[-1], device=x.device))
-    return d - g
+    return local_mean_residual(_filter_at(x, antialias, rows, cols), options.kernelscale)
 
 
 # ------------------------------------------------------------------------------------------------------ scores
@@ -331,3 +330,53 @@ def speed_chroma_ref(ref_u: torch.Tensor, ref_v: torch.Tensor, dis_u: torch.Tens
     check_plane_size(*ref_u.shape[-2:], options)
     res = [residual_ref(p, bit_depth, options) for p in (ref_u, ref_v, dis_u, dis_v)]
     return speed_scores_from_residuals(*res, options)
+
+
+# ----------------------------------------------------------------------------------------------- the op's twin
+#: ``speed_prescale_method`` as the op's integer argument.
+METHOD_CODES = {"nearest": 0, "bilinear": 1}
+
+
+def op_options(prescale: float, method: int, kernelscale: float) -> SpeedOptions:
+    """The options of the op's scalars (the ones the residual stage reads)."""
+    names = {code: name for name, code in METHOD_CODES.items()}
+    if method not in names:
+        raise ValueError(f"method must be one of {sorted(names)} ({', '.join(METHOD_CODES)}); got {method!r}")
+    return SpeedOptions(kernelscale=kernelscale, prescale=prescale, prescale_method=names[method])
+
+
+def speed_residual_ref(plane: torch.Tensor, bit_depth: int, prescale: float = 1.0, method: int = 0,
+                       kernelscale: float = 1.0) -> torch.Tensor:
+    """The op ``speed_residual``: :func:`residual_ref` of integer planes ``(N, H, W)`` with the prescale
+    (``method`` from :data:`METHOD_CODES`) and kernel scale given as scalars: ``(N, H', W')`` float32."""
+    return residual_ref(plane, bit_depth, op_options(prescale, method, kernelscale))
+
+
+def residual_shape(height: int, width: int, prescale: float, method: int, kernelscale: float) -> tuple[int, int]:
+    """``(H', W')`` of the op's output for ``height x width`` planes."""
+    return operating_size(height, width, op_options(prescale, method, kernelscale))
+
+
+def sample_tables(height: int, width: int, options: SpeedOptions, device: torch.device
+                  ) -> tuple[torch.Tensor, ...] | None:
+    """Where each prescaled sample comes from, for kernels: ``(y1, y2, dy, x1, x2, dx)`` (nearest: ``y2 = y1``,
+    ``dy = 0``, which gives the source sample itself), or None without a prescale."""
+    sh, sw = scaled_size(height, width, options)
+    if not options.rescales or (sh, sw) == (height, width):
+        return None
+    if options.prescale_method == "bilinear":
+        return (*_bilinear_axis(height, sh, device), *_bilinear_axis(width, sw, device))
+    ry, rx = np.float32(np.float32(height) / np.float32(sh)), np.float32(np.float32(width) / np.float32(sw))
+    rows = torch.tensor([int(np.float32(i) * ry) for i in range(sh)], device=device)
+    cols = torch.tensor([int(np.float32(j) * rx) for j in range(sw)], device=device)
+    zero_y = torch.zeros(sh, dtype=torch.float32, device=device)
+    zero_x = torch.zeros(sw, dtype=torch.float32, device=device)
+    return rows, rows, zero_y, cols, cols, zero_x
+
+
+def local_mean_residual(d: torch.Tensor, kernelscale: float = 1.0) -> torch.Tensor:
+    """Step 5 on decimated planes ``(N, H', W')`` float32 (any device): ``d`` minus its local mean."""
+    taps = local_mean_taps(kernelscale)
+    rows = torch.arange(d.shape[-2], device=d.device)
+    cols = torch.arange(d.shape[-1], device=d.device)
+    return d - _filter_at(d, taps, rows, cols)

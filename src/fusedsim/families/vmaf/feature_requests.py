@@ -20,17 +20,26 @@ class FeatureOption:
     """One option of a libvmaf feature extractor, as libvmaf declares it."""
 
     name: str
-    kind: type  # bool, int or float
+    kind: type  # bool, int, float or str
     default: Any
     alias: str | None = None
     names_output: bool = False  # libvmaf's VMAF_OPT_FLAG_FEATURE_PARAM: a non-default value renames the outputs
     low: float | None = None
     high: float | None = None
     supported: bool = True  # False: libvmaf has it, this version does not compute it yet
+    choices: tuple[str, ...] = ()  # a string option's values
+    unsupported: tuple[str, ...] = ()  # values libvmaf takes that this version does not compute yet
 
     def parse(self, feature: str, text: Any) -> Any:
         """The typed value of ``text`` (a string from the command line or a model file's value)."""
         where = f"feature {feature!r} option {self.name!r}"
+        if self.kind is str:
+            if text not in self.choices:
+                raise ValueError(f"{where} takes one of {', '.join(self.choices)}; got {text!r}")
+            if text in self.unsupported:
+                raise ValueError(f"{where}={text} is not supported yet (supported: "
+                                 f"{', '.join(c for c in self.choices if c not in self.unsupported)})")
+            return text
         if self.kind is bool:
             if isinstance(text, bool):
                 return text
@@ -51,7 +60,7 @@ class FeatureOption:
         key = self.alias or self.name
         if self.kind is bool:
             return f"_{key}"
-        return f"_{key}_{value:g}" if self.kind is float else f"_{key}_{value}"
+        return f"_{key}_{value:g}" if self.kind is float else f"_{key}_{value}"  # libvmaf: %g, %d, %s
 
 
 def _debug() -> FeatureOption:
@@ -88,6 +97,16 @@ EXTRACTOR_OPTIONS: dict[str, tuple[FeatureOption, ...]] = {
         FeatureOption("motion_max_val", float, 10000.0, "mmxv", True, 0.0, 10000.0),
         FeatureOption("motion_five_frame_window", bool, False, "mffw", True),
         FeatureOption("motion_moving_average", bool, False, "mma", True),
+    ),
+    "speed_chroma": (
+        FeatureOption("speed_kernelscale", float, 1.0, "ks", True, 0.1, 4.0),
+        FeatureOption("speed_prescale", float, 1.0, "ps", True, 0.1, 4.0),
+        FeatureOption("speed_prescale_method", str, "nearest", "psm", True,
+                      choices=("nearest", "bilinear", "bicubic", "lanczos4"), unsupported=("bicubic", "lanczos4")),
+        FeatureOption("speed_sigma_nn", float, 0.29, "snn", True, 0.1, 2.0),
+        FeatureOption("speed_nn_floor", float, 0.0, "nnf", True, 0.0, 1.0),
+        FeatureOption("speed_max_val", float, 1000.0, "mxv", True, 0.0, 1000.0),
+        FeatureOption("speed_weight_var_mode", int, 0, "wvm", True, 0, 6),
     ),
     "float_ssim": (
         FeatureOption("enable_lcs", bool, False),

@@ -102,6 +102,20 @@ def integer_motion_feature(ref: Planes, dist: Planes, bit_depth: int, **options:
     return integer_motion(ref[0], bit_depth, options=MotionOptions.from_libvmaf(options), debug=debug)
 
 
+def speed_chroma_feature(ref: Planes, dist: Planes, bit_depth: int, **options: Any) -> dict[str, torch.Tensor]:
+    """``vmaf:speed_chroma``: libvmaf's SpEED chroma of the Cb and Cr planes, read at libvmaf's chroma size (``w/2 x
+    h/2`` for 4:2:0, integer division: an odd-size file's last chroma row and column are not read); ``options``
+    are libvmaf's (``speed_sigma_nn``, ``speed_prescale`` ...)."""
+    from fusedsim.families.speed_chroma.api import speed_chroma
+    from fusedsim.families.speed_chroma.twin import SpeedOptions, chroma_crop
+
+    if len(ref) < 3 or len(dist) < 3:
+        raise ValueError("speed_chroma reads the chroma planes: give each clip's planes (y, u, v), not luma alone")
+    h, w = chroma_crop(*ref[0].shape[-2:], *ref[1].shape[-2:])
+    planes = [p[..., :h, :w] for p in (ref[1], ref[2], dist[1], dist[2])]
+    return speed_chroma(*planes, bit_depth, options=SpeedOptions.from_libvmaf(options))
+
+
 def psnr_feature(ref: Planes, dist: Planes, bit_depth: int) -> dict[str, torch.Tensor]:
     """``vmaf:psnr``: libvmaf's PSNR of each plane (``psnr_y``, ``psnr_cb``, ``psnr_cr``)."""
     from fusedsim.families.vmaf.psnr_api import psnr

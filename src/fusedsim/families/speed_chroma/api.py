@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from fusedsim.core.backend import requested_backend
 from fusedsim.families.speed_chroma.ops import speed_residual
 from fusedsim.families.speed_chroma.twin import (
     METHOD_CODES,
@@ -19,6 +20,17 @@ from fusedsim.families.vmaf.inputs import check_bit_depth, frame_pair
 __all__ = ["speed_chroma"]
 
 Planes = torch.Tensor | np.ndarray
+
+
+def _compiled_statistics() -> bool:
+    """The numba build of the GSM statistics unless the twin is forced (``reference``) or numba is missing."""
+    if requested_backend() == "reference":
+        return False
+    try:
+        import numba  # noqa: F401
+    except ImportError:  # pragma: no cover - numba is a dependency
+        return False
+    return True
 
 
 def speed_chroma(ref_u: Planes, ref_v: Planes, dist_u: Planes, dist_v: Planes, bit_depth: int, *,
@@ -43,7 +55,8 @@ def speed_chroma(ref_u: Planes, ref_v: Planes, dist_u: Planes, dist_v: Planes, b
 
     The per-pixel stage runs through the op ``speed_residual`` (Triton on CUDA tensors, numba on CPU tensors);
     the 5x5-block statistics of the small residuals (a 25x25 covariance, its eigenvalues and a QR solve per plane,
-    in libvmaf's float32 order) run on the host.
+    in libvmaf's float32 order: serial work on a few dozen samples a side) run on the host, compiled with numba
+    (the twin :mod:`~fusedsim.families.speed_chroma.gsm` when the ``reference`` backend is forced).
     """
     options = SpeedOptions() if options is None else options
     if not isinstance(options, SpeedOptions):
@@ -57,6 +70,6 @@ def speed_chroma(ref_u: Planes, ref_v: Planes, dist_u: Planes, dist_v: Planes, b
     check_plane_size(*ru.shape[-2:], options)
     scalars = (bd, options.prescale, METHOD_CODES[options.prescale_method], options.kernelscale)
     residuals = [speed_residual(p, *scalars) for p in (ru, rv, du, dv)]
-    scores = speed_scores_from_residuals(*residuals, options).to(ru.device)
+    scores = speed_scores_from_residuals(*residuals, options, compiled=_compiled_statistics()).to(ru.device)
     columns = {name: scores[:, k] for k, name in enumerate(column_names(options))}
     return {name: value[0] for name, value in columns.items()} if squeeze else columns

@@ -294,16 +294,21 @@ def residual_ref(plane: torch.Tensor, bit_depth: int, options: SpeedOptions = Sp
 
 # ------------------------------------------------------------------------------------------------------ scores
 def speed_scores_from_residuals(ref_u: torch.Tensor, ref_v: torch.Tensor, dis_u: torch.Tensor, dis_v: torch.Tensor,
-                                options: SpeedOptions = SpeedOptions()) -> torch.Tensor:
+                                options: SpeedOptions = SpeedOptions(), compiled: bool = False) -> torch.Tensor:
     """libvmaf's outputs ``(N, 3)`` float64 (u, v, uv, each clipped at ``max_val``) from the four residual stacks
-    ``(N, H', W')``; the GSM estimation runs on the host (:mod:`.gsm`)."""
+    ``(N, H', W')``; the GSM estimation runs on the host: :mod:`.gsm` (the twin), or with ``compiled`` its numba
+    build :mod:`.gsm_cpu` (the same bits)."""
+    if compiled:
+        from fusedsim.families.speed_chroma.gsm_cpu import est_params_numba as est
+    else:
+        est = est_params
     planes = [t.detach().to("cpu", torch.float32).numpy() for t in (ref_u, ref_v, dis_u, dis_v)]
     out = np.empty((planes[0].shape[0], 3), dtype=np.float64)
     for i in range(out.shape[0]):
         scores, errors = [], []
         for ref, dis in ((planes[0][i], planes[2][i]), (planes[1][i], planes[3][i])):
-            p_ref = est_params(ref, options.sigma_nn)
-            p_dis = est_params(dis, options.sigma_nn)
+            p_ref = est(ref, options.sigma_nn)
+            p_dis = est(dis, options.sigma_nn)
             scores.append(speed_score(p_ref, p_dis, options.sigma_nn, options.nn_floor, options.weight_var_mode))
             errors.append(p_ref.singular or p_dis.singular)
         out[i] = combine(scores[0], scores[1], errors[0], errors[1], options.max_val)

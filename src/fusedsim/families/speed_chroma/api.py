@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import torch
 
@@ -24,13 +26,7 @@ Planes = torch.Tensor | np.ndarray
 
 def _compiled_statistics() -> bool:
     """The numba build of the GSM statistics unless the twin is forced (``reference``) or numba is missing."""
-    if requested_backend() == "reference":
-        return False
-    try:
-        import numba  # noqa: F401
-    except ImportError:  # pragma: no cover - numba is a dependency
-        return False
-    return True
+    return requested_backend() != "reference" and importlib.util.find_spec("numba") is not None
 
 
 def speed_chroma(ref_u: Planes, ref_v: Planes, dist_u: Planes, dist_v: Planes, bit_depth: int, *,

@@ -156,3 +156,20 @@ def test_bad_model_files(tmp_path):
     (tmp_path / "bad.json").write_text(json.dumps(document))
     with pytest.raises(ValueError, match="exactly one feature named with 'adm3'"):
         load_model(path=tmp_path / "bad.json")
+
+
+def test_clips_of_odd_size_through_the_pipeline(refdata, pairs):
+    # raw 333x217 files store 167x109 chroma; libvmaf reads 166x108 (its runs used copies cropped so): the
+    # pipeline's reader and speed_chroma's crop give libvmaf's values
+    from fusedsim.families.vmaf.pipeline import score_clips
+
+    pair = pairs["prev_c333x217_8b_mixed"]
+    clips = [refdata / "vmaf" / "clips" / f"{name}.yuv" for name in ("c333x217_8b_ref", "c333x217_8b_mixed")]
+    assert all(path.is_file() for path in clips)
+    features = ["speed_chroma=speed_sigma_nn=0.19:speed_nn_floor=0.1:speed_weight_var_mode=5:speed_max_val=45.0",
+                "motion=motion_max_val=18"]
+    scores = score_clips(*clips, features, device="cpu", width=333, height=217, pix_fmt="yuv420p", batch_frames=2)
+    metrics = run_metrics(pair, "v1_3d0h")
+    assert len(scores.metrics) == 6
+    for name, values in scores.metrics.items():
+        assert np.array_equal(values, np.asarray(metrics[name])), name

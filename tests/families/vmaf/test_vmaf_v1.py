@@ -130,7 +130,7 @@ def _end_to_end(refdata, pair, option: str, run: str) -> None:
 
 @pytest.mark.parametrize("clip,run", [
     ("r576x324_8b_mixed", "v1_3d0h"), ("r576x324_8b_mixed", "v1_5d0h"), ("r576x324_8b_mixed", "v1_3d0h_2160"),
-    ("r576x324_8b_mixed", "v1_hfr_3d0h"), ("f480x270_10b_mixed", "v1_3d0h"), ("prev_c333x217_8b_mixed", "v1_3d0h"),
+    ("r576x324_8b_mixed", "v1_hfr_3d0h"), ("prev_d504x400_10b_jpeg8", "v1_3d0h"),
 ])
 def test_end_to_end_from_computed_features(refdata, pairs, clip, run):
     _end_to_end(refdata, pairs[clip], RUNS[run], run)

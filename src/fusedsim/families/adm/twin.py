@@ -14,8 +14,9 @@ Per frame pair of integer luma, for each of 4 scales (``s = 0..3``), on int64 te
    ``(th, tv)`` (tested in float32/double as libvmaf does) ``r`` becomes ``min(r*egl, t)`` (``o > 0``) or
    ``max(r*egl, t)`` (``o < 0``), ``egl`` the enhancement gain limit.
 3. **Denominator** from ``o`` over the region ``R`` (10% borders off): sums of ``|o|**3`` with libvmaf's shifts,
-   times ``rf**3`` in double (``rf = 1/Q``, Watson's quantisation step), then float32 cube roots plus the noise
-   term ``powf(area * noise_weight, 1/3)`` per orientation. The cube roots are the C library's ``powf(x, 1.0f /
+   times ``rf**3`` in double (``rf = 1/Q``, Watson's quantisation step, or with ``adm_csf_mode`` 2/3 a float32
+   value of libvmaf's Barten-Watson blend tables), then float32 cube roots plus the noise term
+   ``powf(area * noise_weight, 1/3)`` per orientation. The cube roots are the C library's ``powf(x, 1.0f /
    3.0f)`` itself (:func:`powf_third`): glibc's is not correctly rounded, so no other formula gives its bits.
 4. **CSF**: ``v = irf * a`` in fixed point (``irf``: ``rf`` in Q21/Q23 at scale 0, Q32 at scales 1-3) and
    ``flt ~ |v|/30``.

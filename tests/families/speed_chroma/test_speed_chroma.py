@@ -150,6 +150,8 @@ def test_bad_inputs():
         SpeedOptions.from_libvmaf({"speed_sigma": 0.2})
     with pytest.raises(ValueError, match="takes one of nearest"):
         FeatureRequest.of("speed_chroma", {"speed_prescale_method": "cubic"})
+    with pytest.raises(ValueError, match="not supported yet with the value 'lanczos4'"):
+        FeatureRequest.of("speed_chroma", {"speed_prescale_method": "lanczos4"})
     # flat chroma: singular covariances, and with nn_floor > 0 a score of 0 (refdata/vmaf-score/README.md 10.5.8)
     flat = speed_chroma(plane, plane, plane, plane, 8, options=RUNS["v1_3d0h"])
     assert [float(v) for v in flat.values()] == [0.0, 0.0, 0.0]

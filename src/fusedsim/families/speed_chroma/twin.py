@@ -298,17 +298,19 @@ def speed_scores_from_residuals(ref_u: torch.Tensor, ref_v: torch.Tensor, dis_u:
     """libvmaf's outputs ``(N, 3)`` float64 (u, v, uv, each clipped at ``max_val``) from the four residual stacks
     ``(N, H', W')``; the GSM estimation runs on the host: :mod:`.gsm` (the twin), or with ``compiled`` its numba
     build :mod:`.gsm_cpu` (the same bits)."""
+    stacked = torch.stack([t.detach().to("cpu", torch.float32) for t in (ref_u, ref_v, dis_u, dis_v)], 1)
+    n = stacked.shape[0]
+    flat = stacked.reshape(n * 4, *stacked.shape[2:]).numpy()  # (frame, plane) in order ref_u, ref_v, dis_u, dis_v
     if compiled:
-        from fusedsim.families.speed_chroma.gsm_cpu import est_params_numba as est
+        from fusedsim.families.speed_chroma.gsm_cpu import est_params_many
+
+        params = est_params_many(flat, options.sigma_nn)
     else:
-        est = est_params
-    planes = [t.detach().to("cpu", torch.float32).numpy() for t in (ref_u, ref_v, dis_u, dis_v)]
-    out = np.empty((planes[0].shape[0], 3), dtype=np.float64)
-    for i in range(out.shape[0]):
+        params = [est_params(r, options.sigma_nn) for r in flat]
+    out = np.empty((n, 3), dtype=np.float64)
+    for i in range(n):
         scores, errors = [], []
-        for ref, dis in ((planes[0][i], planes[2][i]), (planes[1][i], planes[3][i])):
-            p_ref = est(ref, options.sigma_nn)
-            p_dis = est(dis, options.sigma_nn)
+        for p_ref, p_dis in ((params[4 * i], params[4 * i + 2]), (params[4 * i + 1], params[4 * i + 3])):
             scores.append(speed_score(p_ref, p_dis, options.sigma_nn, options.nn_floor, options.weight_var_mode))
             errors.append(p_ref.singular or p_dis.singular)
         out[i] = combine(scores[0], scores[1], errors[0], errors[1], options.max_val)

@@ -28,7 +28,7 @@ class FeatureOption:
     high: float | None = None
     supported: bool = True  # False: libvmaf has it, this version does not compute it yet
     choices: tuple[str, ...] = ()  # a string option's values
-    unsupported: tuple[str, ...] = ()  # values libvmaf takes that this version does not compute yet
+    unsupported: tuple = ()  # values libvmaf takes that this version does not compute yet
 
     def parse(self, feature: str, text: Any) -> Any:
         """The typed value of ``text`` (a string from the command line or a model file's value)."""
@@ -36,9 +36,6 @@ class FeatureOption:
         if self.kind is str:
             if text not in self.choices:
                 raise ValueError(f"{where} takes one of {', '.join(self.choices)}; got {text!r}")
-            if text in self.unsupported:
-                raise ValueError(f"{where}={text} is not supported yet (supported: "
-                                 f"{', '.join(c for c in self.choices if c not in self.unsupported)})")
             return text
         if self.kind is bool:
             if isinstance(text, bool):
@@ -82,7 +79,7 @@ EXTRACTOR_OPTIONS: dict[str, tuple[FeatureOption, ...]] = {
         FeatureOption("adm_dlm_weight", float, 0.5, "dlmw", True, 0.0, 1.0),
         FeatureOption("adm_norm_view_dist", float, 3.0, "nvd", True, 0.75, 24.0),
         FeatureOption("adm_ref_display_height", int, 1080, "rdh", True, 1, 4320),
-        FeatureOption("adm_csf_mode", int, 0, "csf", True, 0, 3),
+        FeatureOption("adm_csf_mode", int, 0, "csf", True, 0, 3, unsupported=(1,)),  # 1: Barten's CSF
         FeatureOption("adm_noise_weight", float, 0.03125, "nw", True, 0.0, 1500.0),
         FeatureOption("adm_skip_aim", bool, False, supported=False),
         FeatureOption("adm_skip_scale0", bool, False, "ssz", True, supported=False),
@@ -144,6 +141,9 @@ class FeatureRequest:
             if not option.supported and value != option.default:
                 raise ValueError(f"feature {extractor!r} option {name!r} is not supported yet (only its default "
                                  f"is computed)")
+            if value in option.unsupported:
+                raise ValueError(f"feature {extractor!r} option {name!r} is not supported yet with the value "
+                                 f"{value!r}")
             if value != option.default:
                 kept[name] = value
         return cls(extractor, tuple(sorted(kept.items())))

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from fusedsim.cli.common import parse_device
 from fusedsim.cli.vmaf_output import format_csv, format_json, format_text, format_xml
+from fusedsim.cli.vmaf_presets import AOM_CTC, NFLX_CTC, PresetAction
 from fusedsim.core.device import DEVICE_HELP
 from fusedsim.families.vmaf.model import BUILT_IN_MODELS, DEFAULT_MODEL
 from fusedsim.families.vmaf.pipeline import (check_device, feature_specs, load_features, open_clips,
@@ -75,8 +76,6 @@ Without an output, the pooled mean of each metric goes to standard output."""
 
 #: libvmaf options fusedsim does not have, with the reason given when one is used.
 _REFUSED_OPTIONS = {
-    ("--aom_ctc",): "the AOM CTC presets need features fusedsim does not compute yet (ciede, psnr_hvs)",
-    ("--nflx_ctc",): "the Netflix CTC preset needs features fusedsim does not compute yet (psnr_hvs)",
     ("--sub",): "the subtitle output is not supported; use --xml, --json or --csv",
     ("--cpumask",): "fusedsim has no CPU instruction-set mask (its results do not depend on one)",
     ("--gpumask",): "fusedsim has no GPU operation mask; choose the device with --device",
@@ -140,6 +139,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
              f"{', '.join(BUILT_IN_MODELS)}; options :name=NAME, :enable_transform, :disable_clip, "
              ":FEATURE.OPTION=VALUE",
     )
+    for option, table in (("--aom_ctc", AOM_CTC), ("--nflx_ctc", NFLX_CTC)):
+        parser.add_argument(option, action=PresetAction, metavar="VERSION",
+                            help=f"libvmaf's preset ({', '.join(table)}): adds its models and features here")
+    parser.set_defaults(preset_origin=None)
     parser.add_argument("--precision", type=_precision, metavar="N|max",
                         help="digits after the point in the outputs (%%.Nf; 6 is libvmaf's stock output); "
                              "default max: every number round-trips exactly")
@@ -240,7 +243,7 @@ def run(args: argparse.Namespace) -> int:
     _check_options(args)
     args.loaded_models = _models(args)
     # feature names and options are checked against the registry's specs (torch-free) before anything loads
-    features = (resolve_features(args.features, HELP_FEATURES) if args.features or not args.loaded_models else [])
+    features = _features(args)
     registry = _load_features()
     check_device(args.device)  # a missing GPU is reported before any file is read
     set_threads(args.threads)
@@ -251,16 +254,44 @@ def run(args: argparse.Namespace) -> int:
     return _run_pairs(args, jobs, raw, features, registry.extract)
 
 
+def _from_preset(args: argparse.Namespace, entry: str, exc: ValueError) -> ValueError:
+    """``exc`` naming the preset that added ``entry`` (unchanged when the user wrote it)."""
+    origin = (args.preset_origin or {}).get(entry)
+    return ValueError(f"{origin} adds {entry!r}: {exc}") if origin else exc
+
+
+def _features(args: argparse.Namespace) -> list:
+    """The --feature requests (validated against the registry's specs, torch-free); a preset's entry that cannot
+    be computed is reported with the preset's name."""
+    if not (args.features or not args.loaded_models):
+        return []
+    for entry in args.features or []:
+        try:
+            resolve_features([entry], HELP_FEATURES)
+        except ValueError as exc:
+            raise _from_preset(args, entry, exc) from None
+    return resolve_features(args.features, HELP_FEATURES)
+
+
 def _models(args: argparse.Namespace) -> list:
     """The VMAF models to score (loaded now: a bad model option or file fails before any clip is read); none
-    with -n/--no_prediction."""
-    from fusedsim.families.vmaf.model import parse_model_option
+    with -n/--no_prediction (which drops a preset's models, as libvmaf does)."""
+    from fusedsim.families.vmaf.model import feature_requests, parse_model_option
 
+    models = args.models or []
     if args.no_prediction:
-        if args.models:
+        if any(text not in (args.preset_origin or {}) for text in models):
             raise ValueError("-n/--no_prediction scores no model; drop it or drop -m/--model")
         return []
-    return [parse_model_option(text).load() for text in args.models or [f"version={DEFAULT_MODEL}"]]
+    loaded = []
+    for text in models or [f"version={DEFAULT_MODEL}"]:
+        try:
+            model = parse_model_option(text).load()
+            feature_requests(model)  # a model reading a feature this installation lacks fails now
+        except ValueError as exc:
+            raise _from_preset(args, text, exc) from None
+        loaded.append(model)
+    return loaded
 
 
 def _jobs(args: argparse.Namespace) -> list[tuple[str, str, list[Output]]]:

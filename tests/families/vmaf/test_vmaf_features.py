@@ -21,7 +21,7 @@ def _batch(planes, bit_depth, first_index=0):
 
 def test_contract():
     assert features.SUPPORTED_FEATURES == ("ssim", "float_ssim", "float_ms_ssim", "psnr", "vif", "adm", "motion",
-                                           "psnr_hvs", "ciede", "cambi")
+                                           "psnr_hvs", "ciede", "speed_chroma", "cambi")
 
 
 @pytest.mark.parametrize("feature, keys", [

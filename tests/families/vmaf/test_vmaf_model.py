@@ -50,7 +50,9 @@ def test_model_options_and_overloads():
     assert (model.name, model.enable_transform, model.disable_clip) == ("v", True, True)
     vif = next(r for r in feature_requests(model) if r.extractor == "vif")
     assert vif.suffix == "_egl_1.5"  # libvmaf's %g
-    assert set(BUILT_IN_MODELS) == {"vmaf_v0.6.1", "vmaf_v0.6.1neg", "vmaf_4k_v0.6.1", "vmaf_4k_v0.6.1neg"}
+    v1 = {f"vmaf_v1.0.16_{hfr}{variant}" for hfr in ("", "hfr_") for variant in ("3d0h", "5d0h", "1d5h_2160",
+                                                                                  "3d0h_2160")}
+    assert set(BUILT_IN_MODELS) == {"vmaf_v0.6.1", "vmaf_v0.6.1neg", "vmaf_4k_v0.6.1", "vmaf_4k_v0.6.1neg"} | v1
 
 
 @pytest.mark.parametrize("text, match", [

@@ -25,6 +25,7 @@ from fusedsim.families.adm.twin import (
     DWT_SHIFTS,
     check_frame_size,
     div_lookup,
+    geometry,
     scale_plans,
     scales_from_sums,
 )
@@ -495,11 +496,12 @@ def _sums_by_rows(ref, dis, bpc, consts, sizes, egl, cos2, div, nchunks) -> np.n
     return out
 
 
-def _constants(height: int, width: int) -> tuple[np.ndarray, np.ndarray]:
+def _constants(height: int, width: int, plan_geometry: tuple[int, float, int, float]
+               ) -> tuple[np.ndarray, np.ndarray]:
     """Per-scale integer constants ``(4, _NC)`` and band sizes ``(4, 2)`` for the kernels."""
     consts = np.zeros((4, _NC), dtype=np.int64)
     sizes = np.zeros((4, 2), dtype=np.int64)
-    for p in scale_plans(height, width):
+    for p in scale_plans(height, width, plan_geometry):
         row = consts[p.scale]
         row[[_C_T, _C_B, _C_L, _C_R]] = p.top, p.bottom, p.left, p.right
         row[_C_IRF:_C_IRF + 3] = p.irf
@@ -525,8 +527,9 @@ def _as_array(t: torch.Tensor) -> np.ndarray:
     return np.ascontiguousarray(t.to(torch.int32).numpy().astype(np.uint16))
 
 
-def integer_adm_numba_sums(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, gain_limit: float = 100.0, *,
-                           row_chunks: int | None = None) -> torch.Tensor:
+def integer_adm_numba_sums(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, gain_limit: float = 100.0,
+                           csf_mode: int = 0, norm_view_dist: float = 3.0, ref_display_height: int = 1080,
+                           noise_weight: float = 0.03125, *, row_chunks: int | None = None) -> torch.Tensor:
     """The twin's integer sums (``(N, 4, 3, 3)`` int64, see
     :func:`~fusedsim.families.adm.twin.integer_adm_sums_ref`) of integer frames ``(N, H, W)``.
 
@@ -537,7 +540,8 @@ def integer_adm_numba_sums(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int
     if r.dtype != d.dtype:
         r, d = r.astype(np.uint16), d.astype(np.uint16)
     n, height, width = r.shape
-    consts, sizes = _constants(height, width)
+    consts, sizes = _constants(height, width,
+                               geometry(csf_mode, norm_view_dist, ref_display_height, noise_weight))
     args = (int(bit_depth), consts, sizes, float(gain_limit), COS_1DEG_SQ, div_lookup().numpy())
     threads = numba.get_num_threads()
     if row_chunks is None and (n >= threads or threads == 1):
@@ -548,9 +552,11 @@ def integer_adm_numba_sums(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int
 
 
 @integer_adm.cpu_kernel
-def integer_adm_numba(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, gain_limit: float = 100.0
-                      ) -> torch.Tensor:
+def integer_adm_numba(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, gain_limit: float = 100.0,
+                      csf_mode: int = 0, norm_view_dist: float = 3.0, ref_display_height: int = 1080,
+                      noise_weight: float = 0.03125) -> torch.Tensor:
     """libvmaf's per-scale ``(num, den, aim)`` float32 of integer frames ``(N, H, W)`` on the CPU: ``(N, 4, 3)``,
     the twin's bits. Same contract as :func:`~fusedsim.families.adm.twin.integer_adm_ref`."""
-    sums = integer_adm_numba_sums(ref, dist, bit_depth, gain_limit)
-    return scales_from_sums(sums, ref.shape[-2], ref.shape[-1]).to(ref.device)
+    plan = (csf_mode, norm_view_dist, ref_display_height, noise_weight)
+    sums = integer_adm_numba_sums(ref, dist, bit_depth, gain_limit, *plan)
+    return scales_from_sums(sums, ref.shape[-2], ref.shape[-1], geometry(*plan)).to(ref.device)

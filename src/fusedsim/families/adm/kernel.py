@@ -41,6 +41,7 @@ from fusedsim.families.adm.twin import (
     DWT_SHIFTS,
     check_frame_size,
     div_lookup,
+    geometry,
     scale_plans,
     scales_from_sums,
 )
@@ -342,8 +343,9 @@ def _block_h(h: int, w_block: int) -> tuple[int, int]:
 
 
 @on_tensors_device
-def integer_adm_sums_fwd(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, gain_limit: float = 100.0
-                         ) -> torch.Tensor:
+def integer_adm_sums_fwd(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, gain_limit: float = 100.0,
+                         csf_mode: int = 0, norm_view_dist: float = 3.0, ref_display_height: int = 1080,
+                         noise_weight: float = 0.03125) -> torch.Tensor:
     """The twin's integer sums (``(N, 4, 3, 3)`` int64) of integer frames ``(N, H, W)``, on their device."""
     n, height, width = ref.shape
     check_frame_size(height, width)
@@ -357,7 +359,7 @@ def integer_adm_sums_fwd(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, 
     cur_d, _ = _kernel_input(dist.contiguous())
     table = div_lookup(dev).to(torch.int32)
     fconst = torch.tensor([float(gain_limit), COS_1DEG_SQ], dtype=torch.float64, device=dev)
-    for p in scale_plans(height, width):
+    for p in scale_plans(height, width, geometry(csf_mode, norm_view_dist, ref_display_height, noise_weight)):
         h, w = p.height, p.width
         n_in, w_in = cur_r.shape[-2:]
         ra = torch.empty(n, h, w, dtype=torch.int32, device=dev)
@@ -389,14 +391,16 @@ def integer_adm_sums_fwd(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, 
 
 
 @integer_adm.triton_launcher
-def integer_adm_fwd(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, gain_limit: float = 100.0, *,
-                    max_buffer_bytes: int = 1 << 30) -> torch.Tensor:
+def integer_adm_fwd(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, gain_limit: float = 100.0,
+                    csf_mode: int = 0, norm_view_dist: float = 3.0, ref_display_height: int = 1080,
+                    noise_weight: float = 0.03125, *, max_buffer_bytes: int = 1 << 30) -> torch.Tensor:
     """libvmaf's per-scale ``(num, den, aim)`` float32 of integer frames ``(N, H, W)`` on the tensors' device:
     ``(N, 4, 3)``. Frames are processed in groups whose work buffers (~36 bytes per pixel) stay under
     ``max_buffer_bytes``."""
     n, height, width = ref.shape
     group = max(1, min(max(n, 1), max_buffer_bytes // max(1, 36 * height * width)))
-    sums = torch.cat([integer_adm_sums_fwd(ref[s:s + group], dist[s:s + group], bit_depth, gain_limit)
+    plan = (csf_mode, norm_view_dist, ref_display_height, noise_weight)
+    sums = torch.cat([integer_adm_sums_fwd(ref[s:s + group], dist[s:s + group], bit_depth, gain_limit, *plan)
                       for s in range(0, n, group)]) if n else torch.empty(0, 4, 3, 3, dtype=torch.int64,
                                                                            device=ref.device)
-    return scales_from_sums(sums, height, width)
+    return scales_from_sums(sums, height, width, geometry(*plan))

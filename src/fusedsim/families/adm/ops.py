@@ -30,14 +30,19 @@ def _pair(shape: tuple[int, int, int], bits: int, seed: int, kind: str) -> tuple
 
 
 def _examples(device: torch.device) -> list[Example]:
-    cases = [((1, 33, 33), 8, "noise", 100.0), ((2, 35, 47), 10, "gain", 100.0), ((1, 40, 37), 12, "shift", 100.0),
-             ((1, 37, 52), 8, "gain", 1.0), ((1, 34, 33), 10, "same", 100.0), ((2, 49, 70), 8, "noise", 1.5)]
+    watson = (0, 3.0, 1080, 0.03125)
+    v1 = (2, 3.0, 1080, 0.02)  # the vmaf_v1.0.16 models' CSF blend and noise weight
+    cases = [((1, 33, 33), 8, "noise", 100.0, watson), ((2, 35, 47), 10, "gain", 100.0, watson),
+             ((1, 40, 37), 12, "shift", 100.0, watson), ((1, 37, 52), 8, "gain", 1.0, watson),
+             ((1, 34, 33), 10, "same", 100.0, watson), ((2, 49, 70), 8, "noise", 1.5, watson),
+             ((1, 41, 38), 10, "noise", 1.0, v1), ((1, 36, 44), 8, "shift", 1.0, (2, 5.0, 1080, 0.02)),
+             ((1, 35, 35), 8, "gain", 100.0, (0, 5.0, 1080, 0.03125))]
     out = []
-    for i, (shape, bits, kind, egl) in enumerate(cases):
+    for i, (shape, bits, kind, egl, geometry) in enumerate(cases):
         ref, dist = _pair(shape, bits, 80 + i, kind)
         dtype = torch.uint8 if bits == 8 else torch.int16
-        out.append(Example((ref.to(device, dtype), dist.to(device, dtype)), (bits, egl),
-                           note=f"{shape} {bits}-bit {kind} egl={egl}"))
+        out.append(Example((ref.to(device, dtype), dist.to(device, dtype)), (bits, egl, *geometry),
+                           note=f"{shape} {bits}-bit {kind} egl={egl} csf/nvd/rdh/nw={geometry}"))
     return out
 
 
@@ -57,16 +62,18 @@ def _import_cpu() -> None:
 
 integer_adm = register_op(KernelOp(
     name="integer_adm",
-    schema="(Tensor ref, Tensor dist, int bit_depth, float gain_limit) -> Tensor",
+    schema="(Tensor ref, Tensor dist, int bit_depth, float gain_limit, int csf_mode, float norm_view_dist, "
+           "int ref_display_height, float noise_weight) -> Tensor",
     n_tensors=2,
     load_triton=_import_triton,
     reference=integer_adm_ref,
-    fake=lambda ref, dist, bit_depth, gain_limit: ref.new_empty(ref.shape[0], 4, 3, dtype=torch.float32),
+    fake=lambda ref, dist, *scalars: ref.new_empty(ref.shape[0], 4, 3, dtype=torch.float32),
     examples=_examples,
     differentiable=False,
     tolerance=None,  # integer arithmetic and libvmaf's float steps: bit-identical to libvmaf, hence to the twin
     load_cpu=_import_cpu,
-    doc="libvmaf's integer ADM: per-scale float32 (num, den, aim) of integer luma pairs (N, H, W) -> (N, 4, 3).",
+    doc="libvmaf's integer ADM: per-scale float32 (num, den, aim) of integer luma pairs (N, H, W) -> (N, 4, 3); "
+        "scalars: bit depth, enhancement gain limit, CSF mode, viewing distance, display height, noise weight.",
 ))
 
 #: The ops of this family (the ``vmaf:adm`` feature lists them).

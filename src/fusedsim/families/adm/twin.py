@@ -14,8 +14,9 @@ Per frame pair of integer luma, for each of 4 scales (``s = 0..3``), on int64 te
    ``(th, tv)`` (tested in float32/double as libvmaf does) ``r`` becomes ``min(r*egl, t)`` (``o > 0``) or
    ``max(r*egl, t)`` (``o < 0``), ``egl`` the enhancement gain limit.
 3. **Denominator** from ``o`` over the region ``R`` (10% borders off): sums of ``|o|**3`` with libvmaf's shifts,
-   times ``rf**3`` in double (``rf = 1/Q``, Watson's quantisation step), then float32 cube roots plus the noise
-   term ``powf(area * noise_weight, 1/3)`` per orientation. The cube roots are the C library's ``powf(x, 1.0f /
+   times ``rf**3`` in double (``rf = 1/Q``, Watson's quantisation step, or with ``adm_csf_mode`` 2/3 a float32
+   value of libvmaf's Barten-Watson blend tables), then float32 cube roots plus the noise term
+   ``powf(area * noise_weight, 1/3)`` per orientation. The cube roots are the C library's ``powf(x, 1.0f /
    3.0f)`` itself (:func:`powf_third`): glibc's is not correctly rounded, so no other formula gives its bits.
 4. **CSF**: ``v = irf * a`` in fixed point (``irf``: ``rf`` in Q21/Q23 at scale 0, Q32 at scales 1-3) and
    ``flt ~ |v|/30``.
@@ -41,7 +42,9 @@ import ctypes
 import ctypes.util
 import functools
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 import torch
@@ -60,7 +63,9 @@ __all__ = [
     "AdmOptions",
     "ScalePlan",
     "adm_columns",
+    "BLENDED_CSF",
     "band_sizes",
+    "geometry",
     "check_frame_size",
     "column_names",
     "div_lookup",
@@ -92,26 +97,111 @@ COS_1DEG_SQ = float(np.float32(math.cos(1.0 * math.pi / 180.0) * math.cos(1.0 * 
 @dataclass(frozen=True)
 class AdmOptions:
     """Options of libvmaf's ``adm`` extractor; the defaults are ``vmaf_v0.6.1``'s (``vmaf_v0.6.1neg`` uses
-    ``enhn_gain_limit=1.0``).
+    ``enhn_gain_limit=1.0``; the ``vmaf_v1.0.16_*`` models use ``csf_mode=2, dlm_weight=0.7, enhn_gain_limit=1.0,
+    noise_weight=0.02, min_val=0.5`` with their viewing geometry).
 
     Every field is a libvmaf feature parameter: a non-default value appends ``_<alias>_<%g value>`` to the feature
-    names, in the alphabetical order of libvmaf's option names (:func:`column_names`). The v1 options
-    (``adm_csf_mode``, ``adm_dlm_weight``, ``adm_noise_weight``, ``adm_min_val``, ``adm_norm_view_dist``,
-    ``adm_ref_display_height``, ...) join as fields here, with their entries in :data:`LIBVMAF_OPTIONS`.
+    names, in the alphabetical order of libvmaf's option names (:func:`column_names`).
+
+    * ``csf_mode``: 0 Watson's model (libvmaf's default), 2 the Barten-Watson blend of the v1 models, 3 its
+      ``_MAE`` tables; both blends are tables for a few geometries (:data:`BLENDED_CSF`). Mode 1 (Barten's CSF) is
+      not computed: an error.
+    * ``norm_view_dist``, ``ref_display_height``: the viewing geometry; libvmaf refuses
+      ``norm_view_dist * ref_display_height < 3 * 1080`` (its 16-bit pipeline), and so does this.
+    * ``noise_weight``: the noise term ``powf(area * noise_weight, 1/3)`` of each orientation.
+    * ``dlm_weight``, ``min_val``: ``adm3 = max(adm2 * dlm_weight + (1 - aim) * (1 - dlm_weight), min_val)``.
     """
 
     enhn_gain_limit: float = 100.0
+    csf_mode: int = 0
+    dlm_weight: float = 0.5
+    min_val: float = 0.0
+    noise_weight: float = 0.03125
+    norm_view_dist: float = 3.0
+    ref_display_height: int = 1080
 
     def __post_init__(self) -> None:
-        egl = self.enhn_gain_limit
-        if isinstance(egl, bool) or not isinstance(egl, (int, float)) or not 1.0 <= float(egl) <= 100.0:
-            raise ValueError(f"enhn_gain_limit must be a number in [1, 100] (libvmaf's adm_enhn_gain_limit); "
-                             f"got {egl!r}")
-        object.__setattr__(self, "enhn_gain_limit", float(egl))
+        for name, (_, _, low, high, kind) in LIBVMAF_OPTIONS.items():
+            value = getattr(self, name)
+            libvmaf_name = LIBVMAF_OPTIONS[name][0]
+            number = (int, np.integer) if kind is int else (int, float, np.integer, np.floating)
+            if isinstance(value, bool) or not isinstance(value, number):
+                raise ValueError(f"{name} must be {'an integer' if kind is int else 'a number'} (libvmaf's "
+                                 f"{libvmaf_name}); got {value!r}")
+            if not low <= value <= high:
+                raise ValueError(f"{name} must be a number in [{low:g}, {high:g}] (libvmaf's {libvmaf_name}); "
+                                 f"got {value!r}")
+            object.__setattr__(self, name, kind(value))
+        if self.csf_mode == 1:
+            raise ValueError("csf_mode=1 (libvmaf's Barten CSF) is not supported; csf_mode takes 0 (Watson), "
+                             "2 (the v1 models' Barten-Watson blend) or 3 (its MAE tables)")
+        if self.norm_view_dist * self.ref_display_height < 3.0 * 1080:
+            raise ValueError(f"norm_view_dist * ref_display_height must be at least 3 * 1080 (libvmaf's 16-bit "
+                             f"ADM pipeline refuses smaller angular frequencies); got {self.norm_view_dist:g} * "
+                             f"{self.ref_display_height}")
+        if self.csf_mode in (2, 3) and (self.ref_display_height, self.norm_view_dist) not in BLENDED_CSF[self.csf_mode]:
+            known = ", ".join(f"{h} @ {d:g}H" for h, d in BLENDED_CSF[self.csf_mode])
+            raise ValueError(f"csf_mode={self.csf_mode} has tables only for ref_display_height @ norm_view_dist in "
+                             f"{known}; got {self.ref_display_height} @ {self.norm_view_dist:g}H")
+
+    @classmethod
+    def from_libvmaf(cls, options: Mapping[str, Any]) -> AdmOptions:
+        """From libvmaf's option names (``{"adm_csf_mode": 2, "adm_dlm_weight": 0.7}``); unknown ones are errors."""
+        by_name = {libvmaf: field for field, (libvmaf, *_) in LIBVMAF_OPTIONS.items()}
+        unknown = sorted(set(options) - set(by_name))
+        if unknown:
+            raise ValueError(f"integer ADM has no option {', '.join(map(repr, unknown))} (its options: "
+                             f"{', '.join(by_name)})")
+        return cls(**{by_name[name]: value for name, value in options.items()})
+
+    @property
+    def geometry(self) -> tuple[int, float, int, float]:
+        """What the scale constants depend on: ``(csf_mode, norm_view_dist, ref_display_height, noise_weight)``."""
+        return self.csf_mode, self.norm_view_dist, self.ref_display_height, self.noise_weight
 
 
-#: field -> (libvmaf option name, alias used in feature names). Feature-name order sorts by the option name.
-LIBVMAF_OPTIONS = {"enhn_gain_limit": ("adm_enhn_gain_limit", "egl")}
+#: field -> (libvmaf option name, alias used in feature names, low, high, type). Feature-name order sorts by the
+#: option name.
+LIBVMAF_OPTIONS = {
+    "enhn_gain_limit": ("adm_enhn_gain_limit", "egl", 1.0, 100.0, float),
+    "csf_mode": ("adm_csf_mode", "csf", 0, 3, int),
+    "dlm_weight": ("adm_dlm_weight", "dlmw", 0.0, 1.0, float),
+    "min_val": ("adm_min_val", "min", 0.0, 1.0, float),
+    "noise_weight": ("adm_noise_weight", "nw", 0.0, 1500.0, float),
+    "norm_view_dist": ("adm_norm_view_dist", "nvd", 0.75, 24.0, float),
+    "ref_display_height": ("adm_ref_display_height", "rdh", 1, 4320, int),
+}
+
+# libvmaf's Barten-Watson blend tables (barten_csf_tools.h): [h/v, d][scale 0..3] per (display height, view
+# distance); 2160 @ 1.5H has 1080 @ 3H's pixels per degree and shares its table. Values as float32.
+_BLEND_1080_3H = ((0.01183, 0.025026, 0.04295, 0.058621), (0.004302, 0.011778, 0.023918, 0.035901))
+_BLEND_MAE_1080_3H = ((0.011249, 0.022606, 0.035930, 0.045673), (0.004097, 0.010921, 0.021430, 0.031313))
+#: csf_mode -> {(ref_display_height, norm_view_dist): ((h/v factors of scales 0-3), (d factors))}.
+BLENDED_CSF = {
+    2: {
+        (1080, 3.0): _BLEND_1080_3H,
+        (1080, 5.0): ((0.004212, 0.014809, 0.029642, 0.047464), (0.000984, 0.005852, 0.0146, 0.027574)),
+        (2160, 1.5): _BLEND_1080_3H,
+        (2160, 3.0): ((0.00226, 0.01183, 0.025026, 0.04295), (0.000479, 0.004302, 0.011778, 0.023918)),
+        (2160, 5.0): ((0.000092, 0.004212, 0.014809, 0.029642), (0.000050, 0.000984, 0.005852, 0.0146)),
+        (720, 3.0): ((0.018715, 0.035637, 0.052798, 0.061509), (0.007999, 0.018396, 0.031851, 0.037718)),
+        (720, 5.0): ((0.010144, 0.022561, 0.040309, 0.05672), (0.003463, 0.010282, 0.021839, 0.034641)),
+        (480, 3.0): ((0.027961, 0.045875, 0.060275, 0.056234), (0.013572, 0.026277, 0.036959, 0.034511)),
+        (480, 5.0): ((0.016781, 0.032822, 0.05032, 0.061594), (0.00691, 0.016545, 0.029917, 0.037777)),
+    },
+    3: {
+        (1080, 3.0): _BLEND_MAE_1080_3H,
+        (1080, 5.0): ((0.004052, 0.013939, 0.026298, 0.038833), (0.000927, 0.005544, 0.013415, 0.024515)),
+        (2160, 1.5): _BLEND_MAE_1080_3H,
+        (2160, 3.0): ((0.002166, 0.011249, 0.022606, 0.035930), (0.000447, 0.004097, 0.010921, 0.021430)),
+        (2160, 5.0): ((0.000077, 0.004052, 0.013939, 0.026298), (0.000045, 0.000927, 0.005544, 0.013415)),
+        (720, 3.0): ((0.017329, 0.030870, 0.042134, 0.047410), (0.007509, 0.016707, 0.028072, 0.032722)),
+        (720, 5.0): ((0.009689, 0.020577, 0.034162, 0.044523), (0.003302, 0.009579, 0.019661, 0.030318)),
+        (480, 3.0): ((0.024969, 0.037825, 0.046676, 0.043974), (0.012511, 0.023424, 0.032139, 0.030166)),
+        (480, 5.0): ((0.015665, 0.028766, 0.040612, 0.047483), (0.006514, 0.015107, 0.026476, 0.032776)),
+    },
+}
+
 
 #: libvmaf's names of the features, in its output order; ``DEBUG_FEATURES`` need ``debug=true``.
 FEATURES = ("integer_adm2", "integer_aim", "integer_adm3", "integer_adm_scale0", "integer_adm_scale1",
@@ -131,10 +221,8 @@ def name_suffix(options: AdmOptions) -> str:
         if value == getattr(default, f.name):
             continue
         alias = LIBVMAF_OPTIONS[f.name][1]
-        if isinstance(value, bool):  # libvmaf: a set boolean adds its alias alone
-            parts.append(f"_{alias}")
-        else:  # doubles print with %g, ints with %d
-            parts.append(f"_{alias}_{value:d}" if isinstance(value, int) else f"_{alias}_{'%g' % value}")
+        # doubles print with %g, ints with %d
+        parts.append(f"_{alias}_{value:d}" if isinstance(value, int) else f"_{alias}_{'%g' % value}")
     return "".join(parts)
 
 
@@ -224,17 +312,33 @@ class ScalePlan:
     noise: float
 
 
+def geometry(csf_mode: int, norm_view_dist: float, ref_display_height: int, noise_weight: float
+             ) -> tuple[int, float, int, float]:
+    """The op's geometry scalars as :attr:`AdmOptions.geometry` (typed: one cache entry per geometry)."""
+    return int(csf_mode), float(norm_view_dist), int(ref_display_height), float(noise_weight)
+
+
+def _rfactors(scale: int, csf_mode: int, norm_view_dist: float, ref_display_height: int) -> list[np.float32]:
+    """The CSF factors ``rf`` of h, v and d at ``scale``: Watson's ``1/Q`` (mode 0) or a blend table (2, 3)."""
+    if csf_mode == 0:
+        return [_watson_rfactor(scale, theta, norm_view_dist, ref_display_height) for theta in (1, 1, 2)]
+    table = BLENDED_CSF[csf_mode][(ref_display_height, float(norm_view_dist))]
+    return [np.float32(table[0][scale]), np.float32(table[0][scale]), np.float32(table[1][scale])]
+
+
 @functools.lru_cache(maxsize=64)
-def scale_plans(height: int, width: int, norm_view_dist: float = 3.0, ref_display_height: int = 1080,
-                noise_weight: float = 0.03125) -> tuple[ScalePlan, ...]:
-    """The four :class:`ScalePlan` of a ``height x width`` frame (libvmaf's Watson CSF, ``adm_csf_mode=0``)."""
+def scale_plans(height: int, width: int, geometry: tuple[int, float, int, float] = AdmOptions().geometry
+                ) -> tuple[ScalePlan, ...]:
+    """The four :class:`ScalePlan` of a ``height x width`` frame for ``geometry`` (:attr:`AdmOptions.geometry`:
+    CSF mode, viewing distance, display height, noise weight; the default is libvmaf's Watson CSF at 3H, 1080)."""
+    csf_mode, norm_view_dist, ref_display_height, noise_weight = geometry
     plans = []
     for scale, (h, w) in enumerate(band_sizes(height, width)):
         left, top = _border(w), _border(h)
         right, bottom = w - left, h - top
-        rf = [_watson_rfactor(scale, theta, norm_view_dist, ref_display_height) for theta in (1, 1, 2)]
+        rf = _rfactors(scale, csf_mode, norm_view_dist, ref_display_height)
         if scale == 0:
-            if abs(norm_view_dist * ref_display_height - 3.0 * 1080) < 1.0e-8:
+            if abs(norm_view_dist * ref_display_height - 3.0 * 1080) < 1.0e-8 and csf_mode == 0:
                 irf = (36453, 36453, 49417)  # libvmaf's hard-coded values for the default geometry
             else:
                 irf = (int(float(rf[0]) * 2.0 ** 21), int(float(rf[1]) * 2.0 ** 21), int(float(rf[2]) * 2.0 ** 23))
@@ -525,11 +629,12 @@ def num_scale(sums: torch.Tensor, p: ScalePlan, noise: bool = True) -> torch.Ten
 
 
 # --------------------------------------------------------------------------------------------------- driver
-def integer_adm_sums_ref(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, gain_limit: float = 100.0
-                         ) -> torch.Tensor:
+def integer_adm_sums_ref(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, gain_limit: float = 100.0,
+                         csf_mode: int = 0, norm_view_dist: float = 3.0, ref_display_height: int = 1080,
+                         noise_weight: float = 0.03125) -> torch.Tensor:
     """Integer sums of every scale: ``(N, 4, 3, 3)`` int64, ``[frame, scale, (num, den, aim), (h, v, d)]``."""
     n, height, width = ref.shape
-    plans = scale_plans(height, width)
+    plans = scale_plans(height, width, geometry(csf_mode, norm_view_dist, ref_display_height, noise_weight))
     table = div_lookup(ref.device)
     out = torch.empty(n, 4, 3, 3, dtype=torch.int64, device=ref.device)
     step = 4  # frames per step: bounds the int64 working set
@@ -550,7 +655,8 @@ def integer_adm_sums_ref(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, 
     return out
 
 
-def scales_from_sums(sums: torch.Tensor, height: int, width: int) -> torch.Tensor:
+def scales_from_sums(sums: torch.Tensor, height: int, width: int,
+                     geometry: tuple[int, float, int, float] = AdmOptions().geometry) -> torch.Tensor:
     """libvmaf's float32 ``(num_scale, den_scale, aim_num_scale)`` per scale from the integer sums
     ``(N, 4, 3, 3)``: ``(N, 4, 3)`` float32 on ``sums``' device. Computed on the host in numpy (a few values per
     frame: :func:`num_scale` and :func:`den_scale`'s arithmetic for every scale at once, and one pass of the C
@@ -559,7 +665,7 @@ def scales_from_sums(sums: torch.Tensor, height: int, width: int) -> torch.Tenso
     n = host.shape[0]
     roots = np.empty((n, 4, 3, 3), np.float32)  # the powf arguments, [frame, scale, (num, den, aim), (h, v, d)]
     noise = np.zeros((4, 3, 1), np.float32)
-    for p in scale_plans(height, width):
+    for p in scale_plans(height, width, geometry):
         s = host[:, p.scale]
         for q in (0, 2):
             if p.scale == 0:  # (float)(int64 / double): through double
@@ -574,8 +680,9 @@ def scales_from_sums(sums: torch.Tensor, height: int, width: int) -> torch.Tenso
     return torch.from_numpy(out).to(sums.device)
 
 
-def integer_adm_ref(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, gain_limit: float = 100.0
-                    ) -> torch.Tensor:
+def integer_adm_ref(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, gain_limit: float = 100.0,
+                    csf_mode: int = 0, norm_view_dist: float = 3.0, ref_display_height: int = 1080,
+                    noise_weight: float = 0.03125) -> torch.Tensor:
     """libvmaf's per-scale ``(num_scale, den_scale, aim_num_scale)`` of integer frames ``(N, H, W)``:
     ``(N, 4, 3)`` float32 (the exact float values libvmaf accumulates).
 
@@ -583,8 +690,9 @@ def integer_adm_ref(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, gain_
     :func:`fusedsim.families.adm.api.integer_adm` does that.
     """
     check_frame_size(*ref.shape[-2:])
-    sums = integer_adm_sums_ref(ref, dist, bit_depth, gain_limit)
-    return scales_from_sums(sums, ref.shape[-2], ref.shape[-1])
+    plan = (csf_mode, norm_view_dist, ref_display_height, noise_weight)
+    sums = integer_adm_sums_ref(ref, dist, bit_depth, gain_limit, *plan)
+    return scales_from_sums(sums, ref.shape[-2], ref.shape[-1], geometry(*plan))
 
 
 # ---------------------------------------------------------------------------------------------- the columns
@@ -607,7 +715,7 @@ def adm_columns(scales: torch.Tensor, height: int, width: int, options: AdmOptio
     safe = torch.where(zero, 1.0, den)
     adm2 = torch.where(zero, 1.0, num / safe)
     aim = torch.where(zero, torch.nan, aim_num / safe)  # libvmaf leaves aim unset when den == 0
-    dlm_weight, min_val = 0.5, 0.0
+    dlm_weight, min_val = options.dlm_weight, options.min_val
     blend = adm2 * dlm_weight + (1.0 - aim) * (1.0 - dlm_weight)
     adm3 = torch.where(blend > min_val, blend, torch.full_like(blend, min_val))  # libvmaf's MAX macro
     values = [adm2, aim, adm3] + [s[:, k, 0] / s[:, k, 1] for k in range(4)]

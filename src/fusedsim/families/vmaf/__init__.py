@@ -183,6 +183,24 @@ register_metric(MetricSpec(
 ))
 
 
+def _speed_chroma_features() -> MetricFunctions:
+    from fusedsim.families.speed_chroma import ops as speed_ops
+    from fusedsim.families.vmaf import features
+
+    return MetricFunctions(compute=features.speed_chroma_feature, ops=tuple(speed_ops.OPS))
+
+
+register_metric(MetricSpec(
+    name="vmaf:speed_chroma", kind="video", functions=_speed_chroma_features,
+    summary="libvmaf's SpEED chroma (Cb, Cr: speed_chroma_u/_v/_uv), bit-exact; an input of VMAF v1",
+    outputs=("speed_chroma_u", "speed_chroma_v", "speed_chroma_uv"),
+    higher_is_better=False, identical_value=None, value_range=(0.0, 1000.0),
+    min_size=160, min_size_reason="4:2:0 chroma decimated by 16 must hold a 5x5 block (80x80 chroma planes)",
+    planes=("y", "u", "v"), halo_rows=None, bytes_per_pixel=8.0,
+    rank=9,
+))
+
+
 #: Public names of this package (``fusedsim.<family>.<name>``, not top-level) and the module defining each,
 #: imported on first use.
 PUBLIC = {

@@ -28,10 +28,15 @@ class FeatureOption:
     high: float | None = None
     supported: bool = True  # False: libvmaf has it, this version does not compute it yet
     choices: tuple[str, ...] | None = None  # the values a string option takes
+    unsupported: tuple = ()  # values libvmaf takes that this version does not compute yet
 
     def parse(self, feature: str, text: Any) -> Any:
         """The typed value of ``text`` (a string from the command line or a model file's value)."""
         where = f"feature {feature!r} option {self.name!r}"
+        if self.kind is str:
+            if self.choices is not None and text not in self.choices:
+                raise ValueError(f"{where} takes one of {', '.join(self.choices)}; got {text!r}")
+            return text
         if self.kind is bool:
             if isinstance(text, bool):
                 return text
@@ -54,7 +59,7 @@ class FeatureOption:
         key = self.alias or self.name
         if self.kind is bool:
             return f"_{key}"
-        return f"_{key}_{value:g}" if self.kind is float else f"_{key}_{value}"
+        return f"_{key}_{value:g}" if self.kind is float else f"_{key}_{value}"  # libvmaf: %g, %d, %s
 
 
 def _debug() -> FeatureOption:
@@ -71,16 +76,16 @@ EXTRACTOR_OPTIONS: dict[str, tuple[FeatureOption, ...]] = {
     "adm": (
         _debug(),
         FeatureOption("adm_enhn_gain_limit", float, 100.0, "egl", True, 1.0, 100.0),
-        FeatureOption("adm_csf_scale", float, None, "scf", True, 0.0, 50.0, supported=False),
-        FeatureOption("adm_csf_diag_scale", float, None, "scfd", True, 0.0, 50.0, supported=False),
-        FeatureOption("adm_dlm_weight", float, 0.5, "dlmw", True, 0.0, 1.0, supported=False),
-        FeatureOption("adm_norm_view_dist", float, 3.0, "nvd", True, 0.75, 24.0, supported=False),
-        FeatureOption("adm_ref_display_height", int, 1080, "rdh", True, 1, 4320, supported=False),
-        FeatureOption("adm_csf_mode", int, 0, "csf", True, 0, 3, supported=False),
-        FeatureOption("adm_noise_weight", float, None, "nw", True, 0.0, 1500.0, supported=False),
+        FeatureOption("adm_csf_scale", float, 1.0, "scf", True, 0.0, 50.0, supported=False),
+        FeatureOption("adm_csf_diag_scale", float, 1.0, "scfd", True, 0.0, 50.0, supported=False),
+        FeatureOption("adm_dlm_weight", float, 0.5, "dlmw", True, 0.0, 1.0),
+        FeatureOption("adm_norm_view_dist", float, 3.0, "nvd", True, 0.75, 24.0),
+        FeatureOption("adm_ref_display_height", int, 1080, "rdh", True, 1, 4320),
+        FeatureOption("adm_csf_mode", int, 0, "csf", True, 0, 3, unsupported=(1,)),  # 1: Barten's CSF
+        FeatureOption("adm_noise_weight", float, 0.03125, "nw", True, 0.0, 1500.0),
         FeatureOption("adm_skip_aim", bool, False, supported=False),
         FeatureOption("adm_skip_scale0", bool, False, "ssz", True, supported=False),
-        FeatureOption("adm_min_val", float, None, "min", True, 0.0, 1.0, supported=False),
+        FeatureOption("adm_min_val", float, 0.0, "min", True, 0.0, 1.0),
     ),
     "motion": (
         _debug(),
@@ -91,6 +96,16 @@ EXTRACTOR_OPTIONS: dict[str, tuple[FeatureOption, ...]] = {
         FeatureOption("motion_max_val", float, 10000.0, "mmxv", True, 0.0, 10000.0),
         FeatureOption("motion_five_frame_window", bool, False, "mffw", True),
         FeatureOption("motion_moving_average", bool, False, "mma", True),
+    ),
+    "speed_chroma": (
+        FeatureOption("speed_kernelscale", float, 1.0, "ks", True, 0.1, 4.0),
+        FeatureOption("speed_prescale", float, 1.0, "ps", True, 0.1, 4.0),
+        FeatureOption("speed_prescale_method", str, "nearest", "psm", True,
+                      choices=("nearest", "bilinear", "bicubic", "lanczos4"), unsupported=("bicubic", "lanczos4")),
+        FeatureOption("speed_sigma_nn", float, 0.29, "snn", True, 0.1, 2.0),
+        FeatureOption("speed_nn_floor", float, 0.0, "nnf", True, 0.0, 1.0),
+        FeatureOption("speed_max_val", float, 1000.0, "mxv", True, 0.0, 1000.0),
+        FeatureOption("speed_weight_var_mode", int, 0, "wvm", True, 0, 6),
     ),
     "float_ssim": (
         FeatureOption("enable_lcs", bool, False),
@@ -149,6 +164,9 @@ class FeatureRequest:
             if not option.supported and value != option.default:
                 raise ValueError(f"feature {extractor!r} option {name!r} is not supported yet (only its default "
                                  f"is computed)")
+            if value in option.unsupported:
+                raise ValueError(f"feature {extractor!r} option {name!r} is not supported yet with the value "
+                                 f"{value!r}")
             if value != option.default:
                 kept[name] = value
         return cls(extractor, tuple(sorted(kept.items())))

@@ -82,12 +82,14 @@ def integer_vif_feature(ref: Planes, dist: Planes, bit_depth: int, *, vif_enhn_g
     return integer_vif(ref[0], dist[0], bit_depth, gain_limit=vif_enhn_gain_limit, debug=debug)
 
 
-def integer_adm_feature(ref: Planes, dist: Planes, bit_depth: int, *, adm_enhn_gain_limit: float = 100.0,
-                        debug: bool = False) -> dict[str, torch.Tensor]:
-    """``vmaf:adm``: libvmaf's integer ADM of the luma planes (adm2, aim, adm3, 4 scales)."""
+def integer_adm_feature(ref: Planes, dist: Planes, bit_depth: int, *, debug: bool = False,
+                        **options: Any) -> dict[str, torch.Tensor]:
+    """``vmaf:adm``: libvmaf's integer ADM of the luma planes (adm2, aim, adm3, 4 scales); ``options`` are
+    libvmaf's (``adm_enhn_gain_limit``, ``adm_csf_mode``, ``adm_norm_view_dist`` ...: the v1 models' too)."""
     from fusedsim.families.adm.api import integer_adm
+    from fusedsim.families.adm.twin import AdmOptions
 
-    return integer_adm(ref[0], dist[0], bit_depth, gain_limit=adm_enhn_gain_limit, debug=debug)
+    return integer_adm(ref[0], dist[0], bit_depth, debug=debug, options=AdmOptions.from_libvmaf(options))
 
 
 def integer_motion_feature(ref: Planes, dist: Planes, bit_depth: int, **options: Any) -> dict[str, torch.Tensor]:
@@ -108,6 +110,20 @@ def cambi_feature(ref: Planes, dist: Planes, bit_depth: int, **options: Any) -> 
 
     full_ref = bool(options.get("full_ref", False))
     return cambi(dist[0], bit_depth, ref=ref[0] if full_ref else None, **options)
+
+
+def speed_chroma_feature(ref: Planes, dist: Planes, bit_depth: int, **options: Any) -> dict[str, torch.Tensor]:
+    """``vmaf:speed_chroma``: libvmaf's SpEED chroma of the Cb and Cr planes, read at libvmaf's chroma size (``w/2 x
+    h/2`` for 4:2:0, integer division: an odd-size file's last chroma row and column are not read); ``options``
+    are libvmaf's (``speed_sigma_nn``, ``speed_prescale`` ...)."""
+    from fusedsim.families.speed_chroma.api import speed_chroma
+    from fusedsim.families.speed_chroma.twin import SpeedOptions, chroma_crop
+
+    if len(ref) < 3 or len(dist) < 3:
+        raise ValueError("speed_chroma reads the chroma planes: give each clip's planes (y, u, v), not luma alone")
+    h, w = chroma_crop(*ref[0].shape[-2:], *ref[1].shape[-2:])
+    planes = [p[..., :h, :w] for p in (ref[1], ref[2], dist[1], dist[2])]
+    return speed_chroma(*planes, bit_depth, options=SpeedOptions.from_libvmaf(options))
 
 
 def psnr_feature(ref: Planes, dist: Planes, bit_depth: int) -> dict[str, torch.Tensor]:

@@ -3,7 +3,10 @@
 A model maps each frame's features to a score in libvmaf's steps and order, all in double precision:
 
 1. the feature vector in the model's ``feature_names`` order;
-2. ``linear_rescale`` normalisation, ``x' = slope[i + 1]·x + intercept[i + 1]``;
+2. ``linear_rescale`` normalisation, ``x' = slope[i + 1]·x + intercept[i + 1]``, then, for models with a
+   ``chroma_correction_parameter`` ``c`` (the v1 models), libvmaf's chroma correction: where the SpEED chroma
+   feature maps back to exactly 0 it is replaced by ``c·(1 - adm3)``, normalised again, adm3 being its normalised
+   value mapped back;
 3. libsvm's ν-SVR with an RBF kernel: ``Σ_j coef_j·exp(-γ·Σ_i (x'_i - sv_ji)²) - ρ``, support vectors summed in
    file order and squared differences in index order (a sparse support vector's missing index is 0);
 4. ``(s - intercept[0]) / slope[0]``;
@@ -45,6 +48,16 @@ BUILT_IN_MODELS: dict[str, Path] = {path.stem: path for path in sorted(
 
 # libvmaf's feature extractors by the prefix of a model's feature names, and their names on the command line
 _EXTRACTORS = {"VMAF_integer_feature": "integer", "VMAF_feature": "float"}
+# the other extractors' model feature names: (extractor, printed name without the option suffix)
+_OTHER_FEATURES = {
+    "Cambi_feature_cambi_score": ("cambi", "cambi"),
+    "Speed_chroma_feature_speed_chroma_u_score": ("speed_chroma", "speed_chroma_u"),
+    "Speed_chroma_feature_speed_chroma_v_score": ("speed_chroma", "speed_chroma_v"),
+    "Speed_chroma_feature_speed_chroma_uv_score": ("speed_chroma", "speed_chroma_uv"),
+}
+# libvmaf's chroma correction (predict.c): the feature guided by the correction and the one guiding it, found by
+# substrings of their names
+_GUIDED, _GUIDING = "speed_chroma", "adm3"
 _INTEGER_FEATURES = {"adm2": "adm", "aim": "adm", "adm3": "adm", "motion2": "motion", "motion3": "motion",
                      "motion": "motion", "vif_scale0": "vif", "vif_scale1": "vif", "vif_scale2": "vif",
                      "vif_scale3": "vif"}
@@ -81,6 +94,7 @@ class VmafModel:
     clip: tuple[float, float] | None = (0.0, 100.0)
     enable_transform: bool = False
     disable_clip: bool = False
+    chroma_correction: float | None = None  # the file's chroma_correction_parameter (v1 models: 120)
 
     def predict(self, columns: Sequence[np.ndarray]) -> np.ndarray:
         """Scores (F,) -> (N,) float64 from the model's features as per-frame columns, in ``features`` order."""
@@ -91,6 +105,8 @@ class VmafModel:
         x = np.stack([np.asarray(c, dtype=np.float64) for c in columns], axis=1)  # (N, F)
         if self.slopes:  # linear_rescale
             x = np.asarray(self.slopes[1:]) * x + np.asarray(self.intercepts[1:])
+        if self.chroma_correction:
+            x = self._correct_chroma(x)
         scores = self._svm(x)
         if self.slopes:
             scores = (scores - self.intercepts[0]) / self.slopes[0]
@@ -101,6 +117,25 @@ class VmafModel:
             scores = np.where(scores < lo, lo, scores)
             scores = np.where(scores > hi, hi, scores)
         return scores
+
+    def _correct_chroma(self, x: np.ndarray) -> np.ndarray:
+        """libvmaf's chroma correction of normalised features ``x`` (N, F): where the SpEED chroma feature maps
+        back to exactly 0 (singular chroma), it becomes ``c * (1 - adm3)``, normalised again, with adm3 itself
+        mapped back from its normalised value (not the computed one: the round trip can move it by an ulp)."""
+        import numpy as np
+
+        guided, guiding = _chroma_pair(self.features, self.name)
+
+        def back(values: np.ndarray, i: int) -> np.ndarray:
+            return (values - self.intercepts[i + 1]) / self.slopes[i + 1] if self.slopes else values
+
+        c = self.chroma_correction
+        corrected = -c * back(x[:, guiding], guiding) + c
+        if self.slopes:
+            corrected = self.slopes[guided + 1] * corrected + self.intercepts[guided + 1]
+        x = x.copy()
+        x[:, guided] = np.where(back(x[:, guided], guided) == 0.0, corrected, x[:, guided])
+        return x
 
     def _svm(self, x: np.ndarray) -> np.ndarray:
         """libsvm's nu-SVR decision value of each frame, ``x`` (N, F) -> (N,), with libsvm's double arithmetic:
@@ -177,14 +212,30 @@ def _parse_svm(text: str, n_features: int, where: str) -> tuple[float, float, np
     return float(header["gamma"]), float(header["rho"]), np.array(coefs), np.array(vectors).reshape(-1, n_features)
 
 
+def _chroma_pair(features: Sequence[ModelFeature], where: str) -> tuple[int, int]:
+    """Indices of the chroma correction's guided (SpEED chroma) and guiding (adm3) features."""
+    found = []
+    for part in (_GUIDED, _GUIDING):
+        hits = [i for i, f in enumerate(features) if part in f.base_name]
+        if len(hits) != 1:
+            raise ValueError(f"{where}: the chroma correction needs exactly one feature named with {part!r}; the "
+                             f"model has {len(hits)}")
+        found.append(hits[0])
+    return found[0], found[1]
+
+
 def _model_feature(name: str, options: Mapping[str, Any], where: str) -> ModelFeature:
+    if name in _OTHER_FEATURES:
+        extractor, base = _OTHER_FEATURES[name]
+        return ModelFeature(extractor, dict(options), base)
     for prefix, kind in _EXTRACTORS.items():
         if name.startswith(prefix + "_") and name.endswith("_score"):
             short = name[len(prefix) + 1:-len("_score")]
             if kind == "integer" and short in _INTEGER_FEATURES:
                 return ModelFeature(_INTEGER_FEATURES[short], dict(options), f"integer_{short}")
-    raise ValueError(f"{where}: feature {name!r} is not supported (this version computes libvmaf's integer VIF, "
-                     f"ADM and motion: {', '.join(sorted(_INTEGER_FEATURES))})")
+    raise ValueError(f"{where}: feature {name!r} is not supported (this version reads libvmaf's integer VIF, "
+                     f"ADM and motion: {', '.join(sorted(_INTEGER_FEATURES))}, and "
+                     f"{', '.join(sorted(_OTHER_FEATURES))})")
 
 
 def _from_document(document: Mapping[str, Any], version: str, where: str) -> VmafModel:
@@ -208,6 +259,11 @@ def _from_document(document: Mapping[str, Any], version: str, where: str) -> Vma
     if "knots" in transform:
         raise ValueError(f"{where}: score transforms with knots are not supported yet")
     clip = model.get("score_clip")
+    correction = model.get("chroma_correction_parameter")
+    if correction is not None:
+        if isinstance(correction, bool) or not isinstance(correction, (int, float)):
+            raise ValueError(f"{where}: chroma_correction_parameter must be a number; got {correction!r}")
+        _chroma_pair(features, where)
     return VmafModel(
         name="vmaf", version=version, features=features, slopes=slopes, intercepts=intercepts, gamma=gamma,
         rho=rho, coefs=coefs, support_vectors=vectors,
@@ -215,6 +271,7 @@ def _from_document(document: Mapping[str, Any], version: str, where: str) -> Vma
         out_gte_in=_flag(transform.get("out_gte_in")), out_lte_in=_flag(transform.get("out_lte_in")),
         transform_enabled=_flag(transform.get("enabled")),
         clip=(float(clip[0]), float(clip[1])) if clip else None,
+        chroma_correction=float(correction) if correction is not None else None,
     )
 
 
@@ -308,16 +365,28 @@ def load_models(models: str | VmafModel | Sequence[str | VmafModel]) -> list[Vma
             else parse_model_option(item if "=" in item else f"version={item}").load() for item in items]
 
 
+def _request(model: VmafModel, feature: ModelFeature) -> FeatureRequest:
+    """The request computing ``feature`` with the model's options; a clear error when this installation does not
+    compute that extractor (e.g. ``cambi`` before its family is installed)."""
+    from fusedsim.families.vmaf.feature_requests import EXTRACTOR_OPTIONS
+
+    if feature.extractor not in EXTRACTOR_OPTIONS:
+        raise ValueError(f"model {model.name!r} ({model.version}) reads libvmaf's {feature.extractor!r} feature "
+                         f"({feature.base_name}), which this installation of fusedsim does not compute (features: "
+                         f"{', '.join(EXTRACTOR_OPTIONS)})")
+    return FeatureRequest.of(feature.extractor, feature.options)
+
+
 def feature_requests(model: VmafModel) -> list[FeatureRequest]:
     """The feature extractors (with the model's options) whose outputs ``model`` reads, in the model's order."""
-    return list(dict.fromkeys(FeatureRequest.of(f.extractor, f.options) for f in model.features))
+    return list(dict.fromkeys(_request(model, f) for f in model.features))
 
 
 def predict_from(model: VmafModel, metrics: Mapping[str, np.ndarray]) -> np.ndarray:
     """``model``'s per-frame scores from computed per-frame feature columns (libvmaf names)."""
     columns = []
     for feature in model.features:
-        name = feature.base_name + FeatureRequest.of(feature.extractor, feature.options).suffix
+        name = feature.base_name + _request(model, feature).suffix
         if name not in metrics:
             raise ValueError(f"model {model.name!r} needs {name!r}, which was not computed")
         columns.append(metrics[name])

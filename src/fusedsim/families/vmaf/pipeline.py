@@ -277,7 +277,7 @@ def score_clips(ref: str | os.PathLike, dist: str | os.PathLike, features: Seque
     """
     from fusedsim.families.vmaf.model import load_models
 
-    loaded = load_models(models)
+    loaded = load_models(models) if models else []  # no model: features only
     features = resolve_features(features, tuple(feature_specs())) if features else []
     check_device(device)
     set_threads(threads)

@@ -1,7 +1,8 @@
 """The VMAF score of frames in memory: :func:`vmaf` on whole clips, :class:`VmafStream` on frames as they come.
 
 Frames are integer luma ``(N, H, W)`` (uint8 for 8-bit, uint16/int16/int32 above), torch tensors (on the GPU:
-the Triton kernels) or numpy arrays (the CPU). VMAF v0.6.1 reads luma only. Values equal libvmaf 3.2.0's.
+the Triton kernels) or numpy arrays (the CPU), or the planes ``(y, u, v)`` of each clip as a tuple: VMAF v0.6.1
+reads luma only, the v1 models' SpEED chroma reads Cb and Cr. Values equal libvmaf 3.2.0's.
 """
 
 from __future__ import annotations
@@ -19,7 +20,20 @@ from fusedsim.families.vmaf.session import FeatureSession
 
 __all__ = ["VmafStream", "vmaf"]
 
-Frames = torch.Tensor | np.ndarray
+Frames = torch.Tensor | np.ndarray | Sequence[torch.Tensor | np.ndarray]
+
+
+def _planes(frames: Frames, name: str) -> tuple[torch.Tensor, ...]:
+    """``(y,)`` from luma frames, or ``(y, u, v)`` from a tuple/list of three planes (each (N, H, W) or (H, W))."""
+    if isinstance(frames, (tuple, list)):
+        if len(frames) != 3:
+            raise ValueError(f"{name} must be luma frames or the three planes (y, u, v); got {len(frames)} planes")
+        planes = tuple(_luma(p, f"{name}[{i}]") for i, p in enumerate(frames))
+        if len({p.shape[0] for p in planes}) != 1 or len({p.device for p in planes}) != 1:
+            raise ValueError(f"the planes of {name} must have the same number of frames and device; got shapes "
+                             f"{[tuple(p.shape) for p in planes]}")
+        return planes
+    return (_luma(frames, name),)
 
 
 def _luma(frames: Frames, name: str) -> torch.Tensor:
@@ -46,18 +60,19 @@ class VmafStream:
         self.models = load_models(model)
         self.session = FeatureSession(with_model_features(features, self.models), int(bit_depth))
         self._pending: dict[str, list[np.ndarray]] = {}
-        self._shape: tuple[int, int] | None = None
+        self._shape: tuple[tuple[int, ...], ...] | None = None
 
     def push(self, ref: Frames, dist: Frames) -> dict[str, np.ndarray]:
-        ref_y, dist_y = _luma(ref, "ref"), _luma(dist, "dist")
-        if ref_y.shape != dist_y.shape:
-            raise ValueError(f"ref and dist must have the same shape; got {tuple(ref_y.shape)} and "
-                             f"{tuple(dist_y.shape)}")
-        if self._shape is not None and tuple(ref_y.shape[1:]) != self._shape:
-            raise ValueError(f"frames of one clip must keep their size: {self._shape} before, "
-                             f"{tuple(ref_y.shape[1:])} now")
-        self._shape = tuple(ref_y.shape[1:])
-        return self._finish(self.session.push((ref_y,), (dist_y,)))
+        ref_p, dist_p = _planes(ref, "ref"), _planes(dist, "dist")
+        if [p.shape for p in ref_p] != [p.shape for p in dist_p]:
+            raise ValueError(f"ref and dist must have the same shape (planes and sizes); got "
+                             f"{[tuple(p.shape) for p in ref_p]} and {[tuple(p.shape) for p in dist_p]}")
+        shape = tuple(tuple(p.shape[1:]) for p in ref_p)
+        if self._shape is not None and shape != self._shape:
+            raise ValueError(f"frames of one clip must keep their size (planes and sizes): {self._shape} before, "
+                             f"{shape} now")
+        self._shape = shape
+        return self._finish(self.session.push(ref_p, dist_p))
 
     def flush(self) -> dict[str, np.ndarray]:
         out = self._finish(self.session.flush())
@@ -82,7 +97,8 @@ class VmafStream:
 def vmaf(ref: Frames, dist: Frames, bit_depth: int = 8, *,
          model: str | VmafModel | Sequence[str | VmafModel] = DEFAULT_MODEL,
          features: Sequence[str | FeatureRequest] = ()) -> dict[str, np.ndarray]:
-    """Per-frame VMAF of a clip: ``ref``, ``dist`` integer luma ``(N, H, W)`` in frame order. Returns libvmaf's
+    """Per-frame VMAF of a clip: ``ref``, ``dist`` integer luma ``(N, H, W)`` in frame order, or each clip's
+    planes ``(y, u, v)`` (the v1 models read chroma: ``model="vmaf_v1.0.16_3d0h"``). Returns libvmaf's
     columns (float64 ``(N,)``): the model's features (``integer_adm2``, ``integer_motion2``,
     ``integer_vif_scale0`` ...), any extra ``features`` (libvmaf names or ``name=option=value`` strings), and one
     column per model named after it (``vmaf``). ``model``: a built-in version (``"vmaf_v0.6.1"``,

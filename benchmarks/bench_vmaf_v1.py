@@ -1,0 +1,174 @@
+"""VMAF v1's features computed here (SpEED chroma, ADM and motion with the v1 options) on the GPU and the CPU, and
+libvmaf's ``speed_chroma`` for comparison. CAMBI, the fourth input of the v1 models, is measured by its own family.
+
+* GPU: ``speed_residual`` (Triton, forced: the op stays out of ``auto`` until this run validates it) against its
+  twin on the same frames (bit equality asserted), its kernel time per batch, the host GSM statistics per frame,
+  ``speed_chroma`` end to end, and the v1 ADM (``csf_mode=2``) and motion (``max_val=18``) per frame.
+* CPU: the same API on CPU tensors (numba), 1 thread and every thread.
+* libvmaf (``--libvmaf PATH`` to its ``vmaf`` tool): ``-n --feature speed_chroma=<v1 options>`` on the same clip,
+  ``--threads 1``: frames/s and equality of the printed values with ours.
+
+Content: a panned smooth texture in Y, Cb and Cr (10-bit, 4:2:0), distorted by noise and a blur. Run:
+``PYTHONPATH=src python benchmarks/bench_vmaf_v1.py [--frames 96] [--libvmaf build/tools/vmaf]``; ``--smoke`` runs
+small sizes on the CPU. JSON goes to ``benchmarks/results/`` (and ``$OUT``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _harness import RESULTS, smoke_dir, write_json  # noqa: E402
+
+SPEED_V1 = dict(sigma_nn=0.19, nn_floor=0.1, weight_var_mode=5, max_val=45.0)
+LIBVMAF_SPEED_V1 = "speed_chroma=speed_sigma_nn=0.19:speed_nn_floor=0.1:speed_weight_var_mode=5:speed_max_val=45.0"
+
+
+def plane(n: int, height: int, width: int, seed: int, top: int) -> tuple[np.ndarray, np.ndarray]:
+    """(ref, dist) uint16 planes (n, H, W): a panned smooth texture and a noisy, blurred copy."""
+    gen = torch.Generator().manual_seed(seed)
+    big = torch.rand(1, 1, height // 8 + 8, width // 8 + 8 + n, generator=gen)
+    tex = torch.nn.functional.interpolate(big, scale_factor=8, mode="bicubic", align_corners=False)[0, 0]
+    ref = (torch.stack([tex[:height, i:i + width] for i in range(n)]).clamp(0, 1) * 0.8 + 0.1) * top
+    blurred = torch.nn.functional.avg_pool2d(ref[:, None], 3, 1, 1, count_include_pad=False)[:, 0]
+    dist = 0.5 * ref + 0.5 * blurred + torch.randn(ref.shape, generator=gen) * top / 100
+    return (ref.round().clamp(0, top).to(torch.int32).numpy().astype(np.uint16),
+            dist.round().clamp(0, top).to(torch.int32).numpy().astype(np.uint16))
+
+
+def clip(n: int, height: int, width: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Y, Cb, Cr of a 10-bit 4:2:0 reference and distorted clip."""
+    y = plane(n, height, width, 0, 1023)
+    u = plane(n, height // 2, width // 2, 1, 1023)
+    v = plane(n, height // 2, width // 2, 2, 1023)
+    return [y[0], u[0], v[0]], [y[1], u[1], v[1]]
+
+
+def timed(fn, device: str, repeats: int = 3) -> tuple[float, object]:
+    best, out = float("inf"), None
+    for _ in range(repeats):
+        if device == "cuda":
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        out = fn()
+        if device == "cuda":
+            torch.cuda.synchronize()
+        best = min(best, time.perf_counter() - t0)
+    return best, out
+
+
+def gpu_part(ref, dist, batch: int) -> dict:
+    from triton.testing import do_bench
+
+    from fusedsim.core.backend import use_backend
+    from fusedsim.families.adm.api import integer_adm
+    from fusedsim.families.adm.twin import AdmOptions
+    from fusedsim.families.motion.api import integer_motion
+    from fusedsim.families.motion.twin import MotionOptions
+    from fusedsim.families.speed_chroma.api import speed_chroma
+    from fusedsim.families.speed_chroma.kernel import speed_residual_fwd
+    from fusedsim.families.speed_chroma.twin import SpeedOptions, speed_residual_ref
+
+    n = ref[0].shape[0]
+    r = [torch.from_numpy(p).cuda() for p in ref]
+    d = [torch.from_numpy(p).cuda() for p in dist]
+    options = SpeedOptions(**SPEED_V1)
+    out: dict = {}
+    for prescale, method in ((1.0, 0), (0.6, 1)):
+        got = speed_residual_fwd(r[1][:batch], 10, prescale, method, 1.0)
+        want = speed_residual_ref(r[1][:batch], 10, prescale, method, 1.0)
+        out[f"residual_equal_twin_ps{prescale}"] = bool(torch.equal(got, want))
+        out[f"residual_kernel_ms_per_batch_ps{prescale}"] = do_bench(
+            lambda: speed_residual_fwd(r[1][:batch], 10, prescale, method, 1.0))
+    with use_backend("triton"):
+        seconds, gpu = timed(lambda: speed_chroma(r[1], r[2], d[1], d[2], 10, options=options), "cuda")
+    out["speed_chroma_gpu_fps"] = n / seconds
+    cpu = speed_chroma(ref[1], ref[2], dist[1], dist[2], 10, options=options)
+    out["speed_chroma_gpu_equals_cpu"] = all(torch.equal(gpu[k].cpu(), cpu[k]) for k in cpu)
+    adm = AdmOptions(enhn_gain_limit=1.0, csf_mode=2, dlm_weight=0.7, noise_weight=0.02, min_val=0.5)
+    seconds, _ = timed(lambda: integer_adm(r[0], d[0], 10, options=adm), "cuda")
+    out["adm_v1_gpu_fps"] = n / seconds
+    seconds, _ = timed(lambda: integer_motion(r[0], 10, options=MotionOptions(max_val=18.0)), "cuda")
+    out["motion_v1_gpu_fps"] = n / seconds
+    return out
+
+
+def cpu_part(ref, dist) -> dict:
+    import numba
+
+    from fusedsim.families.speed_chroma.api import speed_chroma
+    from fusedsim.families.speed_chroma.twin import SpeedOptions
+
+    options = SpeedOptions(**SPEED_V1)
+    out = {}
+    speed_chroma(ref[1][:2], ref[2][:2], dist[1][:2], dist[2][:2], 10, options=options)  # compile
+    for threads in sorted({1, numba.config.NUMBA_NUM_THREADS}):
+        numba.set_num_threads(threads)
+        torch.set_num_threads(threads)
+        seconds, _ = timed(lambda: speed_chroma(ref[1], ref[2], dist[1], dist[2], 10, options=options), "cpu")
+        out[f"speed_chroma_cpu_fps_threads{threads}"] = ref[1].shape[0] / seconds
+    return out
+
+
+def libvmaf_part(binary: str, ref, dist, ours: dict) -> dict:
+    n, h, w = ref[0].shape
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = []
+        for name, planes in (("ref", ref), ("dist", dist)):
+            path = Path(tmp) / f"{name}.yuv"
+            with open(path, "wb") as f:
+                for i in range(n):
+                    for p in planes:
+                        f.write(p[i].astype("<u2").tobytes())
+            paths.append(path)
+        out_json = Path(tmp) / "out.json"
+        cmd = [binary, "-r", str(paths[0]), "-d", str(paths[1]), "-w", str(w), "-h", str(h), "-p", "420", "-b", "10",
+               "-n", "--feature", LIBVMAF_SPEED_V1, "--threads", "1", "-q", "--json", "-o", str(out_json)]
+        t0 = time.perf_counter()
+        subprocess.run(cmd, check=True)
+        seconds = time.perf_counter() - t0
+        frames = json.loads(out_json.read_text())["frames"]
+    name = "speed_chroma_uv_mxv_45_nnf_0.1_snn_0.19_wvm_5"
+    theirs = np.array([f["metrics"][name] for f in frames])
+    mine = np.round(ours[name].numpy(), 6)  # stock libvmaf prints %.6f
+    return {"libvmaf_speed_chroma_fps_threads1_whole_process": n / seconds,
+            "libvmaf_printed_equals_ours_rounded": bool(np.array_equal(np.round(theirs, 6), mine))}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--frames", type=int, default=96)
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--libvmaf", help="path to libvmaf's vmaf tool")
+    parser.add_argument("--smoke", action="store_true", help="small sizes on the CPU, to check the script")
+    args = parser.parse_args()
+    height, width = (1080, 1920) if not args.smoke else (200, 240)
+    n = args.frames if not args.smoke else 4
+    ref, dist = clip(n, height, width)
+    result = {"size": [height, width], "bit_depth": 10, "frames": n, "torch": torch.__version__,
+              "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None}
+    if torch.cuda.is_available() and not args.smoke:
+        result.update(gpu_part(ref, dist, args.batch))
+    result.update(cpu_part(ref, dist))
+    if args.libvmaf:
+        from fusedsim.families.speed_chroma.api import speed_chroma
+        from fusedsim.families.speed_chroma.twin import SpeedOptions
+
+        ours = speed_chroma(ref[1], ref[2], dist[1], dist[2], 10, options=SpeedOptions(**SPEED_V1))
+        result.update(libvmaf_part(args.libvmaf, ref, dist, ours))
+    print(json.dumps(result, indent=1))
+    write_json("vmaf_v1", result, os.environ.get("OUT"), results_dir=smoke_dir() if args.smoke else RESULTS)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,340 @@
+"""SpEED's GSM estimation compiled with numba: :mod:`.gsm`'s arithmetic as C-style loops, the same bits.
+
+Each function mirrors its counterpart in :mod:`.gsm` (and libvmaf's ``speed.c``) operation by operation: float32
+values stay float32 (``F``), C's doubles are float64 (``D``), sums run in libvmaf's order. numba does not contract
+multiply-adds without fastmath, so every step rounds as in C.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from fusedsim.core.cpu.parallel import parallel_kernel
+from fusedsim.families.speed_chroma.gsm import GsmParams
+
+__all__ = ["est_params_many", "est_params_numba"]
+
+F = np.float32
+D = np.float64
+_EPS = 1e-6
+_LOG2_2PIE = math.log2(2 * math.pi * math.e)
+
+
+@njit(cache=True, nogil=True)
+def _covariance(r, th, tw):
+    sub_h, sub_w = th - 4, tw - 4
+    count = sub_h * sub_w
+    means = np.zeros(25, dtype=np.float32)
+    for k in range(25):
+        a, b = k // 5, k % 5
+        acc = F(0.0)
+        for i in range(sub_h):
+            for j in range(sub_w):
+                acc = acc + r[a + i, b + j]
+        means[k] = acc / F(count)
+    cov = np.zeros((25, 25), dtype=np.float32)
+    for x in range(25):
+        ax, bx = x // 5, x % 5
+        mx = D(means[x])
+        for y in range(x + 1):
+            ay, by = y // 5, y % 5
+            my = D(means[y])
+            acc = D(0.0)
+            for i in range(sub_h):
+                for j in range(sub_w):
+                    acc += (D(r[ax + i, bx + j]) - mx) * (D(r[ay + i, by + j]) - my)
+            value = F(acc / D(count))
+            cov[x, y] = value
+            cov[y, x] = value
+    return cov
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _sqrt_f(x):
+    return F(math.sqrt(D(x)))
+
+
+@njit(cache=True, nogil=True)
+def _householder(a, col, start, n):
+    if n - start == 1:
+        return F(0.0)
+    s2 = F(0.0)
+    for i in range(start + 1, n):
+        s2 = s2 + a[i, col] * a[i, col]
+    xnorm = _sqrt_f(s2)
+    if xnorm == 0:
+        return F(0.0)
+    alpha = a[start, col]
+    sign = F(-1.0) if alpha >= 0 else F(1.0)
+    beta = sign * _sqrt_f(alpha * alpha + xnorm * xnorm)
+    tau = (beta - alpha) / beta
+    s = alpha - beta
+    if s != 0:
+        for i in range(start, n):
+            a[i, col] = a[i, col] / s
+        a[start, col] = beta
+    return tau
+
+
+@njit(cache=True, nogil=True)
+def _tridiagonal(a, d, sd):
+    n = a.shape[0]
+    v = np.zeros(n, dtype=np.float32)
+    x = np.zeros(n, dtype=np.float32)
+    for i in range(n - 2):
+        tau = _householder(a, i, i + 1, n)
+        s = i + 1
+        for j in range(s, n):
+            v[j] = a[j, i]
+        if tau != 0:
+            v[s] = F(1.0)
+            for r in range(s, n):
+                acc = F(0.0)
+                for j in range(s, n):
+                    acc = acc + (tau * a[r, j]) * v[j]
+                x[r] = acc
+            xv = F(0.0)
+            for r in range(s, n):
+                xv = xv + x[r] * v[r]
+            alpha = F(D(-0.5) * D(tau) * D(xv))
+            for r in range(s, n):
+                x[r] = x[r] + alpha * v[r]
+            for r in range(s, n):
+                for c in range(s, n):
+                    a[r, c] = a[r, c] - (x[r] * v[c] + v[r] * x[c])
+    for i in range(n):
+        d[i] = a[i, i]
+    for i in range(n - 1):
+        sd[i] = a[i + 1, i]
+
+
+@njit(cache=True, nogil=True)
+def _chop(d, sd, lo, n):
+    for i in range(lo, lo + n - 1):
+        if D(abs(sd[i])) < _EPS * D(abs(d[i]) + abs(d[i + 1])):
+            sd[i] = F(0.0)
+
+
+@njit(cache=True, nogil=True)
+def _givens(a, b):
+    if b == 0:
+        return F(1.0), F(0.0)
+    if abs(b) > abs(a):
+        t = -a / b
+        s1 = F(D(1.0) / math.sqrt(D(F(1.0) + t * t)))
+        return s1 * t, s1
+    t = -b / a
+    c1 = F(D(1.0) / math.sqrt(D(F(1.0) + t * t)))
+    return c1, c1 * t
+
+
+@njit(cache=True, nogil=True)
+def _qr_step(d, sd, lo, n):
+    ta, tb, tab = d[lo + n - 2], d[lo + n - 1], sd[lo + n - 2]
+    dt = F(D(ta - tb) / D(2.0))
+    if dt > 0:
+        mu = tb - tab * (tab / (dt + _sqrt_f(dt * dt + tab * tab)))
+    elif dt == 0:
+        mu = tb - abs(tab)
+    else:
+        mu = tb + tab * (tab / (-dt + _sqrt_f(dt * dt + tab * tab)))
+    if _EPS * D(abs(mu)) > D(abs(d[lo]) + abs(sd[lo])):
+        mu = F(0.0)
+    x = d[lo] - mu
+    z = sd[lo]
+    bk = F(0.0)
+    zk = F(0.0)
+    ap, bp, aq = d[lo], sd[lo], d[lo + 1]
+    if n == 2:
+        c, s = _givens(x, z)
+        ap1 = c * (c * ap - s * bp) + s * (s * aq - c * bp)
+        bp1 = c * (s * ap + c * bp) - s * (s * bp + c * aq)
+        aq1 = s * (s * ap + c * bp) + c * (s * bp + c * aq)
+        d[lo] = ap1
+        sd[lo] = bp1
+        d[lo + 1] = aq1
+        return
+    bq = sd[lo + 1]
+    for k in range(n - 1):
+        c, s = _givens(x, z)
+        bk1 = c * bk - s * zk
+        ap1 = c * (c * ap - s * bp) + s * (s * aq - c * bp)
+        bp1 = c * (s * ap + c * bp) - s * (s * bp + c * aq)
+        zp1 = -s * bq
+        aq1 = s * (s * ap + c * bp) + c * (s * bp + c * aq)
+        bq1 = c * bq
+        ak = ap1
+        bk = bp1
+        zk = zp1
+        ap = aq1
+        bp = bq1
+        if k < n - 2:
+            aq = d[lo + k + 2]
+        if k < n - 3:
+            bq = sd[lo + k + 2]
+        d[lo + k] = ak
+        if k > 0:
+            sd[lo + k - 1] = bk1
+        if k < n - 2:
+            sd[lo + k + 1] = bp
+        x = bk
+        z = zk
+    d[lo + n - 1] = ap
+    sd[lo + n - 2] = bk
+
+
+@njit(cache=True, nogil=True)
+def _eigenvalues(cov):
+    n = cov.shape[0]
+    a = cov.copy()
+    d = np.zeros(n, dtype=np.float32)
+    sd = np.zeros(n, dtype=np.float32)
+    _tridiagonal(a, d, sd)
+    _chop(d, sd, 0, n)
+    b = n - 1
+    sweeps = 0
+    while b > 0 and sweeps < 500:
+        if sd[b - 1] == 0:
+            b -= 1
+            continue
+        lo = b - 1
+        while lo > 0 and sd[lo - 1] != 0:
+            lo -= 1
+        _qr_step(d, sd, lo, b - lo + 1)
+        _chop(d, sd, lo, b - lo + 1)
+        sweeps += 1
+    return d
+
+
+@njit(cache=True, nogil=True)
+def _matmul(x, y, out):
+    for i in range(x.shape[0]):
+        for j in range(y.shape[1]):
+            out[i, j] = F(0.0)
+    for i in range(x.shape[0]):
+        for k in range(x.shape[1]):
+            xik = x[i, k]
+            for j in range(y.shape[1]):
+                out[i, j] = out[i, j] + xik * y[k, j]
+
+
+@njit(cache=True, nogil=True)
+def _solve(cov, y, x):
+    """libvmaf's QR solve into ``x``; False when ``|R_ii| < 1e-6``."""
+    n = cov.shape[0]
+    z = cov.copy()
+    q = np.eye(n, dtype=np.float32)
+    h = np.empty((n, n), dtype=np.float32)
+    tmp = np.empty((n, n), dtype=np.float32)
+    vec = np.empty(n, dtype=np.float32)
+    for k in range(n - 1):
+        for i in range(n):
+            for j in range(n):
+                if i < k or j < k:
+                    z[i, j] = F(1.0) if i == j else F(0.0)
+        for i in range(n):
+            vec[i] = z[i, k]
+        acc = F(0.0)
+        for i in range(n):
+            acc = acc + vec[i] * vec[i]
+        norm = _sqrt_f(acc)
+        sign = F(1.0) if cov[k, k] >= 0 else F(-1.0)
+        vec[k] = vec[k] + sign * norm
+        acc = F(0.0)
+        for i in range(n):
+            acc = acc + vec[i] * vec[i]
+        norm2 = _sqrt_f(acc)
+        for i in range(n):
+            vec[i] = vec[i] / norm2
+        for i in range(n):
+            for j in range(n):
+                h[i, j] = (F(-2.0) * vec[i]) * vec[j]
+        for i in range(n):
+            h[i, i] = h[i, i] + F(1.0)
+        _matmul(h, z, tmp)
+        z[:, :] = tmp
+        _matmul(h, q, tmp)
+        q[:, :] = tmp
+    r = np.empty((n, n), dtype=np.float32)
+    _matmul(q, cov, r)
+    rhs = np.empty_like(y)
+    _matmul(q, y, rhs)  # q is libvmaf's Q transposed twice: the accumulated product
+    for i in range(n - 1, -1, -1):
+        den = r[i, i]
+        if D(abs(den)) < _EPS:
+            return False
+        for j in range(y.shape[1]):
+            acc = rhs[i, j]
+            for k in range(i + 1, n):
+                acc = acc - x[k, j] * r[i, k]
+            x[i, j] = acc / den
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _est_params(r, sigma_nn):
+    h, w = r.shape
+    th, tw = h // 5 * 5, w // 5 * 5
+    cov = _covariance(r, th, tw)
+    eig = _eigenvalues(cov)
+    nbh, nbv = tw // 5, th // 5
+    nb = nbh * nbv
+    y = np.empty((25, nb), dtype=np.float32)
+    for a in range(5):
+        for b in range(5):
+            for bi in range(nbv):
+                for bj in range(nbh):
+                    y[5 * a + b, bi * nbh + bj] = r[5 * bi + a, 5 * bj + b]
+    x = np.zeros((25, nb), dtype=np.float32)
+    regular = True
+    for v in eig:
+        if D(v) < _EPS:
+            regular = False
+    solved = _solve(cov, y, x) if regular else False
+    singular = not solved
+    if singular:
+        x[:, :] = F(0.0)
+    variances = np.empty(nb, dtype=np.float32)
+    for j in range(nb):
+        acc = (x[0, j] * y[0, j]) / F(25.0)
+        for i in range(1, 25):
+            acc = acc + (x[i, j] * y[i, j]) / F(25.0)
+        variances[j] = acc
+    entropies = np.zeros(nb, dtype=np.float32)
+    snn = F(sigma_nn)
+    for k in range(25):
+        lam = F(0.0) if eig[k] < 0 else eig[k]
+        for j in range(nb):
+            entropies[j] = F(D(entropies[j]) + (math.log2(D(lam * variances[j] + snn)) + _LOG2_2PIE))
+    return entropies, variances, singular
+
+
+@parallel_kernel
+def _est_params_batch(residuals, sigma_nn, entropies, variances, singular):
+    for m in prange(residuals.shape[0]):
+        e, v, s = _est_params(residuals[m], sigma_nn)
+        entropies[m] = e
+        variances[m] = v
+        singular[m] = s
+
+
+def est_params_many(residuals: np.ndarray, sigma_nn: float) -> list[GsmParams]:
+    """:func:`est_params_numba` of every residual ``(M, H', W')``, threads taking residuals."""
+    residuals = np.ascontiguousarray(residuals, dtype=np.float32)
+    m, h, w = residuals.shape
+    blocks = (h // 5) * (w // 5)
+    entropies = np.empty((m, blocks), dtype=np.float32)
+    variances = np.empty((m, blocks), dtype=np.float32)
+    singular = np.empty(m, dtype=np.bool_)
+    if m:
+        _est_params_batch(residuals, float(sigma_nn), entropies, variances, singular)
+    return [GsmParams(entropies[i], variances[i], bool(singular[i])) for i in range(m)]
+
+
+def est_params_numba(residual: np.ndarray, sigma_nn: float) -> GsmParams:
+    """:func:`.gsm.est_params`, compiled: the same :class:`~.gsm.GsmParams`, bit for bit."""
+    entropies, variances, singular = _est_params(np.ascontiguousarray(residual, dtype=np.float32), float(sigma_nn))
+    return GsmParams(entropies, variances, bool(singular))

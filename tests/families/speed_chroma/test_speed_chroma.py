@@ -1,0 +1,157 @@
+"""libvmaf 3.2.0's SpEED chroma (``fusedsim.speed_chroma``): the API (numba residuals), the twin, the Triton kernel,
+the feature registry path and the refusal of planes too small for SpEED.
+
+Expected values: ``refdata/vmaf-score/reference/<pair>.json → vmaf_v1.runs``: ``v1feat_speed_chroma`` (default
+options), ``v1_3d0h`` (the v1 options), ``v1_5d0h`` (prescale 0.6, bilinear) and ``v1_3d0h_2160`` (prescale 0.5);
+``failed_runs`` lists the runs where libvmaf crashed because the chroma planes were too small. Every comparison is
+``==`` (libvmaf's float32 eigen/QR order is reproduced).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from fusedsim.core.backend import use_backend
+from fusedsim.families.speed_chroma.api import speed_chroma
+from fusedsim.families.speed_chroma.cpu import speed_residual_numba
+from fusedsim.families.speed_chroma.kernel import speed_residual_fwd
+from fusedsim.families.speed_chroma.ops import _examples
+from fusedsim.families.speed_chroma.twin import SpeedOptions, antialias_taps, local_mean_taps, speed_residual_ref
+from fusedsim.families.vmaf import features as registry
+from fusedsim.families.vmaf.feature_requests import FeatureRequest
+from fusedsim.families.vmaf.session import FeatureSession
+
+from chroma_fixtures import chroma
+from score_fixtures import load_score_pairs
+
+V1 = dict(sigma_nn=0.19, nn_floor=0.1, weight_var_mode=5, max_val=45.0)
+RUNS = {"v1feat_speed_chroma": SpeedOptions(), "v1_3d0h": SpeedOptions(**V1),
+        "v1_5d0h": SpeedOptions(**V1, prescale=0.6, prescale_method="bilinear"),
+        "v1_3d0h_2160": SpeedOptions(**V1, prescale=0.5, prescale_method="bilinear")}
+LIBVMAF_OPTIONS = {"v1_3d0h": {"speed_sigma_nn": 0.19, "speed_nn_floor": 0.1, "speed_weight_var_mode": 5,
+                               "speed_max_val": 45.0}}
+
+
+@pytest.fixture(scope="module")
+def pairs(refdata):
+    return {p.name: p for p in load_score_pairs(refdata)}
+
+
+def libvmaf_planes(refdata, pair):
+    """The chroma planes at the size libvmaf reads them (w/2 x h/2)."""
+    return [p[:, :pair.height // 2, :pair.width // 2] for p in chroma(refdata, pair)]
+
+
+def v1_column(pair, run: str, name: str) -> np.ndarray:
+    runs = pair.record["vmaf_v1"]["runs"]
+    record = runs[run]
+    if name in record["metrics"]:
+        return np.asarray(record["metrics"][name])
+    assert name in record["columns_identical_to_v1_3d0h"], (pair.name, run, name)
+    return np.asarray(runs["v1_3d0h"]["metrics"][name])
+
+
+@pytest.mark.parametrize("run", list(RUNS))
+def test_api_matches_libvmaf_on_every_pair(refdata, pairs, run):
+    checked = 0
+    for pair in pairs.values():
+        v1 = pair.record["vmaf_v1"]
+        if run not in v1["runs"]:
+            continue
+        columns = speed_chroma(*libvmaf_planes(refdata, pair), pair.bit_depth, options=RUNS[run])
+        for name, got in columns.items():
+            want = v1_column(pair, run, name)
+            assert np.array_equal(got.numpy(), want), f"{pair.name} {run} {name}"
+        checked += 1
+    assert checked == {"v1feat_speed_chroma": 11, "v1_3d0h": 11, "v1_5d0h": 2, "v1_3d0h_2160": 1}[run]
+
+
+@pytest.mark.parametrize("pair_name,run", [("k256x144_12b_mixed", "v1feat_speed_chroma"),
+                                           ("k256x144_12b_mixed", "v1_3d0h"),
+                                           ("f480x270_10b_mixed", "v1_3d0h_2160")])
+def test_planes_too_small_are_refused_where_libvmaf_crashes(refdata, pairs, pair_name, run):
+    pair = pairs[pair_name]
+    assert pair.record["vmaf_v1"]["failed_runs"][run]["signal"] == "SIGSEGV"
+    need = {"v1feat_speed_chroma": 80, "v1_3d0h": 80, "v1_3d0h_2160": 159}[run]
+    with pytest.raises(ValueError, match=f"speed_chroma needs chroma planes of at least {need}x{need}"):
+        speed_chroma(*libvmaf_planes(refdata, pair), pair.bit_depth, options=RUNS[run])
+
+
+def test_twin_matches_libvmaf(refdata, pairs):
+    pair = pairs["prev_d504x400_10b_blurnoise"]
+    with use_backend("reference"):
+        columns = speed_chroma(*libvmaf_planes(refdata, pair), 10, options=RUNS["v1_3d0h"])
+    for name, got in columns.items():
+        assert np.array_equal(got.numpy(), v1_column(pair, "v1_3d0h", name)), name
+
+
+def test_filters_are_libvmafs():
+    # float32 taps libvmaf computes (refdata/vmaf-score/README.md section 10.5, checked against libvmaf.a)
+    def bits(taps):
+        return [f"{np.float32(t).view(np.uint32):08x}" for t in taps]
+
+    assert bits(antialias_taps()) == ["3d9aedc6", "3dcaf6b8", "3df6259e", "3e0a2cd8", "3e0f9c33", "3e0a2cd8",
+                                      "3df6259e", "3dcaf6b8", "3d9aedc6"]
+    assert bits(local_mean_taps()) == ["3e2a5f21", "3f2ad06f", "3e2a5f21"]
+
+
+@pytest.mark.parametrize("index", [0, 2, 3, 5])
+def test_kernels_match_twin(kernel_device, index):
+    example = _examples(torch.device("cpu"))[index]
+    want = speed_residual_ref(*example.tensors, *example.scalars)
+    assert torch.equal(speed_residual_numba(*example.tensors, *example.scalars), want), example.note
+    got = speed_residual_fwd(*(t.to(kernel_device) for t in example.tensors), *example.scalars)
+    assert torch.equal(got.cpu(), want), example.note
+
+
+def test_feature_path_reads_libvmafs_chroma_of_odd_sizes(refdata, pairs):
+    # 333x217 files store 167x109 chroma; libvmaf reads 166x108 (its runs used copies cropped so)
+    pair = pairs["prev_c333x217_8b_mixed"]
+    u, v, du, dv = chroma(refdata, pair)
+    assert u.shape[1:] == (109, 167)
+    y = torch.from_numpy(pair.ref_y)
+    dy = torch.from_numpy(pair.dist_y)
+    request = FeatureRequest.of("speed_chroma", LIBVMAF_OPTIONS["v1_3d0h"])
+    out = FeatureSession([request], 8).push((y, torch.from_numpy(u), torch.from_numpy(v)),
+                                            (dy, torch.from_numpy(du), torch.from_numpy(dv)))
+    assert list(out) == ["speed_chroma_u_mxv_45_nnf_0.1_snn_0.19_wvm_5", "speed_chroma_v_mxv_45_nnf_0.1_snn_0.19_wvm_5",
+                         "speed_chroma_uv_mxv_45_nnf_0.1_snn_0.19_wvm_5"]
+    for name, got in out.items():
+        assert np.array_equal(got.numpy(), v1_column(pair, "v1_3d0h", name)), name
+    assert "vmaf:speed_chroma" in [s.name for s in registry.list_metrics("video")]
+
+
+@pytest.mark.parametrize("options,match", [
+    ({"prescale_method": "bicubic"}, "not supported"),
+    ({"prescale_method": "area"}, "must be nearest"),
+    ({"kernelscale": 1.3}, "valid kernel scales"),
+    ({"weight_var_mode": 7}, "weight_var_mode"),
+    ({"sigma_nn": 0.0}, "sigma_nn"),
+    ({"max_val": "45"}, "max_val"),
+])
+def test_bad_options(options, match):
+    with pytest.raises(ValueError, match=match):
+        SpeedOptions(**options)
+
+
+def test_bad_inputs():
+    plane = np.full((1, 80, 80), 128, np.uint8)
+    with pytest.raises(ValueError, match="bit_depth=9"):
+        speed_chroma(plane, plane, plane, plane, 9)
+    with pytest.raises(ValueError, match="ref_u and dist_u must have the same shape"):
+        speed_chroma(plane, plane, plane[:, :, :79], plane, 8)
+    with pytest.raises(TypeError, match="SpeedOptions"):
+        speed_chroma(plane, plane, plane, plane, 8, options={"speed_sigma_nn": 0.19})
+    with pytest.raises(ValueError, match="outside"):
+        speed_chroma(plane, plane.astype(np.uint16) * 8, plane, plane, 10)
+    with pytest.raises(ValueError, match="speed_chroma has no option 'speed_sigma'"):
+        SpeedOptions.from_libvmaf({"speed_sigma": 0.2})
+    with pytest.raises(ValueError, match="takes one of nearest"):
+        FeatureRequest.of("speed_chroma", {"speed_prescale_method": "cubic"})
+    with pytest.raises(ValueError, match="not supported yet with the value 'lanczos4'"):
+        FeatureRequest.of("speed_chroma", {"speed_prescale_method": "lanczos4"})
+    # flat chroma: singular covariances, and with nn_floor > 0 a score of 0 (refdata/vmaf-score/README.md 10.5.8)
+    flat = speed_chroma(plane, plane, plane, plane, 8, options=RUNS["v1_3d0h"])
+    assert [float(v) for v in flat.values()] == [0.0, 0.0, 0.0]

@@ -4,7 +4,7 @@ and end to end from the features computed here.
 Expected values: ``refdata/vmaf-score/reference/<pair>.json → vmaf_v1.runs`` (libvmaf 3.2.0's exact doubles):
 every model run (``v1_3d0h``, ``v1_3d0h_noclip``, ``v1_3d0h_10b``, ``v1_3d0h_10b_noenc``, ``v1_5d0h``,
 ``v1_1d5h_2160``, ``v1_3d0h_2160``, ``v1_hfr_3d0h``) on every pair where libvmaf ran it. CAMBI is another family's:
-its column is taken from the run. Every comparison is ``==``.
+computed here too (``fusedsim.families.cambi``). Every comparison is ``==``.
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ def test_model_files_as_libvmaf_documents_them(name):
 
 def _end_to_end(refdata, pair, option: str, run: str) -> None:
     model, = load_models(option)
-    requests = [FeatureRequest.of(f.extractor, f.options) for f in model.features if f.extractor != "cambi"]
+    requests = [FeatureRequest.of(f.extractor, f.options) for f in model.features]
     session = FeatureSession(requests, pair.bit_depth)
     u, v, du, dv = (torch.from_numpy(p) for p in chroma(refdata, pair))
     half = pair.n // 2  # two batches: motion carries across them
@@ -123,8 +123,7 @@ def _end_to_end(refdata, pair, option: str, run: str) -> None:
     metrics = run_metrics(pair, run)
     for name, values in computed.items():
         assert np.array_equal(values, np.asarray(metrics[name])), f"{pair.name} {run} {name}"
-    columns = [model_input(metrics, "cambi") if f.extractor == "cambi"
-               else computed[f.base_name + FeatureRequest.of(f.extractor, f.options).suffix] for f in model.features]
+    columns = [computed[f.base_name + FeatureRequest.of(f.extractor, f.options).suffix] for f in model.features]
     assert np.array_equal(model.predict(columns), np.asarray(metrics["vmaf"])), f"{pair.name} {run}"
 
 

@@ -16,6 +16,7 @@ from fusedsim.families.cvvdp.twin import (
     cvvdp_test_band_ref,
 )
 from fusedsim.core.moments.twin import compute_dtype
+from fusedsim.families.cvvdp.video_twin import cvvdp_temporal_filters, cvvdp_temporal_ref
 
 
 def _cvvdp_mask_examples(device: torch.device) -> list[Example]:
@@ -43,6 +44,7 @@ def _import_triton() -> None:
     import fusedsim.families.cvvdp.masking_kernel  # noqa: F401
     import fusedsim.families.cvvdp.pair_band_kernel  # noqa: F401
     import fusedsim.families.cvvdp.pyramid_kernel  # noqa: F401
+    import fusedsim.families.cvvdp.temporal_kernel  # noqa: F401
 
 
 cvvdp_mask_diff = register_op(KernelOp(
@@ -295,4 +297,33 @@ cvvdp_band_pool = register_op(KernelOp(
     tolerance={torch.float32: (5e-5, 0.0)},  # cvvdp_mask_diff's powers, then one more (beta)
     doc="ColorVideoVDP's band after its test side: masking blur's horizontal pass, masked difference, per-row "
         "pooled sums (N, 3, h, 1), or (N, 3, h, w + 1) with the difference map.",
+))
+
+
+def _cvvdp_temporal_examples(device: torch.device) -> list[Example]:
+    """DKL-like frames and the metric's filters at 30 fps (9 taps) and 24 fps (7 taps); windows with one output
+    frame (the first frame's history replicated) and several."""
+    out = []
+    for i, (n, frames, fps, h, w) in enumerate([(1, 1, 30, 5, 7), (2, 3, 24, 6, 4), (1, 2, 30, 17, 33)]):
+        taps = cvvdp_temporal_filters(fps).to(torch.float64)
+        levels = _cvvdp_level((n * (frames + taps.shape[-1] - 1), 3, h, w), 250 + i, "cpu")
+        window = levels.view(n, -1, 3, h, w)
+        out.append(Example((window.to(device), taps.to(device)), note=f"{n} clips, {frames} frames, {fps} fps"))
+    return out
+
+
+cvvdp_temporal = register_op(KernelOp(
+    name="cvvdp_temporal",
+    schema="(Tensor window, Tensor filters) -> Tensor",
+    n_tensors=2,
+    load_triton=_import_triton,
+    reference=cvvdp_temporal_ref,
+    fake=lambda window, filters: window.new_empty(
+        (window.shape[0], window.shape[1] - filters.shape[-1] + 1, 4, *window.shape[3:]),
+        dtype=compute_dtype(window.dtype)),
+    examples=_cvvdp_temporal_examples,
+    differentiable=False,
+    tolerance=CVVDP_TOLERANCE,  # float32 sums of L products in tap order
+    doc="ColorVideoVDP's temporal channels: Y-sustained, RG, YV and Y-transient FIR filters over a window of DKL "
+        "frames (N, S - L + 1, 4, H, W).",
 ))

@@ -16,7 +16,11 @@ from fusedsim.families.cvvdp.twin import (
     cvvdp_test_band_ref,
 )
 from fusedsim.core.moments.twin import compute_dtype
-from fusedsim.families.cvvdp.video_twin import cvvdp_temporal_filters, cvvdp_temporal_ref
+from fusedsim.families.cvvdp.video_twin import (
+    cvvdp_temporal_filters,
+    cvvdp_temporal_ref,
+    cvvdp_video_pair_band_ref,
+)
 
 
 def _cvvdp_mask_examples(device: torch.device) -> list[Example]:
@@ -45,6 +49,7 @@ def _import_triton() -> None:
     import fusedsim.families.cvvdp.pair_band_kernel  # noqa: F401
     import fusedsim.families.cvvdp.pyramid_kernel  # noqa: F401
     import fusedsim.families.cvvdp.temporal_kernel  # noqa: F401
+    import fusedsim.families.cvvdp.video_band_kernel  # noqa: F401
 
 
 cvvdp_mask_diff = register_op(KernelOp(
@@ -326,4 +331,86 @@ cvvdp_temporal = register_op(KernelOp(
     tolerance=CVVDP_TOLERANCE,  # float32 sums of L products in tap order
     doc="ColorVideoVDP's temporal channels: Y-sustained, RG, YV and Y-transient FIR filters over a window of DKL "
         "frames (N, S - L + 1, 4, H, W).",
+))
+
+
+def _cvvdp_video_pair_band_examples(device: torch.device) -> list[Example]:
+    """Temporal-channel levels: the fourth (transient) channel of either sign like the chromatic ones."""
+    out = []
+    for i, (shape, rho, scale) in enumerate([((1, 4, 7, 13), 37.7, 1.0), ((3, 4, 20, 33), 18.8, 2.0)]):
+        levels = _cvvdp_band_levels(shape, 260 + i, device) + _cvvdp_band_levels(shape, 270 + i, device)
+        out.append(Example(levels, (rho, scale), note=f"{shape} rho {rho} scale {scale}"))
+    return out
+
+
+cvvdp_video_pair_band = register_op(KernelOp(
+    name="cvvdp_video_pair_band",
+    schema="(Tensor ref_g, Tensor ref_g_next, Tensor test_g, Tensor test_g_next, float rho, float scale) -> Tensor",
+    n_tensors=4,
+    load_triton=_import_triton,
+    reference=cvvdp_video_pair_band_ref,
+    fake=lambda rg, rn, tg, tn, rho, scale: tg.new_empty((tg.shape[0], 8, *tg.shape[2:]),
+                                                         dtype=compute_dtype(tg.dtype)),
+    examples=_cvvdp_video_pair_band_examples,
+    differentiable=False,
+    tolerance=CVVDP_TOLERANCE,  # cvvdp_pair_band's arithmetic on one more channel
+    doc="ColorVideoVDP's band of M video frames' four temporal channels: both sides' contrast, the reference's CSF "
+        "sensitivity, min(|T'|, |R'|) and |T' - R'| (M, 8, h, w).",
+))
+
+
+def _cvvdp_video_masker_examples(device: torch.device) -> list[Example]:
+    out = []
+    for i, shape in enumerate([(1, 4, 7, 5), (3, 4, 16, 9)]):
+        gen = torch.Generator().manual_seed(280 + i)
+        out.append(Example(((10 * torch.rand(shape, generator=gen, dtype=torch.float64)).to(device),), note=f"{shape}"))
+    band = torch.rand((2, 8, 9, 12), generator=torch.Generator().manual_seed(285), dtype=torch.float64).to(device)
+    out.append(Example((band[:, :4],), note="the masker channels of a band buffer"))
+    return out
+
+
+cvvdp_video_masker_vblur = register_op(KernelOp(
+    name="cvvdp_video_masker_vblur",
+    schema="(Tensor m) -> Tensor",
+    n_tensors=1,
+    load_triton=_import_triton,
+    reference=cvvdp_masker_vblur_ref,
+    fake=lambda m: m.new_empty(m.shape, dtype=compute_dtype(m.dtype)),
+    examples=_cvvdp_video_masker_examples,
+    differentiable=False,
+    tolerance=CVVDP_TOLERANCE,
+    doc="ColorVideoVDP's masking blur of the four temporal channels, vertical pass (13 taps, reflect edges).",
+))
+
+
+def _cvvdp_video_band_pool_examples(device: torch.device) -> list[Example]:
+    out = []
+    for i, (shape, blur, with_map) in enumerate([((1, 4, 7, 13), True, True), ((2, 4, 9, 8), True, False),
+                                                 ((1, 4, 5, 4), False, True), ((2, 4, 12, 300), True, True)]):
+        gen = torch.Generator().manual_seed(290 + i)
+        n, _, h, w = shape
+        band = torch.cat([5 * torch.rand((n, 4, h, w), generator=gen, dtype=torch.float64),
+                          2 * torch.rand((n, 4, h, w), generator=gen, dtype=torch.float64) ** 3], dim=1).to(device)
+        vblurred = cvvdp_masker_vblur_ref(band[:, :4]) if blur else band[:, :4]
+        out.append(Example((vblurred, band), (blur, with_map), note=f"{shape} blur {blur} map {with_map}"))
+    return out
+
+
+def _cvvdp_video_band_pool_fake(vblurred, band, blur, with_map):
+    n, _, h, w = band.shape
+    return band.new_empty((n, 4, h, w + 1 if with_map else 1), dtype=compute_dtype(band.dtype))
+
+
+cvvdp_video_band_pool = register_op(KernelOp(
+    name="cvvdp_video_band_pool",
+    schema="(Tensor vblurred, Tensor band, bool blur, bool with_map) -> Tensor",
+    n_tensors=2,
+    load_triton=_import_triton,
+    reference=cvvdp_band_pool_ref,
+    fake=_cvvdp_video_band_pool_fake,
+    examples=_cvvdp_video_band_pool_examples,
+    differentiable=False,
+    tolerance={torch.float32: (5e-5, 0.0)},  # cvvdp_band_pool's powers
+    doc="ColorVideoVDP's band of video frames after cvvdp_video_pair_band: masking blur's horizontal pass, "
+        "four-channel masked difference, per-row pooled sums (M, 4, h, 1), or (M, 4, h, w + 1) with the map.",
 ))

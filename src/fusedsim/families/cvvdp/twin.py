@@ -457,13 +457,13 @@ def cvvdp_masker_vblur_ref(m: torch.Tensor) -> torch.Tensor:
 
 
 def cvvdp_band_pool_ref(vblurred: torch.Tensor, band: torch.Tensor, blur: bool, with_map: bool) -> torch.Tensor:
-    """The rest of a band after :func:`cvvdp_test_band_ref`: the blur's horizontal pass of ``vblurred`` (N, 3, h,
+    """The rest of a band after :func:`cvvdp_test_band_ref`: the blur's horizontal pass of ``vblurred`` (N, C, h,
     w) (``blur`` False: ``vblurred`` is the unblurred masker), the masked difference D and, per row, the sum of
-    ``safe_pow(D, beta)``. Returns (N, 3, h, w + 1) (D, then the row sums in the last column) with ``with_map``,
-    else (N, 3, h, 1) (the row sums)."""
+    ``safe_pow(D, beta)``; ``band`` (N, 2C, h, w) holds |T' - R'| in its last C channels (C = 3, or 4 for video).
+    Returns (N, C, h, w + 1) (D, then the row sums in the last column) with ``with_map``, else (N, C, h, 1)."""
     params = cvvdp_params()
     blurred = _gauss_blur_axis(vblurred, params.pu_dilate, -1) if blur else vblurred
-    d = _masked_difference(band[:, 3:], blurred, params)
+    d = _masked_difference(band[:, vblurred.shape[1]:], blurred, params)
     rows = safe_pow(d, _t(params.beta, d)).sum(dim=-1, keepdim=True)
     return torch.cat([d, rows], dim=-1) if with_map else rows
 

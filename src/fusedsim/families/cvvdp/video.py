@@ -21,8 +21,10 @@ from typing import Any
 
 import torch
 
+import fusedsim.families.cvvdp.twin as spec
+from fusedsim.core.state import cached
 from fusedsim.families.cvvdp import ops
-from fusedsim.families.cvvdp.data import CVVDPDisplay
+from fusedsim.families.cvvdp.data import CVVDPDisplay, cvvdp_params
 from fusedsim.families.cvvdp.video_twin import cvvdp_frame_quality_ref, cvvdp_temporal_filters, cvvdp_video_pool_ref
 
 __all__ = ["CVVDPVideoStream", "cvvdp_video", "score_clip"]
@@ -122,8 +124,8 @@ class CVVDPVideoStream:
         test, test_ring = self._temporal(self._dkl(d), 0)
         ref, ref_ring = self._temporal(self._dkl(r), 1)
         self._ring = (test_ring, ref_ring)
-        out = cvvdp_frame_quality_ref(test.view(n * b, 4, h, w), ref.view(n * b, 4, h, w), self.display.ppd,
-                                      self.return_map)
+        quality = _frame_quality_fused if _fused(test) else cvvdp_frame_quality_ref
+        out = quality(test.view(n * b, 4, h, w), ref.view(n * b, 4, h, w), self.display.ppd, self.return_map)
         q, dmap = out if self.return_map else (out, None)
         self._q.append(q.view(n, b, *q.shape[1:]))
         return dmap.view(n, b, 1, h, w) if dmap is not None else None
@@ -149,6 +151,66 @@ class CVVDPVideoStream:
         if self.frames == 0:
             raise ValueError(f"{_NAME}: the clips have no frames")
         return cvvdp_video_pool_ref(self.per_frame)
+
+
+def _fused(x: torch.Tensor) -> bool:
+    """Whether the frames' bands run in the fused kernels: where the backend is Triton (GPU tensors)."""
+    return ops.cvvdp_video_pair_band.backend_for(x, compiled_cpu=False) == "triton"
+
+
+@cached(maxsize=8)
+def _baseband_lut(device: torch.device) -> torch.Tensor:
+    like = torch.empty(0, dtype=torch.float32)
+    return spec.cvvdp_sensitivity_lut_ref(spec._BASEBAND_RHO, like, spec.TEMPORAL_LUTS).to(device)
+
+
+def _baseband_contrast(level: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The baseband's contrast and mean background per frame, as :func:`spec.cvvdp_contrast_pyramid_ref`."""
+    bkg = level[:, :1].clamp(min=0.01).mean(dim=(-2, -1), keepdim=True)
+    return (level / bkg).clamp(max=1000.0), bkg
+
+
+@cached(maxsize=64)
+def _pixels(height: int, width: int, n_levels: int, device: torch.device) -> torch.Tensor:
+    sizes = []
+    for _ in range(n_levels):
+        sizes.append(height * width)
+        height, width = (height + 1) // 2, (width + 1) // 2
+    return torch.tensor(sizes, dtype=torch.float32, device=device)
+
+
+def _frame_quality_fused(test: torch.Tensor, ref: torch.Tensor, ppd: float, return_map: bool = False):
+    """:func:`cvvdp_frame_quality_ref` through the fused kernels: per band the pyramid reductions, one kernel for
+    both sides' contrast, CSF and masker input, the masking blur's vertical pass and one kernel for its horizontal
+    pass, the masking and the per-row pooled sums; bands made and freed one at a time. The baseband (a few pixels)
+    and the pooling are the twin's PyTorch code."""
+    params = cvvdp_params()
+    freqs = spec.cvvdp_bands(ref.shape[-2], ref.shape[-1], ppd)
+    ref_g, test_g = ref, test
+    sums, diffs = [], []
+    for b in range(len(freqs) - 1):
+        ref_next, test_next = ops.cvvdp_reduce(ref_g), ops.cvvdp_reduce(test_g)
+        band = ops.cvvdp_video_pair_band(ref_g, ref_next, test_g, test_next, freqs[b], 2.0 if b > 0 else 1.0)
+        ref_g, test_g = ref_next, test_next
+        blur = spec.masking_blur_applies(*band.shape[-2:])
+        masker = ops.cvvdp_video_masker_vblur(band[:, :4]) if blur else band[:, :4]
+        out = ops.cvvdp_video_band_pool(masker, band, blur, return_map)
+        del band, masker
+        sums.append(out[..., -1].sum(dim=-1))
+        if return_map:
+            diffs.append(out[..., :-1])
+    ref_base, bkg = _baseband_contrast(ref_g)
+    test_base, _ = _baseband_contrast(test_g)
+    d = (test_base - ref_base).abs() * spec.cvvdp_sensitivity_from_lut_ref(torch.log10(bkg),
+                                                                           _baseband_lut(bkg.device), params)
+    beta = spec._t(params.beta, d)
+    sums.append(spec.safe_pow(d, beta).sum(dim=(-2, -1)))
+    pixels = _pixels(ref.shape[-2], ref.shape[-1], len(sums), d.device)
+    q = spec.safe_pow(torch.stack(sums, dim=-1) / pixels, 1 / beta)
+    if not return_map:
+        return q
+    diffs.append(d)
+    return q, spec.cvvdp_heatmap_ref(diffs, params, expand=lambda x, size: ops.cvvdp_expand(x, *size))
 
 
 def _blocks(x: torch.Tensor, size: int) -> Iterator[torch.Tensor]:

@@ -33,6 +33,8 @@ from fusedsim.families.cvvdp.data import CVVDPParams, cvvdp_params
 from fusedsim.families.cvvdp.twin import (
     TEMPORAL_LUTS,
     _BASEBAND_RHO,
+    _band_contrast,
+    _gain,
     _lp,
     _t,
     cvvdp_band_diff_ref,
@@ -49,6 +51,7 @@ __all__ = [
     "cvvdp_temporal_filters",
     "cvvdp_temporal_length",
     "cvvdp_temporal_ref",
+    "cvvdp_video_pair_band_ref",
     "cvvdp_video_pool_ref",
 ]
 
@@ -134,3 +137,21 @@ def cvvdp_video_pool_ref(q: torch.Tensor, params: CVVDPParams | None = None) -> 
     q_tc = _lp(q_sc, params.beta_tch, dim=-1)  # over channels: (N, T)
     q_t = _lp(q_tc, params.beta_t, dim=-1, n=float(q.shape[1]))  # over frames, normalised
     return cvvdp_met2jod_ref(q_t, params)
+
+
+# ---------------------------------------------------------------------- fused stages (the GPU path's op twins)
+# The GPU path runs the frames' bands in fused kernels, as the still-image path does, on four channels; these are
+# their twins: per band both sides' contrast, the reference's sensitivity, the masker input and |T' - R'|
+# (``cvvdp_video_pair_band_ref``), then the masking blur's vertical pass (``.twin.cvvdp_masker_vblur_ref``) and its
+# horizontal pass with the masked difference and per-row pooled sums (``.twin.cvvdp_band_pool_ref``).
+def cvvdp_video_pair_band_ref(ref_g: torch.Tensor, ref_g_next: torch.Tensor, test_g: torch.Tensor,
+                              test_g_next: torch.Tensor, rho: float, scale: float) -> torch.Tensor:
+    """One non-baseband band of M frames' temporal channels from Gaussian levels (M, 4, h, w) and (M, 4, ceil(h/2),
+    ceil(w/2)) of each image: ``min(|T'|, |R'|)`` (channels 0-3) and ``|T' - R'|`` (4-7), (M, 8, h, w)."""
+    ref, bkg = _band_contrast(ref_g, ref_g_next, scale)
+    sens = cvvdp_sensitivity_ref(rho, torch.log10(bkg), None, TEMPORAL_LUTS)
+    test, _ = _band_contrast(test_g, test_g_next, scale)
+    gain = _gain(test)
+    t_p = test * sens * gain
+    r_p = ref * sens * gain
+    return torch.cat([torch.minimum(t_p.abs(), r_p.abs()), (t_p - r_p).abs()], dim=1)

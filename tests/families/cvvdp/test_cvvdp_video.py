@@ -137,3 +137,17 @@ def test_gpu_path_equals_the_cpu_and_pycvvdp(request):
         maps_gpu = fusedsim.cvvdp(ref.cuda(), dist.cuda(), fps=60, return_map=True).diff_map.cpu()
         maps_cpu = fusedsim.cvvdp(ref, dist, fps=60, return_map=True).diff_map
         torch.testing.assert_close(maps_gpu, maps_cpu, atol=2e-5, rtol=0)
+
+
+def test_stream_pushes_blocks_and_returns_their_maps():
+    ref, dist, expected = _synthetic("flicker")
+    stream = fusedsim.cvvdp_stream(fps=30, return_map=True)
+    assert stream.push(ref[0, 0], dist[0, 0]) is None  # one frame could still be an image
+    maps = stream.push(ref[0, 1:4], dist[0, 1:4])
+    assert maps.shape == (1, 4, 1, *ref.shape[-2:])
+    for t in range(4, ref.shape[1]):
+        assert stream.push(ref[:, t:t + 1], dist[:, t:t + 1]).shape == (1, 1, 1, *ref.shape[-2:])
+    assert stream.per_frame.shape[:3] == (1, ref.shape[1], 4)
+    assert abs(stream.finish().item() - expected) <= JOD_TOL
+    with pytest.raises(ValueError, match="fps"):
+        fusedsim.cvvdp_stream(fps=-1)

@@ -36,8 +36,8 @@ import fusedsim.families.cvvdp.twin as spec
 from fusedsim.families.cvvdp import ops
 from fusedsim.families.cvvdp.data import CVVDPDisplay, cvvdp_display, cvvdp_params
 
-__all__ = ["CVVDPLoss", "CVVDPReference", "CVVDPResult", "check_cvvdp_params", "cvvdp", "prepare_cvvdp",
-           "score_prepared_cvvdp"]
+__all__ = ["CVVDPLoss", "CVVDPReference", "CVVDPResult", "check_cvvdp_params", "cvvdp", "cvvdp_stream",
+           "prepare_cvvdp", "score_prepared_cvvdp"]
 
 _NAME = "cvvdp"
 MIN_SIZE = 2
@@ -341,6 +341,18 @@ def _cvvdp_video(ref, dist, disp: CVVDPDisplay, fps, return_map: bool, frames_pe
         raise ValueError(f"{_NAME}: fps must be a positive finite number of frames per second; got {fps!r}")
     out = cvvdp_video(ref, dist, disp, float(fps), return_map, frames_per_block)
     return CVVDPResult(*out) if return_map else out
+
+
+def cvvdp_stream(*, fps: float, display: str = "standard_4k", return_map: bool = False, **display_params):
+    """A :class:`~fusedsim.families.cvvdp.video.CVVDPVideoStream` scoring a clip (or N clips of one size) as its
+    frames come: ``stream.push(ref_frames, dist_frames)`` for each block of frames ((N, B, 3, H, W), (B, 3, H, W)
+    or (3, H, W)), then ``stream.finish()`` for the JOD (N,). ``display`` and ``display_params`` (the display
+    keywords of :func:`cvvdp`) as for :func:`cvvdp`; memory stays bounded whatever the clip's length."""
+    from fusedsim.families.cvvdp.video import CVVDPVideoStream
+
+    if isinstance(fps, bool) or not isinstance(fps, (int, float)) or not math.isfinite(fps) or fps <= 0:
+        raise ValueError(f"{_NAME}: fps must be a positive finite number of frames per second; got {fps!r}")
+    return CVVDPVideoStream(_display(display, display_params), float(fps), bool(return_map))
 
 
 def _shape_of(x: object) -> str:

@@ -414,3 +414,48 @@ cvvdp_video_band_pool = register_op(KernelOp(
     doc="ColorVideoVDP's band of video frames after cvvdp_video_pair_band: masking blur's horizontal pass, "
         "four-channel masked difference, per-row pooled sums (M, 4, h, 1), or (M, 4, h, w + 1) with the map.",
 ))
+
+
+def cvvdp_temporal_codes_ref(codes: torch.Tensor, filters: torch.Tensor, peak_luminance: float, black_level: float,
+                             reflected: float, exposure: float, rgb2xyz: list[float]) -> torch.Tensor:
+    """Twin of ``cvvdp_temporal_codes``: the display model of each uint8 frame (``cvvdp_linear_dkl``'s twin), then
+    :func:`cvvdp_temporal_ref` (float32 unless the filters are float64)."""
+    n, s, c, h, w = codes.shape
+    dkl = cvvdp_linear_dkl_codes_ref(codes.reshape(n * s, c, h, w), peak_luminance, black_level, reflected,
+                                     exposure, rgb2xyz)
+    return cvvdp_temporal_ref(dkl.view(n, s, c, h, w).to(filters.dtype), filters)
+
+
+def _cvvdp_temporal_codes_examples(device: torch.device) -> list[Example]:
+    """Every uint8 code; standard_4k's photometry and a darker display with exposure 0.5 (the clip branch)."""
+    from fusedsim.families.cvvdp.data import cvvdp_display
+
+    out = []
+    for i, (n, frames, fps, h, w, kwargs) in enumerate([(1, 1, 30, 8, 12, {}),
+                                                         (2, 3, 24, 5, 9, {"exposure": 0.5, "contrast": 100.0})]):
+        taps = cvvdp_temporal_filters(fps).to(torch.float64)
+        count = n * (frames + taps.shape[-1] - 1) * 3 * h * w
+        codes = torch.randperm(count, generator=torch.Generator().manual_seed(300 + i)).remainder(256)
+        d = cvvdp_display("standard_4k", **kwargs)
+        scalars = (d.peak_luminance, d.black_level, d.reflected, d.exposure, [v for row in d.rgb2xyz for v in row])
+        window = codes.to(torch.uint8).view(n, -1, 3, h, w)
+        out.append(Example((window.to(device), taps.to(device)), scalars, note=f"{n} clips, {frames} frames {kwargs}"))
+    return out
+
+
+cvvdp_temporal_codes = register_op(KernelOp(
+    name="cvvdp_temporal_codes",
+    schema="(Tensor codes, Tensor filters, float peak_luminance, float black_level, float reflected, "
+           "float exposure, float[] rgb2xyz) -> Tensor",
+    n_tensors=2,
+    load_triton=_import_triton,
+    reference=cvvdp_temporal_codes_ref,
+    fake=lambda codes, filters, *args: codes.new_empty(
+        (codes.shape[0], codes.shape[1] - filters.shape[-1] + 1, 4, *codes.shape[3:]),
+        dtype=compute_dtype(filters.dtype)),
+    examples=_cvvdp_temporal_codes_examples,
+    differentiable=False,
+    tolerance=CVVDP_TOLERANCE,  # cvvdp_linear_dkl's and cvvdp_temporal's float32 arithmetic
+    doc="ColorVideoVDP's display model fused with its temporal channels: uint8 sRGB frames -> Y-sustained, RG, YV "
+        "and Y-transient (N, S - L + 1, 4, H, W), the DKL frames never written.",
+))

@@ -54,6 +54,7 @@ __all__ = [
     "cvvdp_heatmap_ref",
     "cvvdp_linear_dkl_op_ref",
     "cvvdp_linear_dkl_ref",
+    "cvvdp_luminance_ref",
     "cvvdp_mask_diff_ref",
     "cvvdp_masker_vblur_ref",
     "cvvdp_masking_input_ref",
@@ -117,6 +118,13 @@ def dkl_matrix(rgb2xyz, like: torch.Tensor) -> torch.Tensor:
 
 def cvvdp_linear_dkl_ref(rgb: torch.Tensor, display: CVVDPDisplay) -> torch.Tensor:
     """sRGB (N, 3, H, W) in [0, 1] -> DKL d65 (N, 3, H, W) of the light the display emits (cd/m² units)."""
+    lum = cvvdp_luminance_ref(rgb, display)
+    m = dkl_matrix(display.rgb2xyz, rgb)
+    return torch.cat([(lum * m[c].view(1, 3, 1, 1)).sum(dim=1, keepdim=True) for c in range(3)], dim=1)
+
+
+def cvvdp_luminance_ref(rgb: torch.Tensor, display: CVVDPDisplay) -> torch.Tensor:
+    """The display model's emitted linear RGB (cd/m²) of sRGB values ``rgb`` in [0, 1] (any shape)."""
     v = rgb.clamp(0.0, 1.0)
     lin = torch.where(v > 0.04045, ((v + 0.055) / 1.055) ** 2.4, v / 12.92)
     y_black, y_refl = display.black_level, display.reflected
@@ -124,8 +132,7 @@ def cvvdp_linear_dkl_ref(rgb: torch.Tensor, display: CVVDPDisplay) -> torch.Tens
         lum = (display.peak_luminance - y_black) * lin + y_black + y_refl
     else:
         lum = (display.peak_luminance - y_black) * (lin * display.exposure).clip(0.0, 1.0) + y_black + y_refl
-    m = dkl_matrix(display.rgb2xyz, rgb)
-    return torch.cat([(lum * m[c].view(1, 3, 1, 1)).sum(dim=1, keepdim=True) for c in range(3)], dim=1)
+    return lum
 
 
 # ------------------------------------------------------------------------------------------------------- pyramid

@@ -84,15 +84,15 @@ class CVVDPVideoStream:
 
     def push(self, ref: Any, dist: Any) -> torch.Tensor | None:
         r, d = _frames(ref, "ref"), _frames(dist, "dist")
-        if r.shape != d.shape or r.device != d.device:
-            raise ValueError(f"{_NAME}: ref and dist frames must have the same shape and device; got "
-                             f"{tuple(r.shape)} on {r.device} and {tuple(d.shape)} on {d.device}")
-        shape = (r.shape[0], *r.shape[2:])
+        if r.shape != d.shape or r.device != d.device or r.dtype != d.dtype:
+            raise ValueError(f"{_NAME}: ref and dist frames must have the same shape, dtype and device; got "
+                             f"{tuple(r.shape)} {r.dtype} on {r.device} and {tuple(d.shape)} {d.dtype} on {d.device}")
+        shape = (r.shape[0], *r.shape[2:], r.dtype, r.device)
         if self._shape is None:
             self._shape = shape
         elif shape != self._shape:
-            raise ValueError(f"{_NAME}: frames of shape (N, 3, H, W) = {shape} after {self._shape}: every push of a "
-                             f"stream must have the clips' shape")
+            raise ValueError(f"{_NAME}: frames (N, 3, H, W, dtype, device) = {shape} after {self._shape}: every push "
+                             f"of a stream must have the clips' shape, dtype and device")
         self.frames += r.shape[1]
         if self._held is not None:
             r, d = torch.cat([self._held[0], r], dim=1), torch.cat([self._held[1], d], dim=1)
@@ -112,17 +112,27 @@ class CVVDPVideoStream:
         out = ops.cvvdp_linear_dkl(flat, disp.peak_luminance, disp.black_level, disp.reflected, disp.exposure, xyz)
         return out.view(n, b, 3, h, w)
 
-    def _temporal(self, dkl: torch.Tensor, which: int) -> torch.Tensor:
+    def _temporal(self, x: torch.Tensor, which: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Temporal channels (N, B, 4, H, W) of a block of frames, and the ring's next content: uint8 codes where
+        the display model runs fused with the filters (Triton), else the frames' DKL."""
         if self._filters is None:
-            self._filters = self._filters_cpu.to(dkl.device)
-        history = self._ring[which] if self._ring is not None else dkl[:, :1].expand(-1, self.taps - 1, -1, -1, -1)
-        window = torch.cat([history, dkl], dim=1)
-        return ops.cvvdp_temporal(window, self._filters), window[:, -(self.taps - 1):].contiguous()
+            self._filters = self._filters_cpu.to(x.device)
+        codes = x.dtype == torch.uint8 and ops.cvvdp_temporal_codes.backend_for(x, compiled_cpu=False) == "triton"
+        frames = x if codes else self._dkl(x)
+        history = self._ring[which] if self._ring is not None else frames[:, :1].expand(-1, self.taps - 1, -1, -1, -1)
+        window = torch.cat([history, frames], dim=1)
+        ring = window[:, -(self.taps - 1):].contiguous()
+        if codes:
+            disp = self.display
+            xyz = [v for row in disp.rgb2xyz for v in row]
+            return ops.cvvdp_temporal_codes(window, self._filters, disp.peak_luminance, disp.black_level,
+                                            disp.reflected, disp.exposure, xyz), ring
+        return ops.cvvdp_temporal(window, self._filters), ring
 
     def _process(self, r: torch.Tensor, d: torch.Tensor) -> torch.Tensor | None:
         n, b, _, h, w = r.shape
-        test, test_ring = self._temporal(self._dkl(d), 0)
-        ref, ref_ring = self._temporal(self._dkl(r), 1)
+        test, test_ring = self._temporal(d, 0)
+        ref, ref_ring = self._temporal(r, 1)
         self._ring = (test_ring, ref_ring)
         quality = _frame_quality_fused if _fused(test) else cvvdp_frame_quality_ref
         out = quality(test.view(n * b, 4, h, w), ref.view(n * b, 4, h, w), self.display.ppd, self.return_map)

@@ -1,4 +1,5 @@
-"""Writes ``cvvdp_video_fixtures.json``: pycvvdp 0.5.7's JODs on the clips of :mod:`cvvdp_video_clips` (not run by the tests).
+"""Writes ``cvvdp_video_fixtures.json``: pycvvdp 0.5.7's JODs on the clips of :mod:`cvvdp_video_clips` (the tests
+do not run it).
 
     FUSEDSIM_REFDATA=/path/to/refdata python tests/families/cvvdp/make_cvvdp_video_fixtures.py
 

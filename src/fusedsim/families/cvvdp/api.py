@@ -321,10 +321,8 @@ def cvvdp(ref: torch.Tensor, dist: torch.Tensor, *, display: str = "standard_4k"
 
 
 def _is_video(x: object) -> bool:
-    """Video: a 5-D tensor (N, T, 3, H, W) or an iterable of frames (not a tensor)."""
-    if isinstance(x, torch.Tensor):
-        return x.dim() == 5
-    return not isinstance(x, (str, bytes)) and hasattr(x, "__iter__")
+    """Video without ``fps``: a 5-D tensor (N, T, 3, H, W) (refused there, naming fps)."""
+    return isinstance(x, torch.Tensor) and x.dim() == 5
 
 
 def _cvvdp_video(ref, dist, disp: CVVDPDisplay, fps, return_map: bool, frames_per_block):

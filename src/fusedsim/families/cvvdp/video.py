@@ -151,10 +151,10 @@ class CVVDPVideoStream:
         """JOD (N,) of the clip(s); a clip of one frame is scored as a still image (with ``return_map`` the pair
         (JOD, its heat map (N, 1, 1, H, W)))."""
         if self._held is not None:
-            from fusedsim.families.cvvdp.api import _cvvdp_display_image
+            import fusedsim.families.cvvdp.api as api  # the image path (api imports this module lazily)
 
             r, d = self._held
-            out = _cvvdp_display_image(r[:, 0], d[:, 0], self.display, self.return_map)
+            out = api._cvvdp_display_image(r[:, 0], d[:, 0], self.display, self.return_map)
             if self.return_map:
                 return out[0], out[1].unsqueeze(1)
             return out
@@ -284,10 +284,10 @@ def score_clip(ref_frames: Iterable, dist_frames: Iterable, *, fps: float, displ
                **display_params: Any) -> float:
     """JOD of one decoded clip: ``ref_frames`` and ``dist_frames`` yield frames (3, H, W) or blocks (B, 3, H, W) of
     sRGB (uint8 or float in [0, 1]) in display order. The entry point for ``fusedsim video --metric cvvdp``."""
-    from fusedsim.families.cvvdp.api import _display
+    import fusedsim.families.cvvdp.api as api
 
     if isinstance(fps, bool) or not isinstance(fps, (int, float)) or not math.isfinite(fps) or fps <= 0:
         raise ValueError(f"{_NAME}: fps must be a positive finite number; got {fps!r}")
-    jod = cvvdp_video(ref_frames, dist_frames, _display(display, display_params), float(fps))
+    jod = cvvdp_video(ref_frames, dist_frames, api._display(display, display_params), float(fps))
     return float(jod.reshape(-1)[0])
 

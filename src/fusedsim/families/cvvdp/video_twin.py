@@ -30,13 +30,9 @@ import torch
 
 from fusedsim.core.state import cached
 from fusedsim.families.cvvdp.data import CVVDPParams, cvvdp_params
+import fusedsim.families.cvvdp.twin as spec
 from fusedsim.families.cvvdp.twin import (
     TEMPORAL_LUTS,
-    _BASEBAND_RHO,
-    _band_contrast,
-    _gain,
-    _lp,
-    _t,
     cvvdp_band_diff_ref,
     cvvdp_bands,
     cvvdp_contrast_pyramid_ref,
@@ -118,9 +114,9 @@ def cvvdp_frame_quality_ref(test: torch.Tensor, ref: torch.Tensor, ppd: float, r
     last = len(freqs) - 1
     pooled, diffs = [], []
     for b in range(len(freqs)):
-        sens = cvvdp_sensitivity_ref(_BASEBAND_RHO if b == last else freqs[b], log_bkg[b], params, TEMPORAL_LUTS)
+        sens = cvvdp_sensitivity_ref(spec._BASEBAND_RHO if b == last else freqs[b], log_bkg[b], params, TEMPORAL_LUTS)
         d = band_diff(t_bands[b], r_bands[b], sens, b == last)
-        pooled.append(_lp(d, params.beta, dim=(-2, -1), n=float(d.shape[-2] * d.shape[-1])))
+        pooled.append(spec._lp(d, params.beta, dim=(-2, -1), n=float(d.shape[-2] * d.shape[-1])))
         if return_map:
             diffs.append(d)
     q = torch.stack(pooled, dim=-1)
@@ -130,12 +126,12 @@ def cvvdp_frame_quality_ref(test: torch.Tensor, ref: torch.Tensor, ppd: float, r
 def cvvdp_video_pool_ref(q: torch.Tensor, params: CVVDPParams | None = None) -> torch.Tensor:
     """Pooled differences Q (N, T, 4, B) of a clip's frames -> JOD (N,)."""
     params = params or cvvdp_params()
-    w = _t([1.0, params.ch_chrom_w, params.ch_chrom_w, params.ch_trans_w], q).view(4, 1).expand(4, q.shape[-1])
+    w = spec._t([1.0, params.ch_chrom_w, params.ch_chrom_w, params.ch_trans_w], q).view(4, 1).expand(4, q.shape[-1])
     w = w.clone()
-    w[:, -1] = w[:, -1] * _t(params.baseband_weight[:4], q)
-    q_sc = _lp(q * w, params.beta_sch, dim=-1)  # over bands: (N, T, 4)
-    q_tc = _lp(q_sc, params.beta_tch, dim=-1)  # over channels: (N, T)
-    q_t = _lp(q_tc, params.beta_t, dim=-1, n=float(q.shape[1]))  # over frames, normalised
+    w[:, -1] = w[:, -1] * spec._t(params.baseband_weight[:4], q)
+    q_sc = spec._lp(q * w, params.beta_sch, dim=-1)  # over bands: (N, T, 4)
+    q_tc = spec._lp(q_sc, params.beta_tch, dim=-1)  # over channels: (N, T)
+    q_t = spec._lp(q_tc, params.beta_t, dim=-1, n=float(q.shape[1]))  # over frames, normalised
     return cvvdp_met2jod_ref(q_t, params)
 
 
@@ -148,10 +144,10 @@ def cvvdp_video_pair_band_ref(ref_g: torch.Tensor, ref_g_next: torch.Tensor, tes
                               test_g_next: torch.Tensor, rho: float, scale: float) -> torch.Tensor:
     """One non-baseband band of M frames' temporal channels from Gaussian levels (M, 4, h, w) and (M, 4, ceil(h/2),
     ceil(w/2)) of each image: ``min(|T'|, |R'|)`` (channels 0-3) and ``|T' - R'|`` (4-7), (M, 8, h, w)."""
-    ref, bkg = _band_contrast(ref_g, ref_g_next, scale)
+    ref, bkg = spec._band_contrast(ref_g, ref_g_next, scale)
     sens = cvvdp_sensitivity_ref(rho, torch.log10(bkg), None, TEMPORAL_LUTS)
-    test, _ = _band_contrast(test_g, test_g_next, scale)
-    gain = _gain(test)
+    test, _ = spec._band_contrast(test_g, test_g_next, scale)
+    gain = spec._gain(test)
     t_p = test * sens * gain
     r_p = ref * sens * gain
     return torch.cat([torch.minimum(t_p.abs(), r_p.abs()), (t_p - r_p).abs()], dim=1)

@@ -7,10 +7,18 @@ per-frame band pipeline with the block's frames as the batch; only the per-frame
 bands per frame) are kept, so memory is bounded in the clip's length. :func:`cvvdp_video` scores whole tensors or
 frame iterators with it, and :func:`score_clip` is the entry point for one decoded clip.
 
-Backends: the display model (``cvvdp_linear_dkl``, reading uint8 codes directly) and the temporal filters
-(``cvvdp_temporal``) are registered ops with Triton kernels, used on CUDA tensors; the band pipeline is the
-twin's PyTorch code on the frames' device. On the CPU every step is the twin. Both compute in float32, as pycvvdp
-does. A clip of one frame is a still image, scored by :func:`fusedsim.cvvdp`'s image path (as pycvvdp does).
+Backends: on CUDA tensors every step is a registered op with a Triton kernel: for uint8 frames the display model
+and the temporal filters are one kernel (``cvvdp_temporal_codes``) over a ring of codes, for float frames the
+display model (``cvvdp_linear_dkl``) then the filters (``cvvdp_temporal``) over a ring of DKL frames; per band the
+pyramid reductions (``cvvdp_reduce``), both sides' four-channel contrast, CSF and masking input
+(``cvvdp_video_pair_band``), the masking blur (``cvvdp_video_masker_vblur``) and the masking with the per-row
+pooled sums (``cvvdp_video_band_pool``); the baseband and the pooling are PyTorch. On the CPU every step is the
+twin. Both compute in float32, as pycvvdp does. A clip of one frame is a still image, scored by
+:func:`fusedsim.cvvdp`'s image path (as pycvvdp does).
+
+Peak memory at 1080p with the default blocks (8 frames): the block's temporal channels of both clips (2 x 8 x 4
+planes), one band buffer (8 x 8 planes at the finest band) and the ring (L - 1 frames of codes or DKL per clip),
+about 1.5 GB, whatever the clip's length.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ replaced by an empty module when it is not installed.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import statistics
 import sys
@@ -57,9 +58,7 @@ def make_clip(frames: int, height: int, width: int, device: str, seed: int = 0) 
 
 
 def _import_pycvvdp():
-    try:
-        import huggingface_hub  # noqa: F401
-    except ImportError:  # only pycvvdp's ML variant (not used here) imports it
+    if importlib.util.find_spec("huggingface_hub") is None:  # only pycvvdp's ML variant (not used here) needs it
         stub = types.ModuleType("huggingface_hub")
         stub.hf_hub_download = None
         sys.modules["huggingface_hub"] = stub

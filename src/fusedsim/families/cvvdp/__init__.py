@@ -1,4 +1,4 @@
-"""ColorVideoVDP 0.5.7 (pycvvdp) for still images, in JOD.
+"""ColorVideoVDP 0.5.7 (pycvvdp) for still images and video, in JOD.
 
 The family in one folder: ``twin.py`` (the PyTorch specification), ``*_kernel.py`` (Triton), ``cpu.py`` (numba),
 ``ops.py`` (op declarations), ``api.py`` (public functions); this module declares the metric and the public names,
@@ -34,6 +34,6 @@ register_metric(MetricSpec(
 ))
 
 #: Public names (also ``fusedsim.<name>``), defined in :mod:`.api` and imported on first use.
-EXPORTS = ('cvvdp', 'CVVDPLoss', 'CVVDPResult', 'prepare_cvvdp', 'score_prepared_cvvdp')
+EXPORTS = ('cvvdp', 'CVVDPLoss', 'CVVDPResult', 'cvvdp_stream', 'prepare_cvvdp', 'score_prepared_cvvdp')
 
 __getattr__, __dir__ = lazy_attributes(__name__, dict.fromkeys(EXPORTS, f"{__name__}.api"))

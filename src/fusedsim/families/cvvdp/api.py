@@ -24,6 +24,7 @@ in float32.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -35,8 +36,8 @@ import fusedsim.families.cvvdp.twin as spec
 from fusedsim.families.cvvdp import ops
 from fusedsim.families.cvvdp.data import CVVDPDisplay, cvvdp_display, cvvdp_params
 
-__all__ = ["CVVDPLoss", "CVVDPReference", "CVVDPResult", "check_cvvdp_params", "cvvdp", "prepare_cvvdp",
-           "score_prepared_cvvdp"]
+__all__ = ["CVVDPLoss", "CVVDPReference", "CVVDPResult", "check_cvvdp_params", "cvvdp", "cvvdp_stream",
+           "prepare_cvvdp", "score_prepared_cvvdp"]
 
 _NAME = "cvvdp"
 MIN_SIZE = 2
@@ -282,10 +283,12 @@ def cvvdp(ref: torch.Tensor, dist: torch.Tensor, *, display: str = "standard_4k"
           peak_luminance: float | None = None, contrast: float | None = None, e_ambient: float | None = None,
           k_refl: float | None = None, exposure: float | None = None, ppd: float | None = None,
           resolution: tuple[int, int] | None = None, viewing_distance_m: float | None = None,
-          diagonal_inches: float | None = None, return_map: bool = False) -> torch.Tensor | CVVDPResult:
-    """ColorVideoVDP (v0.5.7) quality of each (reference, distorted) still image in JOD: 10 = identical.
+          diagonal_inches: float | None = None, return_map: bool = False, fps: float | None = None,
+          frames_per_block: int | None = None) -> torch.Tensor | CVVDPResult:
+    """ColorVideoVDP (v0.5.7) quality of each (reference, distorted) still image or video clip in JOD: 10 = identical.
 
-    Same value as ``pycvvdp.cvvdp(display_name=display).predict(dist, ref)`` (which takes the test first).
+    Same value as ``pycvvdp.cvvdp(display_name=display).predict(dist, ref)`` (which takes the test first; for
+    video ``dim_order="BFCHW", frames_per_second=fps``).
 
     Args:
         ref, dist: sRGB images (N, 3, H, W) or (3, H, W), uint8 0..255 or floating in [0, 1]; at least 2 px per
@@ -298,14 +301,64 @@ def cvvdp(ref: torch.Tensor, dist: torch.Tensor, *, display: str = "standard_4k"
         ppd, resolution, viewing_distance_m, diagonal_inches: override the geometry: pixels per degree directly,
             or the screen resolution (W, H), viewing distance and diagonal from which it is derived (the model's
             value for any not given); ``ppd`` with any of the other three raises ``ValueError``.
-        return_map: also return the per-pixel difference map.
+        return_map: also return the per-pixel difference map (for video the heat-map video (N, T, 1, H, W)).
+        fps: frames per second of video input: ``ref``, ``dist`` (N, T, 3, H, W) clips, or two iterables of frames
+            (3, H, W) or frame blocks (B, 3, H, W) / (N, B, 3, H, W), scored as they come with memory bounded in the
+            clip's length (the temporal channels; a clip of one frame is a still image, as in pycvvdp).
+        frames_per_block: video frames processed together (default: about 16 Mpixel per block).
 
     Returns:
-        float tensor (N,) of JODs (0-d for unbatched inputs), or :class:`CVVDPResult` ``(jod, diff_map)``.
+        float tensor (N,) of JODs (0-d for unbatched images), or :class:`CVVDPResult` ``(jod, diff_map)``.
     """
     disp = _display(display, {"peak_luminance": peak_luminance, "contrast": contrast, "e_ambient": e_ambient,
                                   "k_refl": k_refl, "exposure": exposure, "ppd": ppd, "resolution": resolution,
                                   "viewing_distance_m": viewing_distance_m, "diagonal_inches": diagonal_inches})
+    if fps is not None or _is_video(ref) or _is_video(dist):
+        return _cvvdp_video(ref, dist, disp, fps, bool(return_map), frames_per_block)
+    if frames_per_block is not None:
+        raise ValueError(f"{_NAME}: frames_per_block applies to video (with fps); got it for images")
+    return _cvvdp_display_image(ref, dist, disp, bool(return_map))
+
+
+def _is_video(x: object) -> bool:
+    """Video without ``fps``: a 5-D tensor (N, T, 3, H, W) (refused there, naming fps)."""
+    return isinstance(x, torch.Tensor) and x.dim() == 5
+
+
+def _cvvdp_video(ref, dist, disp: CVVDPDisplay, fps, return_map: bool, frames_per_block):
+    """The video path (:mod:`.video`): 5-D tensors or iterables of frames, at ``fps``. 5-D clips of one frame are
+    still images (pycvvdp scores them so, whatever the frame rate), returned as (N,)."""
+    from fusedsim.families.cvvdp.video import cvvdp_video
+
+    if fps is None:
+        raise ValueError(f"{_NAME}: video (N, T, 3, H, W) or frame iterators need fps (frames per second)")
+    if isinstance(ref, torch.Tensor) and ref.dim() != 5 or isinstance(dist, torch.Tensor) and dist.dim() != 5:
+        raise ValueError(f"{_NAME}: fps is for video: ref and dist must be (N, T, 3, H, W) or iterables of frames; "
+                         f"got ref {_shape_of(ref)} and dist {_shape_of(dist)} (add the frame axis for one clip)")
+    if isinstance(fps, bool) or not isinstance(fps, (int, float)) or not math.isfinite(fps) or fps <= 0:
+        raise ValueError(f"{_NAME}: fps must be a positive finite number of frames per second; got {fps!r}")
+    out = cvvdp_video(ref, dist, disp, float(fps), return_map, frames_per_block)
+    return CVVDPResult(*out) if return_map else out
+
+
+def cvvdp_stream(*, fps: float, display: str = "standard_4k", return_map: bool = False, **display_params):
+    """A :class:`~fusedsim.families.cvvdp.video.CVVDPVideoStream` scoring a clip (or N clips of one size) as its
+    frames come: ``stream.push(ref_frames, dist_frames)`` for each block of frames ((N, B, 3, H, W), (B, 3, H, W)
+    or (3, H, W)), then ``stream.finish()`` for the JOD (N,). ``display`` and ``display_params`` (the display
+    keywords of :func:`cvvdp`) as for :func:`cvvdp`; memory stays bounded whatever the clip's length."""
+    from fusedsim.families.cvvdp.video import CVVDPVideoStream
+
+    if isinstance(fps, bool) or not isinstance(fps, (int, float)) or not math.isfinite(fps) or fps <= 0:
+        raise ValueError(f"{_NAME}: fps must be a positive finite number of frames per second; got {fps!r}")
+    return CVVDPVideoStream(_display(display, display_params), float(fps), bool(return_map))
+
+
+def _shape_of(x: object) -> str:
+    return str(tuple(x.shape)) if isinstance(x, torch.Tensor) else type(x).__name__
+
+
+def _cvvdp_display_image(ref, dist, disp: CVVDPDisplay, return_map: bool):
+    """The still-image metric on a resolved display (see :func:`cvvdp`)."""
     dtype = torch.float64 if isinstance(ref, torch.Tensor) and ref.dtype == torch.float64 else torch.float32
     pair = _checked_pair(ref, dist, dtype)
     r, d = _working(pair.ref), _working(pair.dist)

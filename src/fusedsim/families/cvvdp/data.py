@@ -65,7 +65,7 @@ class CVVDPDisplay:
 
 @dataclass(frozen=True)
 class CVVDPParams:
-    """The calibrated parameters the still-image path reads (``cvvdp_parameters.json``)."""
+    """The calibrated parameters the image and video paths read (``cvvdp_parameters.json``)."""
 
     version: str
     mask_p: float
@@ -84,6 +84,10 @@ class CVVDPParams:
     baseband_weight: tuple[float, ...]
     d_max: float
     image_int: float
+    beta_t: float
+    ch_trans_w: float
+    sigma_tf: tuple[float, ...]
+    beta_tf: tuple[float, ...]
 
 
 def known_displays() -> tuple[str, ...]:
@@ -194,18 +198,19 @@ def cvvdp_display(display: str = "standard_4k", **overrides: Any) -> CVVDPDispla
 def cvvdp_params() -> CVVDPParams:
     """The calibrated parameters of ColorVideoVDP 0.5.7 (masking model ``mult-mutual``, ``weber_g1`` contrast)."""
     p = _json("cvvdp_parameters.json")
-    # The still-image path below implements exactly this configuration; refuse a different one.
+    # The image and video paths implement exactly this configuration; refuse a different one.
     expected = {"masking_model": "mult-mutual", "contrast": "weber_g1", "csf": "weber_fixed_size",
-                "dclamp_type": "soft", "xchannel_masking": "on"}
+                "dclamp_type": "soft", "xchannel_masking": "on", "temp_filter": "default", "Bloch_int": "off"}
     for key, value in expected.items():
-        if p[key] != value:
-            raise ValueError(f"cvvdp: parameter file has {key}={p[key]!r}; only {value!r} is implemented")
+        if p.get(key, "default") != value:
+            raise ValueError(f"cvvdp: parameter file has {key}={p.get(key)!r}; only {value!r} is implemented")
     return CVVDPParams(
         version=p["version"], mask_p=p["mask_p"], mask_c=p["mask_c"], mask_q=tuple(p["mask_q"]),
         pu_dilate=p["pu_dilate"], beta=p["beta"], beta_sch=p["beta_sch"], beta_tch=p["beta_tch"],
         csf_sigma=p["csf_sigma"], sensitivity_correction=p["sensitivity_correction"], jod_a=p["jod_a"],
         jod_exp=p["jod_exp"], ch_chrom_w=p["ch_chrom_w"], xcm_weights=tuple(p["xcm_weights"]),
         baseband_weight=tuple(p["baseband_weight"]), d_max=p["d_max"], image_int=p["image_int"],
+        beta_t=p["beta_t"], ch_trans_w=p["ch_trans_w"], sigma_tf=tuple(p["sigma_tf"]), beta_tf=tuple(p["beta_tf"]),
     )
 
 

@@ -16,6 +16,11 @@ from fusedsim.families.cvvdp.twin import (
     cvvdp_test_band_ref,
 )
 from fusedsim.core.moments.twin import compute_dtype
+from fusedsim.families.cvvdp.video_twin import (
+    cvvdp_temporal_filters,
+    cvvdp_temporal_ref,
+    cvvdp_video_pair_band_ref,
+)
 
 
 def _cvvdp_mask_examples(device: torch.device) -> list[Example]:
@@ -43,6 +48,8 @@ def _import_triton() -> None:
     import fusedsim.families.cvvdp.masking_kernel  # noqa: F401
     import fusedsim.families.cvvdp.pair_band_kernel  # noqa: F401
     import fusedsim.families.cvvdp.pyramid_kernel  # noqa: F401
+    import fusedsim.families.cvvdp.temporal_kernel  # noqa: F401
+    import fusedsim.families.cvvdp.video_band_kernel  # noqa: F401
 
 
 cvvdp_mask_diff = register_op(KernelOp(
@@ -295,4 +302,160 @@ cvvdp_band_pool = register_op(KernelOp(
     tolerance={torch.float32: (5e-5, 0.0)},  # cvvdp_mask_diff's powers, then one more (beta)
     doc="ColorVideoVDP's band after its test side: masking blur's horizontal pass, masked difference, per-row "
         "pooled sums (N, 3, h, 1), or (N, 3, h, w + 1) with the difference map.",
+))
+
+
+def _cvvdp_temporal_examples(device: torch.device) -> list[Example]:
+    """DKL-like frames and the metric's filters at 30 fps (9 taps) and 24 fps (7 taps); windows with one output
+    frame (the first frame's history replicated) and several."""
+    out = []
+    for i, (n, frames, fps, h, w) in enumerate([(1, 1, 30, 5, 7), (2, 3, 24, 6, 4), (1, 2, 30, 17, 33)]):
+        taps = cvvdp_temporal_filters(fps).to(torch.float64)
+        levels = _cvvdp_level((n * (frames + taps.shape[-1] - 1), 3, h, w), 250 + i, "cpu")
+        window = levels.view(n, -1, 3, h, w)
+        out.append(Example((window.to(device), taps.to(device)), note=f"{n} clips, {frames} frames, {fps} fps"))
+    return out
+
+
+cvvdp_temporal = register_op(KernelOp(
+    name="cvvdp_temporal",
+    schema="(Tensor window, Tensor filters) -> Tensor",
+    n_tensors=2,
+    load_triton=_import_triton,
+    reference=cvvdp_temporal_ref,
+    fake=lambda window, filters: window.new_empty(
+        (window.shape[0], window.shape[1] - filters.shape[-1] + 1, 4, *window.shape[3:]),
+        dtype=compute_dtype(window.dtype)),
+    examples=_cvvdp_temporal_examples,
+    differentiable=False,
+    tolerance=CVVDP_TOLERANCE,  # float32 sums of L products in tap order
+    doc="ColorVideoVDP's temporal channels: Y-sustained, RG, YV and Y-transient FIR filters over a window of DKL "
+        "frames (N, S - L + 1, 4, H, W).",
+))
+
+
+def _cvvdp_video_pair_band_examples(device: torch.device) -> list[Example]:
+    """Temporal-channel levels: the fourth (transient) channel of either sign like the chromatic ones."""
+    out = []
+    for i, (shape, rho, scale) in enumerate([((1, 4, 7, 13), 37.7, 1.0), ((3, 4, 20, 33), 18.8, 2.0)]):
+        levels = _cvvdp_band_levels(shape, 260 + i, device) + _cvvdp_band_levels(shape, 270 + i, device)
+        out.append(Example(levels, (rho, scale), note=f"{shape} rho {rho} scale {scale}"))
+    return out
+
+
+cvvdp_video_pair_band = register_op(KernelOp(
+    name="cvvdp_video_pair_band",
+    schema="(Tensor ref_g, Tensor ref_g_next, Tensor test_g, Tensor test_g_next, float rho, float scale) -> Tensor",
+    n_tensors=4,
+    load_triton=_import_triton,
+    reference=cvvdp_video_pair_band_ref,
+    fake=lambda rg, rn, tg, tn, rho, scale: tg.new_empty((tg.shape[0], 8, *tg.shape[2:]),
+                                                         dtype=compute_dtype(tg.dtype)),
+    examples=_cvvdp_video_pair_band_examples,
+    differentiable=False,
+    tolerance=CVVDP_TOLERANCE,  # cvvdp_pair_band's arithmetic on one more channel
+    doc="ColorVideoVDP's band of M video frames' four temporal channels: both sides' contrast, the reference's CSF "
+        "sensitivity, min(|T'|, |R'|) and |T' - R'| (M, 8, h, w).",
+))
+
+
+def _cvvdp_video_masker_examples(device: torch.device) -> list[Example]:
+    out = []
+    for i, shape in enumerate([(1, 4, 7, 5), (3, 4, 16, 9)]):
+        gen = torch.Generator().manual_seed(280 + i)
+        out.append(Example(((10 * torch.rand(shape, generator=gen, dtype=torch.float64)).to(device),), note=f"{shape}"))
+    band = torch.rand((2, 8, 9, 12), generator=torch.Generator().manual_seed(285), dtype=torch.float64).to(device)
+    out.append(Example((band[:, :4],), note="the masker channels of a band buffer"))
+    return out
+
+
+cvvdp_video_masker_vblur = register_op(KernelOp(
+    name="cvvdp_video_masker_vblur",
+    schema="(Tensor m) -> Tensor",
+    n_tensors=1,
+    load_triton=_import_triton,
+    reference=cvvdp_masker_vblur_ref,
+    fake=lambda m: m.new_empty(m.shape, dtype=compute_dtype(m.dtype)),
+    examples=_cvvdp_video_masker_examples,
+    differentiable=False,
+    tolerance=CVVDP_TOLERANCE,
+    doc="ColorVideoVDP's masking blur of the four temporal channels, vertical pass (13 taps, reflect edges).",
+))
+
+
+def _cvvdp_video_band_pool_examples(device: torch.device) -> list[Example]:
+    out = []
+    for i, (shape, blur, with_map) in enumerate([((1, 4, 7, 13), True, True), ((2, 4, 9, 8), True, False),
+                                                 ((1, 4, 5, 4), False, True), ((2, 4, 12, 300), True, True)]):
+        gen = torch.Generator().manual_seed(290 + i)
+        n, _, h, w = shape
+        band = torch.cat([5 * torch.rand((n, 4, h, w), generator=gen, dtype=torch.float64),
+                          2 * torch.rand((n, 4, h, w), generator=gen, dtype=torch.float64) ** 3], dim=1).to(device)
+        vblurred = cvvdp_masker_vblur_ref(band[:, :4]) if blur else band[:, :4]
+        out.append(Example((vblurred, band), (blur, with_map), note=f"{shape} blur {blur} map {with_map}"))
+    return out
+
+
+def _cvvdp_video_band_pool_fake(vblurred, band, blur, with_map):
+    n, _, h, w = band.shape
+    return band.new_empty((n, 4, h, w + 1 if with_map else 1), dtype=compute_dtype(band.dtype))
+
+
+cvvdp_video_band_pool = register_op(KernelOp(
+    name="cvvdp_video_band_pool",
+    schema="(Tensor vblurred, Tensor band, bool blur, bool with_map) -> Tensor",
+    n_tensors=2,
+    load_triton=_import_triton,
+    reference=cvvdp_band_pool_ref,
+    fake=_cvvdp_video_band_pool_fake,
+    examples=_cvvdp_video_band_pool_examples,
+    differentiable=False,
+    tolerance={torch.float32: (5e-5, 0.0)},  # cvvdp_band_pool's powers
+    doc="ColorVideoVDP's band of video frames after cvvdp_video_pair_band: masking blur's horizontal pass, "
+        "four-channel masked difference, per-row pooled sums (M, 4, h, 1), or (M, 4, h, w + 1) with the map.",
+))
+
+
+def cvvdp_temporal_codes_ref(codes: torch.Tensor, filters: torch.Tensor, peak_luminance: float, black_level: float,
+                             reflected: float, exposure: float, rgb2xyz: list[float]) -> torch.Tensor:
+    """Twin of ``cvvdp_temporal_codes``: the display model of each uint8 frame (``cvvdp_linear_dkl``'s twin), then
+    :func:`cvvdp_temporal_ref` (float32 unless the filters are float64)."""
+    n, s, c, h, w = codes.shape
+    dkl = cvvdp_linear_dkl_codes_ref(codes.reshape(n * s, c, h, w), peak_luminance, black_level, reflected,
+                                     exposure, rgb2xyz)
+    return cvvdp_temporal_ref(dkl.view(n, s, c, h, w).to(filters.dtype), filters)
+
+
+def _cvvdp_temporal_codes_examples(device: torch.device) -> list[Example]:
+    """Every uint8 code; standard_4k's photometry and a darker display with exposure 0.5 (the clip branch)."""
+    from fusedsim.families.cvvdp.data import cvvdp_display
+
+    out = []
+    for i, (n, frames, fps, h, w, kwargs) in enumerate([(1, 1, 30, 8, 12, {}),
+                                                         (2, 3, 24, 5, 9, {"exposure": 0.5, "contrast": 100.0})]):
+        taps = cvvdp_temporal_filters(fps).to(torch.float64)
+        count = n * (frames + taps.shape[-1] - 1) * 3 * h * w
+        codes = torch.randperm(count, generator=torch.Generator().manual_seed(300 + i)).remainder(256)
+        d = cvvdp_display("standard_4k", **kwargs)
+        scalars = (d.peak_luminance, d.black_level, d.reflected, d.exposure, [v for row in d.rgb2xyz for v in row])
+        window = codes.to(torch.uint8).view(n, -1, 3, h, w)
+        out.append(Example((window.to(device), taps.to(device)), scalars, note=f"{n} clips, {frames} frames {kwargs}"))
+    return out
+
+
+cvvdp_temporal_codes = register_op(KernelOp(
+    name="cvvdp_temporal_codes",
+    schema="(Tensor codes, Tensor filters, float peak_luminance, float black_level, float reflected, "
+           "float exposure, float[] rgb2xyz) -> Tensor",
+    n_tensors=2,
+    load_triton=_import_triton,
+    reference=cvvdp_temporal_codes_ref,
+    fake=lambda codes, filters, *args: codes.new_empty(
+        (codes.shape[0], codes.shape[1] - filters.shape[-1] + 1, 4, *codes.shape[3:]),
+        dtype=compute_dtype(filters.dtype)),
+    examples=_cvvdp_temporal_codes_examples,
+    differentiable=False,
+    tolerance=CVVDP_TOLERANCE,  # cvvdp_linear_dkl's and cvvdp_temporal's float32 arithmetic
+    doc="ColorVideoVDP's display model fused with its temporal channels: uint8 sRGB frames -> Y-sustained, RG, YV "
+        "and Y-transient (N, S - L + 1, 4, H, W), the DKL frames never written.",
 ))

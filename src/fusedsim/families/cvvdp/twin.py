@@ -54,6 +54,7 @@ __all__ = [
     "cvvdp_heatmap_ref",
     "cvvdp_linear_dkl_op_ref",
     "cvvdp_linear_dkl_ref",
+    "cvvdp_luminance_ref",
     "cvvdp_mask_diff_ref",
     "cvvdp_masker_vblur_ref",
     "cvvdp_masking_input_ref",
@@ -79,7 +80,7 @@ _XYZ_TO_LMS2006 = ((0.187596268556126, 0.585168649077728, -0.026384263306304),
 _LMS2006_TO_DKLD65 = ((1.0, 1.0, 0.0), (1.0, -2.311130179947035, 0.0), (-1.0, -1.0, 50.977571328718781))
 _KERNEL_A = 0.4
 _EPS = 1e-5  # safe_pow's offset
-CH_GAIN = (1.0, 1.45, 1.0)  # mult-mutual per-channel gain (achromatic, red-green, yellow-violet)
+CH_GAIN = (1.0, 1.45, 1.0, 1.0)  # mult-mutual per-channel gain (achromatic, red-green, yellow-violet, transient)
 _MIN_FREQ = 0.2
 _BASEBAND_RHO = 0.1
 _JOD_Q_T = 0.1
@@ -99,6 +100,11 @@ def _const(value, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     return torch.as_tensor(value, dtype=dtype, device=device)
 
 
+def _gain(x: torch.Tensor) -> torch.Tensor:
+    """The mult-mutual gain of the C channels of ``x`` (N, C, h, w), shaped (1, C, 1, 1)."""
+    return _t(CH_GAIN[:x.shape[1]], x).view(1, x.shape[1], 1, 1)
+
+
 def safe_pow(x: torch.Tensor, p) -> torch.Tensor:
     eps = _t(_EPS, x)
     return (x + eps) ** p - eps ** p
@@ -112,6 +118,13 @@ def dkl_matrix(rgb2xyz, like: torch.Tensor) -> torch.Tensor:
 
 def cvvdp_linear_dkl_ref(rgb: torch.Tensor, display: CVVDPDisplay) -> torch.Tensor:
     """sRGB (N, 3, H, W) in [0, 1] -> DKL d65 (N, 3, H, W) of the light the display emits (cd/m² units)."""
+    lum = cvvdp_luminance_ref(rgb, display)
+    m = dkl_matrix(display.rgb2xyz, rgb)
+    return torch.cat([(lum * m[c].view(1, 3, 1, 1)).sum(dim=1, keepdim=True) for c in range(3)], dim=1)
+
+
+def cvvdp_luminance_ref(rgb: torch.Tensor, display: CVVDPDisplay) -> torch.Tensor:
+    """The display model's emitted linear RGB (cd/m²) of sRGB values ``rgb`` in [0, 1] (any shape)."""
     v = rgb.clamp(0.0, 1.0)
     lin = torch.where(v > 0.04045, ((v + 0.055) / 1.055) ** 2.4, v / 12.92)
     y_black, y_refl = display.black_level, display.reflected
@@ -119,8 +132,7 @@ def cvvdp_linear_dkl_ref(rgb: torch.Tensor, display: CVVDPDisplay) -> torch.Tens
         lum = (display.peak_luminance - y_black) * lin + y_black + y_refl
     else:
         lum = (display.peak_luminance - y_black) * (lin * display.exposure).clip(0.0, 1.0) + y_black + y_refl
-    m = dkl_matrix(display.rgb2xyz, rgb)
-    return torch.cat([(lum * m[c].view(1, 3, 1, 1)).sum(dim=1, keepdim=True) for c in range(3)], dim=1)
+    return lum
 
 
 # ------------------------------------------------------------------------------------------------------- pyramid
@@ -211,16 +223,22 @@ def lut_field(name: str) -> tuple:
     return _frozen(csf_lut()[name])
 
 
-def cvvdp_sensitivity_lut_ref(rho: float, like: torch.Tensor) -> torch.Tensor:
-    """log10 castleCSF sensitivity (3, L) of the three sustained channels at ``rho`` cpd on each luminance of the
-    table (linear in log rho, with extrapolation), in ``like``'s dtype and device."""
+SUSTAINED_LUTS = ("o0_c1", "o0_c2", "o0_c3")  # castleCSF tables of the sustained channels (Y, RG, YV)
+TEMPORAL_LUTS = SUSTAINED_LUTS + ("o5_c1",)  # video adds the transient achromatic channel (5 Hz)
+
+
+def cvvdp_sensitivity_lut_ref(rho: float, like: torch.Tensor, fields: tuple[str, ...] = SUSTAINED_LUTS
+                              ) -> torch.Tensor:
+    """log10 castleCSF sensitivity (C, L) of the channels whose tables are ``fields`` (default: the three
+    sustained ones) at ``rho`` cpd on each luminance of the table (linear in log rho, with extrapolation), in
+    ``like``'s dtype and device."""
     log_rho = torch.log10(_t(lut_field("rho"), like))
     q = torch.log10(_t(rho, like))
     i = (torch.searchsorted(log_rho, q.reshape(1)) - 1).clamp(0, log_rho.numel() - 2)
     x0, x1 = log_rho[i], log_rho[i + 1]
     rows = []
-    for c in range(3):
-        table = _t(lut_field(f"o0_c{c + 1}"), like)  # (luminance, frequency)
+    for field in fields:
+        table = _t(lut_field(field), like)  # (luminance, frequency)
         y0, y1 = table[:, i].squeeze(-1), table[:, i + 1].squeeze(-1)
         rows.append(y0 + (y1 - y0) / (x1 - x0) * (q - x0))  # (luminance,)
     return torch.stack(rows)
@@ -228,8 +246,8 @@ def cvvdp_sensitivity_lut_ref(rho: float, like: torch.Tensor) -> torch.Tensor:
 
 def cvvdp_sensitivity_from_lut_ref(log_bkg: torch.Tensor, lut: torch.Tensor,
                                    params: CVVDPParams | None = None) -> torch.Tensor:
-    """Sensitivity (N, 3, h, w) on a background of log10 luminance ``log_bkg`` (N, 1, h, w) from the table of
-    :func:`cvvdp_sensitivity_lut_ref` (linear in log L_bkg, clamped to the table), with the correction."""
+    """Sensitivity (N, C, h, w) on a background of log10 luminance ``log_bkg`` (N, 1, h, w) from the (C, L) table
+    of :func:`cvvdp_sensitivity_lut_ref` (linear in log L_bkg, clamped to the table), with the correction."""
     params = params or cvvdp_params()
     log_l = torch.log10(_t(lut_field("L_bkg"), log_bkg))
     n = log_l.numel()
@@ -239,16 +257,18 @@ def cvvdp_sensitivity_from_lut_ref(log_bkg: torch.Tensor, lut: torch.Tensor,
     i_hi = (i_lo + 1).clamp(max=n - 1)
     corr = 10.0 ** (_t(params.sensitivity_correction, log_bkg) / 20.0)
     out = []
-    for c in range(3):
+    for c in range(lut.shape[0]):
         log_s = lut[c][i_lo] * (1.0 - frac) + lut[c][i_hi] * frac
         out.append(10 ** log_s * corr)
     return torch.cat(out, dim=1)
 
 
-def cvvdp_sensitivity_ref(rho: float, log_bkg: torch.Tensor, params: CVVDPParams | None = None) -> torch.Tensor:
-    """castleCSF sensitivity (N, 3, h, w) of the three sustained channels at ``rho`` cpd on a background of
-    log10 luminance ``log_bkg`` (N, 1, h, w), including the sensitivity correction."""
-    return cvvdp_sensitivity_from_lut_ref(log_bkg, cvvdp_sensitivity_lut_ref(rho, log_bkg), params)
+def cvvdp_sensitivity_ref(rho: float, log_bkg: torch.Tensor, params: CVVDPParams | None = None,
+                          fields: tuple[str, ...] = SUSTAINED_LUTS) -> torch.Tensor:
+    """castleCSF sensitivity (N, C, h, w) of the channels of ``fields`` (default: the three sustained ones) at
+    ``rho`` cpd on a background of log10 luminance ``log_bkg`` (N, 1, h, w), including the sensitivity
+    correction."""
+    return cvvdp_sensitivity_from_lut_ref(log_bkg, cvvdp_sensitivity_lut_ref(rho, log_bkg, fields), params)
 
 
 # ------------------------------------------------------------------------------------------------------- masking
@@ -284,15 +304,18 @@ def _gauss_blur_axis(x: torch.Tensor, sigma: float, dim: int) -> torch.Tensor:
 
 
 def _mask_pool(c: torch.Tensor, params: CVVDPParams) -> torch.Tensor:
-    """Cross-channel masking: ``M[j] = sum_k C[k] 2^xcm[k, j]``."""
-    weights = (2 ** _t(params.xcm_weights, c)).view(4, 4)[:3, :]
-    return torch.cat([(c * weights[:, j].view(1, 3, 1, 1)).sum(dim=1, keepdim=True) for j in range(3)], dim=1)
+    """Cross-channel masking over the C channels of ``c`` (N, C, h, w): ``M[j] = sum_k C[k] 2^xcm[k, j]``."""
+    n_ch = c.shape[1]
+    weights = (2 ** _t(params.xcm_weights, c)).view(4, 4)[:n_ch, :]
+    return torch.cat([(c * weights[:, j].view(1, n_ch, 1, 1)).sum(dim=1, keepdim=True) for j in range(n_ch)],
+                     dim=1)
 
 
 def _masked_difference(abs_diff: torch.Tensor, blurred: torch.Tensor, params: CVVDPParams) -> torch.Tensor:
-    """D from |T' - R'| and blur(min(|T'|, |R'|)), both (N, 3, h, w)."""
+    """D from |T' - R'| and blur(min(|T'|, |R'|)), both (N, C, h, w) (C = 3 sustained or 4 with transient)."""
     m_mm = blurred * 10 ** _t(params.mask_c, blurred)
-    q = _t(params.mask_q[:3], blurred).view(1, 3, 1, 1)
+    n_ch = blurred.shape[1]
+    q = _t(params.mask_q[:n_ch], blurred).view(1, n_ch, 1, 1)
     m = _mask_pool(safe_pow(m_mm.abs(), q), params)
     d_u = safe_pow(abs_diff, _t(params.mask_p, blurred)) / (1 + m)
     max_v = 10 ** _t(params.d_max, blurred)
@@ -304,7 +327,7 @@ def cvvdp_mask_diff_ref(test: torch.Tensor, ref: torch.Tensor, sens: torch.Tenso
     """The masking step after the phase-uncertainty blur: D (N, 3, h, w) from the test/reference contrasts, the
     sensitivity and ``blurred`` = blur(min(|T'|, |R'|)) (not yet scaled by 10^mask_c); all (N, 3, h, w)."""
     params = cvvdp_params()
-    gain = _t(CH_GAIN, test).view(1, 3, 1, 1)
+    gain = _gain(test)
     t_p = test * sens * gain
     r_p = ref * sens * gain
     return _masked_difference((t_p - r_p).abs(), blurred, params)
@@ -313,7 +336,7 @@ def cvvdp_mask_diff_ref(test: torch.Tensor, ref: torch.Tensor, sens: torch.Tenso
 def cvvdp_masking_input_ref(test: torch.Tensor, ref: torch.Tensor, sens: torch.Tensor) -> torch.Tensor:
     """blur(min(|T'|, |R'|)) (N, 3, h, w), the input of the mutual masking (the blur only when both sides > 6)."""
     params = cvvdp_params()
-    gain = _t(CH_GAIN, test).view(1, 3, 1, 1)
+    gain = _gain(test)
     m = torch.minimum((test * sens * gain).abs(), (ref * sens * gain).abs())
     pad = int(params.pu_dilate * 2)
     if params.pu_dilate != 0 and m.shape[-2] > pad and m.shape[-1] > pad:
@@ -345,8 +368,9 @@ def cvvdp_met2jod_ref(q: torch.Tensor, params: CVVDPParams | None = None) -> tor
     return torch.where(q <= _JOD_Q_T, 10.0 - slope * q, high)
 
 
-def _channel_weights(x: torch.Tensor, params: CVVDPParams) -> torch.Tensor:
-    return _t([1.0, params.ch_chrom_w, params.ch_chrom_w], x)
+def _channel_weights(x: torch.Tensor, params: CVVDPParams, n_ch: int = 3) -> torch.Tensor:
+    """Weights of the channels Y-sustained, RG, YV and (video) Y-transient, the first ``n_ch`` of them."""
+    return _t([1.0, params.ch_chrom_w, params.ch_chrom_w, params.ch_trans_w][:n_ch], x)
 
 
 def cvvdp_pool_ref(band_q: torch.Tensor, params: CVVDPParams | None = None) -> torch.Tensor:
@@ -361,16 +385,18 @@ def cvvdp_pool_ref(band_q: torch.Tensor, params: CVVDPParams | None = None) -> t
 
 def cvvdp_heatmap_ref(diffs: list[torch.Tensor], params: CVVDPParams | None = None,
                       expand=cvvdp_expand_ref) -> torch.Tensor:
-    """pycvvdp's "raw" heatmap (N, 1, H, W) in [0, 1] (0 = no visible difference) from the per-band D;
-    ``expand(x, size)`` is :func:`cvvdp_expand_ref` (the metric passes its GPU kernel)."""
+    """pycvvdp's "raw" heatmap (N, 1, H, W) in [0, 1] (0 = no visible difference) from the per-band D (N, C, h, w);
+    ``expand(x, size)`` is :func:`cvvdp_expand_ref` (the metric passes its GPU kernel). C = 3 is a still image
+    (weighted by ``image_int``), C = 4 a video frame's sustained and transient channels."""
     params = params or cvvdp_params()
     last = len(diffs) - 1
     bands = []
     for b, d in enumerate(diffs):
-        w = _channel_weights(d, params) * _t(params.image_int, d)
+        n_ch = d.shape[1]
+        w = _channel_weights(d, params, n_ch) * (_t(params.image_int, d) if n_ch == 3 else 1.0)
         if b == last:
-            w = w * _t(params.baseband_weight[:3], d)
-        d_chr = _lp(d * w.view(1, 3, 1, 1), params.beta_tch, dim=1).unsqueeze(1)
+            w = w * _t(params.baseband_weight[:n_ch], d)
+        d_chr = _lp(d * w.view(1, n_ch, 1, 1), params.beta_tch, dim=1).unsqueeze(1)
         bands.append(d_chr / 2.0 if 0 < b < last else d_chr)
     img = bands[-1]
     for b in range(last - 1, -1, -1):
@@ -419,7 +445,7 @@ def cvvdp_test_band_ref(g: torch.Tensor, g_next: torch.Tensor, ref_contrast: tor
     """Test side of one non-baseband band: ``min(|T'|, |R'|)`` (channels 0-2, the masking blur's input) and
     ``|T' - R'|`` (3-5), (N, 6, h, w); ``ref_contrast`` and ``sens`` (N or 1, 3, h, w) from the reference."""
     test, _ = _band_contrast(g, g_next, scale)
-    gain = _t(CH_GAIN, test).view(1, 3, 1, 1)
+    gain = _gain(test)
     t_p = test * sens * gain
     r_p = ref_contrast * sens * gain
     return torch.cat([torch.minimum(t_p.abs(), r_p.abs()), (t_p - r_p).abs()], dim=1)
@@ -438,13 +464,13 @@ def cvvdp_masker_vblur_ref(m: torch.Tensor) -> torch.Tensor:
 
 
 def cvvdp_band_pool_ref(vblurred: torch.Tensor, band: torch.Tensor, blur: bool, with_map: bool) -> torch.Tensor:
-    """The rest of a band after :func:`cvvdp_test_band_ref`: the blur's horizontal pass of ``vblurred`` (N, 3, h,
+    """The rest of a band after :func:`cvvdp_test_band_ref`: the blur's horizontal pass of ``vblurred`` (N, C, h,
     w) (``blur`` False: ``vblurred`` is the unblurred masker), the masked difference D and, per row, the sum of
-    ``safe_pow(D, beta)``. Returns (N, 3, h, w + 1) (D, then the row sums in the last column) with ``with_map``,
-    else (N, 3, h, 1) (the row sums)."""
+    ``safe_pow(D, beta)``; ``band`` (N, 2C, h, w) holds |T' - R'| in its last C channels (C = 3, or 4 for video).
+    Returns (N, C, h, w + 1) (D, then the row sums in the last column) with ``with_map``, else (N, C, h, 1)."""
     params = cvvdp_params()
     blurred = _gauss_blur_axis(vblurred, params.pu_dilate, -1) if blur else vblurred
-    d = _masked_difference(band[:, 3:], blurred, params)
+    d = _masked_difference(band[:, vblurred.shape[1]:], blurred, params)
     rows = safe_pow(d, _t(params.beta, d)).sum(dim=-1, keepdim=True)
     return torch.cat([d, rows], dim=-1) if with_map else rows
 

@@ -1,0 +1,296 @@
+"""ColorVideoVDP's bands of video frames on the GPU: the still-image band kernels on the four temporal channels.
+
+    cvvdp_video_pair_band(ref_g, ref_g_next, test_g, test_g_next (M, 4, ...), rho, scale)
+        -> (M, 8, h, w): min(|T'|, |R'|) (0-3), |T' - R'| (4-7)
+    cvvdp_video_masker_vblur(m (M, 4, h, w)) -> (M, 4, h, w)          vertical pass of the 13-tap Gaussian
+    cvvdp_video_band_pool(vblurred (M, 4, h, w), band (M, 8, h, w), blur, with_map)
+        -> (M, 4, h, w + 1) with_map: D, then per row sum_x safe_pow(D, beta); (M, 4, h, 1) otherwise
+
+Twins: ``cvvdp_video_pair_band_ref`` (:mod:`.video_twin`), ``cvvdp_masker_vblur_ref`` and ``cvvdp_band_pool_ref``
+(:mod:`.twin`). The arithmetic is that of :mod:`.band_kernel`, :mod:`.pair_band_kernel` and
+:mod:`.masking_kernel` (the same jitted helpers) with the fourth channel, Y-transient: its contrast is divided by
+the sustained Y background, its sensitivity comes from the 5 Hz castleCSF table, its gain is 1, and the masking
+mixes the four channels with the full 4 x 4 cross-channel weights. Forward only.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import triton
+import triton.language as tl
+
+from fusedsim.core.launch import Launcher
+from fusedsim.core.state import cached
+from fusedsim.families.cvvdp.band_kernel import contrast, masker_and_diff, plane_view
+from fusedsim.families.cvvdp.data import cvvdp_params
+from fusedsim.families.cvvdp.mask_diff_kernel import soft, spow
+from fusedsim.families.cvvdp.ops import cvvdp_video_band_pool, cvvdp_video_masker_vblur, cvvdp_video_pair_band
+from fusedsim.families.cvvdp.pyramid_kernel import block_for, expand_at
+from fusedsim.families.cvvdp.twin import CH_GAIN, TEMPORAL_LUTS, cvvdp_sensitivity_lut_ref, gauss_taps, lut_field
+
+__all__ = ["cvvdp_video_band_pool_fwd", "cvvdp_video_masker_vblur_fwd", "cvvdp_video_pair_band_fwd"]
+
+_LN10 = math.log(10.0)
+_TAPS = 13
+
+
+# ------------------------------------------------------------------------------------------------- pair band
+@triton.jit
+def _contrast4(G, GN, n, i, j, w, hn, wn, ok, gsn, gsc, nsn, nsc, SCALE: tl.constexpr):
+    """Weber contrast of the four channels and the background max(E_0, 0.01) (channel 0: sustained Y)."""
+    c0, c1, c2, bkg = contrast(G, GN, n, i, j, w, hn, wn, ok, gsn, gsc, nsn, nsc, SCALE)
+    e3 = expand_at(GN + n * nsn + 3 * nsc, i, j, hn, wn, ok)
+    g3 = tl.load(G + n * gsn + 3 * gsc + i.to(tl.int64) * w + j, mask=ok, other=0.0)
+    c3 = tl.minimum((g3 - e3) / bkg, 1000.0)
+    if SCALE != 1.0:
+        c3 = c3 * SCALE
+    return c0, c1, c2, c3, bkg
+
+
+@triton.jit
+def _sens_at(LUT, c: tl.constexpr, i_lo, i_hi, frac, ok, NL: tl.constexpr, CORR, LN10: tl.constexpr):
+    lo = tl.load(LUT + c * NL + i_lo, mask=ok, other=0.0)
+    hi = tl.load(LUT + c * NL + i_hi, mask=ok, other=0.0)
+    return tl.exp((lo * (1.0 - frac) + hi * frac) * LN10) * CORR
+
+
+@triton.jit
+def _video_pair_band_kernel(RG, RGN, TG, TGN, LUT, OUT, w, hn, wn, rgsn, rgsc, rnsn, rnsc, tgsn, tgsc, tnsn, tnsc,
+                            HW, LOGL0, LOGL_SPAN, CORR, NL: tl.constexpr, G1: tl.constexpr, SCALE: tl.constexpr,
+                            LN10: tl.constexpr, BLOCK: tl.constexpr):
+    i = tl.program_id(1)
+    n = tl.program_id(2).to(tl.int64)
+    j = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    ok = j < w
+    r0, r1, r2, r3, bkg = _contrast4(RG, RGN, n, i, j, w, hn, wn, ok, rgsn, rgsc, rnsn, rnsc, SCALE)
+    pos = (tl.log(bkg) / LN10 - LOGL0) / LOGL_SPAN * (NL - 1)
+    pos = tl.minimum(tl.maximum(pos, 0.0), NL - 1.0)
+    i_lo = pos.to(tl.int32)
+    frac = pos - i_lo.to(tl.float32)
+    i_hi = tl.minimum(i_lo + 1, NL - 1)
+    s0 = _sens_at(LUT, 0, i_lo, i_hi, frac, ok, NL, CORR, LN10)
+    s1 = _sens_at(LUT, 1, i_lo, i_hi, frac, ok, NL, CORR, LN10)
+    s2 = _sens_at(LUT, 2, i_lo, i_hi, frac, ok, NL, CORR, LN10)
+    s3 = _sens_at(LUT, 3, i_lo, i_hi, frac, ok, NL, CORR, LN10)
+    t0, t1, t2, t3, _ = _contrast4(TG, TGN, n, i, j, w, hn, wn, ok, tgsn, tgsc, tnsn, tnsc, SCALE)
+    m0, a0 = masker_and_diff(t0, r0, s0, 1.0)
+    m1, a1 = masker_and_diff(t1, r1, s1, G1)
+    m2, a2 = masker_and_diff(t2, r2, s2, 1.0)
+    m3, a3 = masker_and_diff(t3, r3, s3, 1.0)
+    out = OUT + n * 8 * HW + i.to(tl.int64) * w + j
+    tl.store(out, m0, mask=ok)
+    tl.store(out + HW, m1, mask=ok)
+    tl.store(out + 2 * HW, m2, mask=ok)
+    tl.store(out + 3 * HW, m3, mask=ok)
+    tl.store(out + 4 * HW, a0, mask=ok)
+    tl.store(out + 5 * HW, a1, mask=ok)
+    tl.store(out + 6 * HW, a2, mask=ok)
+    tl.store(out + 7 * HW, a3, mask=ok)
+
+
+@cached(maxsize=64)
+def _sensitivity_table(rho: float, device: torch.device) -> tuple[torch.Tensor, float, float, float, int]:
+    """The band's log-S table (4, L) on ``device`` and the float32 constants the twin forms around it."""
+    like = torch.empty(0, dtype=torch.float32)
+    lut = cvvdp_sensitivity_lut_ref(rho, like, TEMPORAL_LUTS).contiguous().to(device)
+    log_l = torch.log10(torch.tensor(lut_field("L_bkg"), dtype=torch.float32))
+    corr = 10.0 ** (torch.tensor(cvvdp_params().sensitivity_correction, dtype=torch.float32) / 20.0)
+    return lut, float(log_l[0]), float(log_l[-1] - log_l[0]), float(corr), log_l.numel()
+
+
+def _levels(g: torch.Tensor, g_next: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, tuple]:
+    g, gsn, gsc = plane_view(g)
+    g_next, nsn, nsc = plane_view(g_next)
+    n, c, h, w = g.shape
+    hn, wn = g_next.shape[-2:]
+    if c != 4 or g_next.shape[:2] != g.shape[:2] or (hn, wn) != ((h + 1) // 2, (w + 1) // 2):
+        raise ValueError(f"cvvdp_video_pair_band: levels (M, 4, h, w) and (M, 4, ceil(h/2), ceil(w/2)); got "
+                         f"{tuple(g.shape)} and {tuple(g_next.shape)}")
+    return g, g_next, (n, h, w, hn, wn, gsn, gsc, nsn, nsc)
+
+
+@cached(maxsize=128)
+def _pair_launcher(ref_geometry: tuple, test_strides: tuple, rho: float, scale: float, device: torch.device
+                   ) -> tuple[Launcher, torch.Tensor, tuple]:
+    n, h, w, hn, wn, *ref_strides = ref_geometry
+    lut, log_l0, log_span, corr, nl = _sensitivity_table(rho, device)
+    block, warps = block_for(w)
+    launch = Launcher(_video_pair_band_kernel, (triton.cdiv(w, block), h, n), num_warps=warps)
+    return launch, lut, (w, hn, wn, *ref_strides, *test_strides, h * w, log_l0, log_span, corr, nl, CH_GAIN[1],
+                         float(scale), _LN10, block)
+
+
+@cvvdp_video_pair_band.triton_launcher
+def cvvdp_video_pair_band_fwd(ref_g: torch.Tensor, ref_g_next: torch.Tensor, test_g: torch.Tensor,
+                              test_g_next: torch.Tensor, rho: float, scale: float) -> torch.Tensor:
+    """min(|T'|, |R'|) and |T' - R'| (M, 8, h, w) of one non-baseband band of M frames, float32."""
+    ref_g, ref_g_next, ref_geometry = _levels(ref_g, ref_g_next)
+    test_g, test_g_next, test_geometry = _levels(test_g, test_g_next)
+    if test_geometry[:5] != ref_geometry[:5]:
+        raise ValueError(f"cvvdp_video_pair_band: test levels {tuple(test_g.shape)} and {tuple(test_g_next.shape)} "
+                         f"differ from the reference's {tuple(ref_g.shape)} and {tuple(ref_g_next.shape)}")
+    launch, lut, tail = _pair_launcher(ref_geometry, test_geometry[5:], float(rho), float(scale), ref_g.device)
+    n, h, w = ref_geometry[:3]
+    out = torch.empty((n, 8, h, w), dtype=torch.float32, device=ref_g.device)
+    launch(ref_g, ref_g_next, test_g, test_g_next, lut, out, *tail)
+    return out
+
+
+# ----------------------------------------------------------------------------------------- masking blur, pooling
+@triton.jit
+def _vblur_kernel(X, TAPS, OUT, h, w, sn, sc, HW, C: tl.constexpr, NT: tl.constexpr, BLOCK: tl.constexpr):
+    i = tl.program_id(1)
+    plane = tl.program_id(2)
+    n = (plane // C).to(tl.int64)
+    c = (plane % C).to(tl.int64)
+    j = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    ok = j < w
+    base = X + n * sn + c * sc + j
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for t in tl.static_range(NT):
+        r = i + (t - NT // 2)
+        r = tl.where(r < 0, -r, r)
+        r = tl.where(r >= h, 2 * (h - 1) - r, r)
+        acc += tl.load(TAPS + t) * tl.load(base + r.to(tl.int64) * w, mask=ok, other=0.0)
+    tl.store(OUT + (n * C + c) * HW + i.to(tl.int64) * w + j, acc, mask=ok)
+
+
+@triton.jit
+def _hblur(row, TAPS, j, w, ok, NT: tl.constexpr, BLOCK: tl.constexpr):
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for t in tl.static_range(NT):
+        col = j + (t - NT // 2)
+        col = tl.where(col < 0, -col, col)
+        col = tl.where(col >= w, 2 * (w - 1) - col, col)
+        acc += tl.load(TAPS + t) * tl.load(row + col, mask=ok, other=0.0)
+    return acc
+
+
+@triton.jit
+def _masker(v, TAPS, j, w, ok, Q, EQ, MC, EPS: tl.constexpr, BLUR: tl.constexpr, NT: tl.constexpr,
+            BLOCK: tl.constexpr):
+    if BLUR:
+        b = _hblur(v, TAPS, j, w, ok, NT, BLOCK)
+    else:
+        b = tl.load(v + j, mask=ok, other=0.0)
+    return spow(tl.abs(b * MC), Q, EQ, EPS)
+
+
+@triton.jit
+def _video_band_pool_kernel(V, BAND, TAPS, WX, OUT, h, w, vsn, vsc, HW, OW, Q0, Q1, Q2, Q3, EQ0, EQ1, EQ2, EQ3, P,
+                            EPS_P, MC, MAXV, BETA, EPS_BETA, EPS: tl.constexpr, BLUR: tl.constexpr,
+                            MAP: tl.constexpr, NT: tl.constexpr, BLOCK: tl.constexpr):
+    i = tl.program_id(0)
+    n = tl.program_id(1).to(tl.int64)
+    row_off = i.to(tl.int64) * w
+    v0 = V + n * vsn + row_off
+    a_row = BAND + (n * 8 + 4) * HW + row_off
+    out_row = OUT + n * 4 * h * OW + i.to(tl.int64) * OW
+    acc0 = tl.zeros([BLOCK], dtype=tl.float32)
+    acc1 = tl.zeros([BLOCK], dtype=tl.float32)
+    acc2 = tl.zeros([BLOCK], dtype=tl.float32)
+    acc3 = tl.zeros([BLOCK], dtype=tl.float32)
+    for j0 in range(0, w, BLOCK):
+        j = j0 + tl.arange(0, BLOCK)
+        ok = j < w
+        m0 = _masker(v0, TAPS, j, w, ok, Q0, EQ0, MC, EPS, BLUR, NT, BLOCK)
+        m1 = _masker(v0 + vsc, TAPS, j, w, ok, Q1, EQ1, MC, EPS, BLUR, NT, BLOCK)
+        m2 = _masker(v0 + 2 * vsc, TAPS, j, w, ok, Q2, EQ2, MC, EPS, BLUR, NT, BLOCK)
+        m3 = _masker(v0 + 3 * vsc, TAPS, j, w, ok, Q3, EQ3, MC, EPS, BLUR, NT, BLOCK)
+        # M_j = sum_c m_c W[c, j] (WX: the 4 x 4 weights row by row)
+        d0 = soft(spow(tl.load(a_row + j, mask=ok, other=0.0), P, EPS_P, EPS),
+                  m0 * tl.load(WX + 0) + m1 * tl.load(WX + 4) + m2 * tl.load(WX + 8) + m3 * tl.load(WX + 12), MAXV)
+        d1 = soft(spow(tl.load(a_row + HW + j, mask=ok, other=0.0), P, EPS_P, EPS),
+                  m0 * tl.load(WX + 1) + m1 * tl.load(WX + 5) + m2 * tl.load(WX + 9) + m3 * tl.load(WX + 13), MAXV)
+        d2 = soft(spow(tl.load(a_row + 2 * HW + j, mask=ok, other=0.0), P, EPS_P, EPS),
+                  m0 * tl.load(WX + 2) + m1 * tl.load(WX + 6) + m2 * tl.load(WX + 10) + m3 * tl.load(WX + 14), MAXV)
+        d3 = soft(spow(tl.load(a_row + 3 * HW + j, mask=ok, other=0.0), P, EPS_P, EPS),
+                  m0 * tl.load(WX + 3) + m1 * tl.load(WX + 7) + m2 * tl.load(WX + 11) + m3 * tl.load(WX + 15), MAXV)
+        if MAP:
+            tl.store(out_row + j, d0, mask=ok)
+            tl.store(out_row + h * OW + j, d1, mask=ok)
+            tl.store(out_row + 2 * h * OW + j, d2, mask=ok)
+            tl.store(out_row + 3 * h * OW + j, d3, mask=ok)
+        acc0 += tl.where(ok, spow(d0, BETA, EPS_BETA, EPS), 0.0)
+        acc1 += tl.where(ok, spow(d1, BETA, EPS_BETA, EPS), 0.0)
+        acc2 += tl.where(ok, spow(d2, BETA, EPS_BETA, EPS), 0.0)
+        acc3 += tl.where(ok, spow(d3, BETA, EPS_BETA, EPS), 0.0)
+    tl.store(out_row + (OW - 1), tl.sum(acc0, axis=0))
+    tl.store(out_row + h * OW + (OW - 1), tl.sum(acc1, axis=0))
+    tl.store(out_row + 2 * h * OW + (OW - 1), tl.sum(acc2, axis=0))
+    tl.store(out_row + 3 * h * OW + (OW - 1), tl.sum(acc3, axis=0))
+
+
+@cached(maxsize=8)
+def _taps(device: torch.device) -> torch.Tensor:
+    return gauss_taps(cvvdp_params().pu_dilate, torch.empty(0, dtype=torch.float32)).to(device)
+
+
+@cached(maxsize=8)
+def _cross_weights(device: torch.device) -> torch.Tensor:
+    """2^xcm_weights (4, 4) in float32, as the twin forms them."""
+    return (2 ** torch.tensor(cvvdp_params().xcm_weights, dtype=torch.float32)).view(4, 4).contiguous().to(device)
+
+
+@cached(maxsize=1)
+def _pool_constants() -> tuple:
+    """q (4), eps^q (4), p, eps^p, 10^mask_c, 10^d_max, beta, eps^beta: float32 as the twin forms them."""
+    prm = cvvdp_params()
+
+    def t(v):
+        return torch.tensor(v, dtype=torch.float32)
+
+    eps = t(1e-5)
+    q = [t(v) for v in prm.mask_q[:4]]
+    p, beta = t(prm.mask_p), t(prm.beta)
+    consts = (*q, *(eps ** v for v in q), p, eps ** p, 10 ** t(prm.mask_c), 10 ** t(prm.d_max), beta, eps ** beta)
+    return tuple(float(c) for c in consts)
+
+
+@cached(maxsize=128)
+def _vblur_launcher(n: int, h: int, w: int, sn: int, sc: int) -> tuple[Launcher, tuple]:
+    block, warps = block_for(w)
+    launch = Launcher(_vblur_kernel, (triton.cdiv(w, block), h, n * 4), num_warps=warps)
+    return launch, (h, w, sn, sc, h * w, 4, _TAPS, block)
+
+
+@cvvdp_video_masker_vblur.triton_launcher
+def cvvdp_video_masker_vblur_fwd(m: torch.Tensor) -> torch.Tensor:
+    """Vertical pass of the masking blur (M, 4, h, w), float32 (needs h > 6)."""
+    m, sn, sc = plane_view(m)
+    n, c, h, w = m.shape
+    if c != 4 or h <= _TAPS // 2:
+        raise ValueError(f"cvvdp_video_masker_vblur: input (M, 4, h > 6, w); got {tuple(m.shape)}")
+    launch, tail = _vblur_launcher(n, h, w, sn, sc)
+    out = torch.empty((n, 4, h, w), dtype=torch.float32, device=m.device)
+    launch(m, _taps(m.device), out, *tail)
+    return out
+
+
+@cached(maxsize=128)
+def _pool_launcher(n: int, h: int, w: int, vsn: int, vsc: int, blur: bool, with_map: bool
+                   ) -> tuple[Launcher, tuple, int]:
+    block = max(32, min(1024, triton.next_power_of_2(w)))
+    ow = w + 1 if with_map else 1
+    launch = Launcher(_video_band_pool_kernel, (h, n), num_warps=max(1, min(8, block // 128)))
+    return launch, (h, w, vsn, vsc, h * w, ow, *_pool_constants(), 1e-5, blur, with_map, _TAPS, block), ow
+
+
+@cvvdp_video_band_pool.triton_launcher
+def cvvdp_video_band_pool_fwd(vblurred: torch.Tensor, band: torch.Tensor, blur: bool, with_map: bool
+                              ) -> torch.Tensor:
+    """D and/or its per-row pooled sums of one band of M frames (see the module docstring), float32."""
+    band = band.float().contiguous()
+    n, c8, h, w = band.shape
+    vblurred, vsn, vsc = plane_view(vblurred)
+    if c8 != 8 or vblurred.shape != (n, 4, h, w):
+        raise ValueError(f"cvvdp_video_band_pool: band (M, 8, h, w) and vblurred (M, 4, h, w); got "
+                         f"{tuple(band.shape)} and {tuple(vblurred.shape)}")
+    if blur and w <= _TAPS // 2:
+        raise ValueError(f"cvvdp_video_band_pool: the masking blur needs w > {_TAPS // 2}; got {w}")
+    launch, tail, ow = _pool_launcher(n, h, w, vsn, vsc, bool(blur), bool(with_map))
+    out = torch.empty((n, 4, h, ow), dtype=torch.float32, device=band.device)
+    launch(vblurred, band, _taps(band.device), _cross_weights(band.device), out, *tail)
+    return out

@@ -119,15 +119,19 @@ def decode_rates(path: Path, decoders: list[str], device: str) -> list[dict]:
         from fusedsim.io.nvdec import nvdec_available, nvdec_frames
 
         if nvdec_available():
-            for _ in nvdec_frames(reader, device="cuda", limit=8):
-                pass  # the decoder's start-up stays out of the rate
-            torch.cuda.synchronize()
-            start = time.perf_counter()
-            n = sum(1 for _ in nvdec_frames(reader, device="cuda"))
-            torch.cuda.synchronize()
-            seconds = time.perf_counter() - start
-            rows.append({"clip": path.name, "decoder": "nvdec", "planes": "yuv", "frames": n, "seconds": seconds,
-                         "fps": n / seconds})
+            try:
+                for _ in nvdec_frames(reader, device="cuda", limit=8):
+                    pass  # the decoder's start-up stays out of the rate
+                torch.cuda.synchronize()
+                start = time.perf_counter()
+                n = sum(1 for _ in nvdec_frames(reader, device="cuda"))
+                torch.cuda.synchronize()
+                seconds = time.perf_counter() - start
+                rows.append({"clip": path.name, "decoder": "nvdec", "planes": "yuv", "frames": n,
+                             "seconds": seconds, "fps": n / seconds})
+            except (ValueError, RuntimeError) as exc:  # a stream NVDEC refuses: recorded, the other rows kept
+                rows.append({"clip": path.name, "decoder": "nvdec", "planes": "yuv",
+                             "error": f"{type(exc).__name__}: {exc}"})
         else:
             rows.append({"clip": path.name, "decoder": "nvdec", "error": "NVDEC not available"})
     return rows

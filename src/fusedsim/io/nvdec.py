@@ -103,7 +103,7 @@ def nvdec_frames(reader: CompressedReader, planes: Sequence[str] = ("y", "u", "v
                       options={"primary_ctx": "1"})
     try:
         container = av.open(str(reader.path), metadata_errors="ignore", hwaccel=hwaccel)
-    except av.error.FFmpegError as exc:
+    except (av.error.FFmpegError, RuntimeError) as exc:  # RuntimeError: "no stream is compatible" (seen for AV1)
         raise ValueError(f"{reader.path}: NVDEC cannot open it ({exc}); use decoder='cpu'") from None
     index = 0
     try:

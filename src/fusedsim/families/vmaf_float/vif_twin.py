@@ -103,7 +103,8 @@ def _statistics(mu1, mu2, xx, yy, xy, gain_limit: float, sigma_nsq: float) -> tu
     zero = torch.zeros((), dtype=torch.float32, device=dev)
     one = torch.ones((), dtype=torch.float32, device=dev)
     eps = f32([EPS], dev)[0]
-    sigma_max_inv = f32([float(f32([sigma_nsq])[0].double() ** 2) / (255.0 * 255.0)], dev)[0]
+    square = float(f32([float(f32([sigma_nsq])[0]) ** 2])[0])  # powf(float(snsq), 2.0f)
+    sigma_max_inv = f32([square / (255.0 * 255.0)], dev)[0]
     s1 = torch.clamp_min(xx - mu1 * mu1, 0.0)
     s2 = torch.clamp_min(yy - mu2 * mu2, 0.0)
     s12 = xy - mu1 * mu2

@@ -29,7 +29,6 @@ min_val)`` (or the harmonic mean with ``adm_adm3_apply_hm``), ``adm_scaleS = num
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -37,7 +36,7 @@ import torch
 from fusedsim.families.vmaf_float.common_twin import f32, row_major_sum, to_vmaf_float
 from fusedsim.families.vmaf_float.rcp_table import RCP_MANTISSA
 
-__all__ = ["AdmOptions", "DWT_HI", "DWT_LO", "N_SCALES", "csf_factors", "dwt2", "float_adm_ref", "rcp_divide"]
+__all__ = ["DWT_HI", "DWT_LO", "N_SCALES", "csf_factors", "dwt2", "finish_bands", "float_adm_ref", "rcp_divide"]
 
 N_SCALES = 4
 BORDER_FACTOR = 0.1
@@ -51,30 +50,6 @@ _WATSON_A, _WATSON_K, _WATSON_F0 = 0.495, 0.466, 0.401
 _WATSON_G = (1.501, 1.0, 0.534, 1.0)
 _AMPLITUDES = ((0.62171, 0.67234, 0.72709, 0.67234), (0.34537, 0.41317, 0.49428, 0.41317),
                (0.18004, 0.22727, 0.28688, 0.22727), (0.091401, 0.11792, 0.15214, 0.11792))
-
-
-@dataclass(frozen=True)
-class AdmOptions:
-    """The options of libvmaf's ``float_adm`` that this implementation computes (libvmaf's defaults)."""
-
-    enhn_gain_limit: float = 100.0
-    norm_view_dist: float = 3.0
-    ref_display_height: int = 1080
-    noise_weight: float = 0.03125
-    p_norm: float = 3.0
-    bypass_cm: bool = False
-    skip_scale0: bool = False
-    skip_aim_scale: int = -1
-    factors: tuple[float, ...] = (-1.0,) * 8  # adm_f1s0..3, adm_f2s0..3; negative: Watson's
-    dlm_weight: float = 0.5
-    min_val: float = 0.0
-    adm3_apply_hm: bool = False
-
-    def op_scalars(self) -> tuple:
-        """The op's scalar arguments (the per-pixel options; the rest act on the per-scale sums)."""
-        return (float(self.enhn_gain_limit), float(self.norm_view_dist), int(self.ref_display_height),
-                float(self.noise_weight), float(self.p_norm), int(self.bypass_cm), int(self.skip_scale0),
-                *map(float, self.factors))
 
 
 def _f32(x: float) -> float:
@@ -184,9 +159,20 @@ def _neighbour_index(n: int, device: torch.device) -> tuple[torch.Tensor, torch.
     return below, above
 
 
-def _masked_sum(src: list[torch.Tensor], mask: list[torch.Tensor], rf: tuple[float, float, float],
-                p_norm: float, noise_weight: float, bypass_cm: bool) -> torch.Tensor:
-    """``adm_cm_s``: float32 ``(N,)`` of bands ``src`` masked by bands ``mask`` (the CSF is applied here)."""
+def finish_bands(acc: torch.Tensor, width: int, height: int, noise_weight: float, p_norm: float) -> torch.Tensor:
+    """A scale's value from its three band sums ``acc`` ``(N, 3)`` float32 (h, v, d) over a ``width x height``
+    region: ``sum_b (powf(acc_b, 1/p) + powf(width*height*nw, 1/p))`` in float32, bands in order."""
+    noise = _noise(width, height, noise_weight, p_norm)
+    out = None
+    for b in range(3):
+        term = _pow32(acc[..., b], 1.0 / p_norm) + noise
+        out = term if out is None else out + term
+    return out
+
+
+def _masked_bands(src: list[torch.Tensor], mask: list[torch.Tensor], rf: tuple[float, float, float],
+                  p_norm: float, bypass_cm: bool) -> torch.Tensor:
+    """``adm_cm_s``'s band sums ``(N, 3)`` float32 of bands ``src`` masked by bands ``mask`` (CSF applied here)."""
     dev = src[0].device
     h, w = src[0].shape[-2:]
     rfs = [f32([v], dev)[0] for v in rf]
@@ -210,26 +196,21 @@ def _masked_sum(src: list[torch.Tensor], mask: list[torch.Tensor], rf: tuple[flo
                     total = term if total is None else total + term
             thr = thr + total
     top, bottom, left, right = _region(w, h)
-    out = None
+    sums = []
     for band, rfac in zip(src, rfs):
         x = torch.clamp_min((band * rfac).abs() - thr, 0.0)
-        acc = row_major_sum(_power(x, p_norm)[..., top:bottom, left:right])
-        term = _pow32(acc, 1.0 / p_norm) + _noise(right - left, bottom - top, noise_weight, p_norm)
-        out = term if out is None else out + term
-    return out
+        sums.append(row_major_sum(_power(x, p_norm)[..., top:bottom, left:right]))
+    return torch.stack(sums, dim=-1)
 
 
-def _den_sum(bands: list[torch.Tensor], rf: tuple[float, float, float], p_norm: float,
-             noise_weight: float) -> torch.Tensor:
+def _den_bands(bands: list[torch.Tensor], rf: tuple[float, float, float], p_norm: float) -> torch.Tensor:
     h, w = bands[0].shape[-2:]
     top, bottom, left, right = _region(w, h)
-    out = None
+    sums = []
     for band, rfac in zip(bands, rf):
         a = (f32([rfac], band.device)[0] * band).abs()
-        acc = row_major_sum(_power(a, p_norm)[..., top:bottom, left:right])
-        term = _pow32(acc, 1.0 / p_norm) + _noise(right - left, bottom - top, noise_weight, p_norm)
-        out = term if out is None else out + term
-    return out
+        sums.append(row_major_sum(_power(a, p_norm)[..., top:bottom, left:right]))
+    return torch.stack(sums, dim=-1)
 
 
 def float_adm_ref(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, enhn_gain_limit: float = 100.0,
@@ -254,8 +235,11 @@ def float_adm_ref(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, enhn_ga
         rf = (rf_hv, rf_hv, rf_d)
         o, t = [xh, xv, xd], [yh, yv, yd]
         restored, additive = _decouple(o, t, enhn_gain_limit)
-        num = _masked_sum(restored, additive, rf, p_norm, noise_weight, bool(bypass_cm))
-        den = _den_sum(o, rf, p_norm, noise_weight)
-        aim = _masked_sum(additive, restored, rf, p_norm, 0.0, bool(bypass_cm))
+        h, w = xh.shape[-2:]
+        top, bottom, left, right = _region(w, h)
+        area = (right - left, bottom - top)
+        num = finish_bands(_masked_bands(restored, additive, rf, p_norm, bool(bypass_cm)), *area, noise_weight, p_norm)
+        den = finish_bands(_den_bands(o, rf, p_norm), *area, noise_weight, p_norm)
+        aim = finish_bands(_masked_bands(additive, restored, rf, p_norm, bool(bypass_cm)), *area, 0.0, p_norm)
         out[:, scale, 0], out[:, scale, 1], out[:, scale, 2] = num.double(), den.double(), aim.double()
     return out.flatten(1)

@@ -22,7 +22,8 @@ from fusedsim.cli import vmaf_output
 from fusedsim.families.vmaf import pipeline as vmaf_pipeline
 from fusedsim.io.video import VideoFormat, open_video
 
-SUPPORTED = ("ssim", "float_ssim", "float_ms_ssim", "psnr", "vif", "adm", "motion")
+SUPPORTED = ("ssim", "float_ssim", "float_ms_ssim", "psnr", "vif", "adm", "motion", "float_vif", "float_adm",
+             "float_motion")
 HAVE_FEATURES = importlib.util.find_spec("fusedsim.vmaf.features") is not None
 needs_features = pytest.mark.skipif(not HAVE_FEATURES, reason="fusedsim.vmaf.features is not available")
 

@@ -20,7 +20,8 @@ def _batch(planes, bit_depth, first_index=0):
 
 
 def test_contract():
-    assert features.SUPPORTED_FEATURES == ("ssim", "float_ssim", "float_ms_ssim", "psnr", "vif", "adm", "motion")
+    assert features.SUPPORTED_FEATURES == ("ssim", "float_ssim", "float_ms_ssim", "psnr", "vif", "adm", "motion",
+                                           "float_vif", "float_adm", "float_motion")
 
 
 @pytest.mark.parametrize("feature, keys", [

@@ -165,10 +165,8 @@ def _vif_frames(ref, dist, scaler, taps_flat, taps_start, gain_limit, sigma_nsq,
 
 
 def _host(t: torch.Tensor) -> np.ndarray:
-    a = t.detach().contiguous()
-    if a.dtype == torch.uint16:
-        a = a.to(torch.int32)
-    return a.numpy()
+    """int32 samples: one compiled specialisation of each kernel, whatever the input dtype."""
+    return t.detach().to(torch.int32).contiguous().numpy()
 
 
 @float_vif.cpu_kernel

@@ -36,8 +36,8 @@ def _dtype(bits: int) -> torch.dtype:
 
 def _vif_examples(device: torch.device) -> list[Example]:
     # (shape, bits, gain limit, kernelscale, sigma_nsq, skip_scale0)
-    cases = [((1, 24, 24), 8, 100.0, 1.0, 2.0, 0), ((2, 27, 33), 10, 1.0, 1.0, 2.0, 0),
-             ((1, 40, 36), 12, 100.0, 0.5, 2.0, 1), ((1, 25, 29), 16, 2.5, 1.0, 1.0, 0)]
+    # small: the registry test runs them through Triton's interpreter too
+    cases = [((1, 16, 17), 8, 100.0, 1.0, 2.0, 0), ((1, 17, 16), 12, 1.0, 0.5, 1.0, 1)]
     out = []
     for i, (shape, bits, egl, ks, snsq, skip) in enumerate(cases):
         ref, dist = example_frames(shape, bits, 90 + i)
@@ -50,8 +50,7 @@ def _adm_examples(device: torch.device) -> list[Example]:
     # (shape, bits, scalars after bit_depth: egl, nvd, rdh, nw, p_norm, bypass_cm, skip_scale0, f1s0..f2s3)
     plain = (-1.0,) * 8
     cases = [((1, 33, 33), 8, (100.0, 3.0, 1080, 0.03125, 3.0, 0, 0, *plain)),
-             ((2, 40, 47), 10, (1.0, 5.0, 2160, 0.02, 3.0, 0, 0, *plain)),
-             ((1, 36, 38), 12, (100.0, 3.0, 1080, 0.03125, 2.0, 1, 1, 0.5, -1.0, -1.0, 2.0, *(-1.0,) * 4))]
+             ((1, 34, 35), 10, (1.0, 5.0, 2160, 0.02, 3.0, 1, 1, 0.5, -1.0, -1.0, 2.0, *(-1.0,) * 4))]
     out = []
     for i, (shape, bits, scalars) in enumerate(cases):
         ref, dist = example_frames(shape, bits, 95 + i)
@@ -61,7 +60,7 @@ def _adm_examples(device: torch.device) -> list[Example]:
 
 
 def _motion_examples(device: torch.device) -> list[Example]:
-    cases = [((1, 5, 5), 8, 5), ((2, 9, 13), 10, 5), ((2, 20, 19), 12, 3), ((1, 11, 6), 16, 1)]
+    cases = [((1, 5, 5), 8, 5), ((2, 9, 13), 10, 3), ((1, 6, 7), 16, 1)]
     out = []
     for i, (shape, bits, size) in enumerate(cases):
         gen = torch.Generator().manual_seed(80 + i)

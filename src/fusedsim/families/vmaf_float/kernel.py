@@ -29,7 +29,7 @@ from fusedsim.families.vmaf_float.common_twin import f32, to_vmaf_float
 from fusedsim.families.vmaf_float.ops import float_adm, float_motion_sad, float_vif
 from fusedsim.families.vmaf_float.rcp_table import RCP_MANTISSA
 
-__all__ = ["float_adm_fwd", "float_motion_sad_fwd", "float_vif_fwd", "row_major_sum_fwd", "separable_fwd"]
+__all__ = ["float_adm_fwd", "float_motion_sad_fwd", "float_vif_fwd", "separable_fwd"]
 
 _BLOCK = 128  # columns per program of the passes
 _ROWS = 64  # rows (lanes) per program of the row walks
@@ -46,10 +46,10 @@ def _reflect(i, n):
 @triton.jit
 def _vpass_kernel(a, b, taps, dst, H, W, OH, STEP, MODE: tl.constexpr, K: tl.constexpr, BLOCK: tl.constexpr):
     """Vertical taps of ``a`` (MODE 0), ``a*a`` (1) or ``a*b`` (2) at rows ``0, STEP, ...``: ``(N, OH, W)``."""
-    row = tl.program_id(1).to(tl.int64)  # frame * OH + output row
+    row = tl.program_id(0).to(tl.int64)  # frame * OH + output row
     frame = row // OH
     i = (row % OH) * STEP
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    offs = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < W
     base = frame * H * W
     acc = tl.zeros([BLOCK], dtype=tl.float32)
@@ -67,8 +67,8 @@ def _vpass_kernel(a, b, taps, dst, H, W, OH, STEP, MODE: tl.constexpr, K: tl.con
 @triton.jit
 def _hpass_kernel(src, taps, dst, W, OW, STEP, K: tl.constexpr, BLOCK: tl.constexpr):
     """Horizontal taps at columns ``0, STEP, ...`` of each row: ``(R, W) -> (R, OW)``."""
-    row = tl.program_id(1).to(tl.int64)
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    row = tl.program_id(0).to(tl.int64)
+    offs = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < OW
     acc = tl.zeros([BLOCK], dtype=tl.float32)
     for t in tl.static_range(K):
@@ -82,27 +82,12 @@ def _total_kernel(rows, out, NR, Q: tl.constexpr):
     """``out[f, q] = sum_k rows[q, f, k]`` in order (float32), one program per frame, ``Q`` quantities."""
     frame = tl.program_id(0).to(tl.int64)
     n = tl.num_programs(0).to(tl.int64)
-    for q in tl.static_range(Q):
+    for q in tl.static_range(Q):  # frames on grid axis 0 (up to 2**31 - 1)
         acc = tl.zeros([1], dtype=tl.float32)
         base = rows + (q * n + frame) * NR
         for k in range(NR):
             acc = acc + tl.load(base + k + tl.zeros([1], dtype=tl.int64))
         tl.store(out + frame * Q + q + tl.arange(0, 1), acc)
-
-
-@triton.jit
-def _sum_rows_kernel(x, out, H, W, NR, TOTAL, TOP, LEFT, RIGHT, ROWS: tl.constexpr):
-    """Row sums of rows ``TOP .. TOP+NR-1``, columns ``LEFT .. RIGHT-1`` of float32 ``(N, H, W)``: ``(N, NR)``
-    (``TOTAL = N * NR`` lanes)."""
-    lane = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
-    valid = lane < TOTAL
-    frame = lane // NR
-    i = TOP + lane % NR
-    base = x + (frame * H + i) * W
-    acc = tl.zeros([ROWS], dtype=tl.float32)
-    for j in range(LEFT, RIGHT):
-        acc = acc + tl.load(base + j, mask=valid, other=0.0)
-    tl.store(out + lane, acc, mask=valid)
 
 
 # ------------------------------------------------------------------------------------------------ launchers
@@ -124,9 +109,9 @@ def separable_fwd(a: torch.Tensor, taps: torch.Tensor, step: int = 1, mode: int 
     out = torch.empty((n, oh, ow), dtype=torch.float32, device=a.device)
     if out.numel() == 0:
         return out
-    _vpass_kernel[(triton.cdiv(w, _BLOCK), n * oh)](a, b, taps, tmp, h, w, oh, step, MODE=mode, K=k, BLOCK=_BLOCK,
+    _vpass_kernel[(n * oh, triton.cdiv(w, _BLOCK))](a, b, taps, tmp, h, w, oh, step, MODE=mode, K=k, BLOCK=_BLOCK,
                                                      enable_fp_fusion=False)
-    _hpass_kernel[(triton.cdiv(ow, _BLOCK), n * oh)](tmp, taps, out, w, ow, step, K=k, BLOCK=_BLOCK,
+    _hpass_kernel[(n * oh, triton.cdiv(ow, _BLOCK))](tmp, taps, out, w, ow, step, K=k, BLOCK=_BLOCK,
                                                       enable_fp_fusion=False)
     return out
 
@@ -138,21 +123,6 @@ def _totals(rows: torch.Tensor) -> torch.Tensor:
     if n:
         _total_kernel[(n,)](rows.contiguous(), out, nr, Q=q, enable_fp_fusion=False)
     return out
-
-
-def row_major_sum_fwd(x: torch.Tensor, top: int = 0, bottom: int | None = None, left: int = 0,
-                      right: int | None = None) -> torch.Tensor:
-    """The twin's :func:`~.common_twin.row_major_sum` of the region of float32 ``(N, H, W)``: ``(N,)`` float32."""
-    x = x.contiguous()
-    n, h, w = x.shape
-    bottom = h if bottom is None else bottom
-    right = w if right is None else right
-    nr = max(0, bottom - top)
-    rows = torch.zeros((1, n, nr), dtype=torch.float32, device=x.device)
-    if n * nr:
-        _sum_rows_kernel[(triton.cdiv(n * nr, _ROWS),)](x, rows, h, w, nr, n * nr, top, left, right, ROWS=_ROWS,
-                                                        enable_fp_fusion=False)
-    return _totals(rows)[:, 0] if nr else torch.zeros(n, dtype=torch.float32, device=x.device)
 
 
 # ------------------------------------------------------------------------------------------------------ VIF
@@ -263,10 +233,10 @@ def _dwt_index(v, n):
 
 @triton.jit
 def _dwt_v_kernel(src, lo, hi, tlo, thi, H, W, OH, BLOCK: tl.constexpr):
-    row = tl.program_id(1).to(tl.int64)  # frame * OH + i
+    row = tl.program_id(0).to(tl.int64)  # frame * OH + i
     frame = row // OH
     i = row % OH
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    offs = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < W
     base = src + frame * H * W + offs
     acc_lo = tl.zeros([BLOCK], dtype=tl.float32)
@@ -281,8 +251,8 @@ def _dwt_v_kernel(src, lo, hi, tlo, thi, H, W, OH, BLOCK: tl.constexpr):
 
 @triton.jit
 def _dwt_h_kernel(tlo, thi, lo, hi, a, bh, bv, bd, W, OW, BLOCK: tl.constexpr):
-    row = tl.program_id(1).to(tl.int64)
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    row = tl.program_id(0).to(tl.int64)
+    offs = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < OW
     a_acc = tl.zeros([BLOCK], dtype=tl.float32)
     v_acc = tl.zeros([BLOCK], dtype=tl.float32)
@@ -313,7 +283,7 @@ def _rcp(d, table):
     mant = tl.load(table + ((bits >> 11) & 0xFFF)) << 11
     sign = (bits >> 31) << 31
     r = (sign | ((253 - e) << 23) | mant).to(tl.float32, bitcast=True)
-    r = tl.where(e == 0, tl.where(d < 0, float("-inf"), float("inf")), r)
+    r = tl.where(e == 0, (sign | 0x7F800000).to(tl.float32, bitcast=True), r)  # rcpss of 0 or a denormal: inf
     r = tl.where(e >= 253, (sign).to(tl.float32, bitcast=True), r)
     return r + r * (1.0 - d * r)
 
@@ -439,9 +409,9 @@ def _dwt2_fwd(x: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor) -> tuple[torc
     thi = torch.empty_like(tlo)
     a = torch.empty((n, oh, ow), dtype=torch.float32, device=x.device)
     bands = torch.empty((3, n, oh, ow), dtype=torch.float32, device=x.device)
-    _dwt_v_kernel[(triton.cdiv(w, _BLOCK), n * oh)](x, lo, hi, tlo, thi, h, w, oh, BLOCK=_BLOCK,
+    _dwt_v_kernel[(n * oh, triton.cdiv(w, _BLOCK))](x, lo, hi, tlo, thi, h, w, oh, BLOCK=_BLOCK,
                                                      enable_fp_fusion=False)
-    _dwt_h_kernel[(triton.cdiv(ow, _BLOCK), n * oh)](tlo, thi, lo, hi, a, bands[0], bands[1], bands[2], w, ow,
+    _dwt_h_kernel[(n * oh, triton.cdiv(ow, _BLOCK))](tlo, thi, lo, hi, a, bands[0], bands[1], bands[2], w, ow,
                                                       BLOCK=_BLOCK, enable_fp_fusion=False)
     return a, bands
 

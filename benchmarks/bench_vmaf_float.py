@@ -74,7 +74,7 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="tiny frames on the CPU, to check the script")
     args = parser.parse_args()
     gpu = torch.cuda.is_available() and not args.smoke
-    h, w = (1080, 1920) if not args.smoke else (40, 48)
+    h, w = (1080, 1920) if not args.smoke else (33, 34)
     rows = []
     for bd in (8, 10):
         ref, dist = make_frames(max(args.frames, args.cpu_frames) + 1, h, w, bd, seed=bd)

@@ -50,32 +50,41 @@ def _to_float(frame, scaler):
 @njit(cache=True, nogil=True)
 def _filter(a, b, mode, taps, step, out_h, out_w):
     """Separable filter (vertical first) of ``a`` (mode 0), ``a*a`` (1) or ``a*b`` (2) at every ``step``-th row
-    and column, ``(out_h, out_w)`` of them."""
+    and column, ``(out_h, out_w)`` of them. Loops run tap by tap over whole rows: each output still adds its taps
+    in order, and the row loops vectorise."""
     h, w = a.shape
     k = taps.shape[0]
     r = k // 2
-    tmp = np.empty(w, np.float32)
+    tmp = np.empty(w + 2 * r, np.float32)  # the vertical pass of one row, mirrored columns around it
+    src = np.empty(w, np.float32)
+    acc = np.empty(out_w, np.float32)
     out = np.empty((out_h, out_w), np.float32)
     for oi in range(out_h):
         i = oi * step
-        for j in range(w):
-            acc = np.float32(0.0)
-            for t in range(k):
-                ii = _reflect(i - r + t, h)
-                if mode == 0:
-                    v = a[ii, j]
-                elif mode == 1:
-                    v = a[ii, j] * a[ii, j]
-                else:
-                    v = a[ii, j] * b[ii, j]
-                acc = acc + taps[t] * v
-            tmp[j] = acc
-        for oj in range(out_w):
-            j = oj * step
-            acc = np.float32(0.0)
-            for t in range(k):
-                acc = acc + taps[t] * tmp[_reflect(j - r + t, w)]
-            out[oi, oj] = acc
+        row = tmp[r:r + w]
+        row[:] = 0.0
+        for t in range(k):
+            ii = _reflect(i - r + t, h)
+            if mode == 0:
+                src[:] = a[ii]
+            elif mode == 1:
+                for j in range(w):
+                    src[j] = a[ii, j] * a[ii, j]
+            else:
+                for j in range(w):
+                    src[j] = a[ii, j] * b[ii, j]
+            tap = taps[t]
+            for j in range(w):
+                row[j] = row[j] + tap * src[j]
+        for p in range(1, r + 1):
+            tmp[r - p] = tmp[r + _reflect(-p, w)]
+            tmp[r + w - 1 + p] = tmp[r + _reflect(w - 1 + p, w)]
+        acc[:] = 0.0
+        for t in range(k):
+            tap = taps[t]
+            for oj in range(out_w):
+                acc[oj] = acc[oj] + tap * tmp[oj * step + t]
+        out[oi] = acc
     return out
 
 

@@ -9,8 +9,8 @@
 * :func:`row_major_sum`: libvmaf's float accumulators: each row summed left to right in float32, then the row sums
   top to bottom in float32 (``accum += accum_inner``). numpy's ``cumsum`` of a float32 array is that strict
   recurrence.
-* :func:`rcp_amd`: SSE ``rcpss`` as the reference machine's CPU computes it (``adm_tools.c`` divides with one
-  Newton step on it; see :mod:`.rcp_table`).
+
+ADM's approximate reciprocal is in :mod:`.rcp_table` and :func:`~.adm_twin.rcp_divide`.
 """
 
 from __future__ import annotations

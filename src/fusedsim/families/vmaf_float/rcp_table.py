@@ -3,7 +3,8 @@
 libvmaf's ``adm_tools.c`` divides as ``n * rcp_s(d)`` with ``rcp_s(x) = r + r * (1 - x * r)``, ``r = rcpss(x)``,
 whenever it is compiled for SSE2 (every x86-64 build). ``rcpss`` is approximate and its bits are the CPU vendor's:
 libvmaf 3.2.0's float ADM values in ``refdata/vmaf-score`` match the AMD EPYC result bit for bit (an exact
-division misses 14 of them), which this table holds. Measured with ``_mm_rcp_ss`` on an AMD EPYC over every float32 with exponent 0 (the result depends only on
+division misses 14 of them), which this table holds. Measured with ``_mm_rcp_ss`` on an AMD EPYC over every
+float32 with exponent 0 (the result depends only on
 the top 12 mantissa bits of the input, and for biased exponents 1..252 the exponent is ``253 - e``):
 ``RCP_MANTISSA[m >> 11]`` is the top 12 bits of the result's 23-bit mantissa (its low 11 bits are 0).
 """

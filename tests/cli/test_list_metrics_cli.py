@@ -27,7 +27,8 @@ def test_json_is_strict_and_complete(capsys):
     rows = json.loads(text, parse_constant=lambda name: pytest.fail(f"non-standard JSON constant {name}"))
     assert [r["name"] for r in rows] == ["vmaf:ssim", "vmaf:float_ssim", "vmaf:float_ms_ssim", "vmaf:psnr",
                                          "vmaf:vif", "vmaf:adm", "vmaf:motion", "vmaf:psnr_hvs", "vmaf:ciede",
-                                         "vmaf:speed_chroma", "vmaf:cambi"]
+                                         "vmaf:speed_chroma", "vmaf:float_vif", "vmaf:float_adm",
+                                         "vmaf:float_motion", "vmaf:cambi"]
     psnr = next(r for r in rows if r["name"] == "vmaf:psnr")
     assert psnr["outputs"] == ["psnr_y", "psnr_cb", "psnr_cr"] and psnr["identical_value"] is None
     assert {"min_size", "halo_rows", "bytes_per_pixel", "cached_reference", "devices", "differentiable"} <= set(psnr)

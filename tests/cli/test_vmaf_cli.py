@@ -23,7 +23,7 @@ from fusedsim.families.vmaf import pipeline as vmaf_pipeline
 from fusedsim.io.video import VideoFormat, open_video
 
 SUPPORTED = ("ssim", "float_ssim", "float_ms_ssim", "psnr", "vif", "adm", "motion", "psnr_hvs", "ciede", "speed_chroma",
-             "cambi")
+             "float_vif", "float_adm", "float_motion", "cambi")
 HAVE_FEATURES = importlib.util.find_spec("fusedsim.vmaf.features") is not None
 needs_features = pytest.mark.skipif(not HAVE_FEATURES, reason="fusedsim.vmaf.features is not available")
 

@@ -21,7 +21,8 @@ def _batch(planes, bit_depth, first_index=0):
 
 def test_contract():
     assert features.SUPPORTED_FEATURES == ("ssim", "float_ssim", "float_ms_ssim", "psnr", "vif", "adm", "motion",
-                                           "psnr_hvs", "ciede", "speed_chroma", "cambi")
+                                           "psnr_hvs", "ciede", "speed_chroma", "float_vif", "float_adm",
+                                           "float_motion", "cambi")
 
 
 @pytest.mark.parametrize("feature, keys", [

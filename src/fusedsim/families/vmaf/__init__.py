@@ -201,6 +201,57 @@ register_metric(MetricSpec(
 ))
 
 
+def _float_vif_features() -> MetricFunctions:
+    from fusedsim.families.vmaf_float import features, ops
+
+    return MetricFunctions(compute=features.float_vif_feature, ops=(ops.float_vif,))
+
+
+register_metric(MetricSpec(
+    name="vmaf:float_vif", kind="video", functions=_float_vif_features,
+    summary="libvmaf's float VIF (luma, 4 scales: vif_scale0..3), bit-exact",
+    outputs=("vif_scale0", "vif_scale1", "vif_scale2", "vif_scale3"),
+    higher_is_better=True, identical_value=None, value_range=(0.0, math.inf),
+    min_size=_VIF_MIN, min_size_reason="four scales of 2x subsampling with mirrored borders",
+    planes=("y",), halo_rows=None, bytes_per_pixel=64.0,
+    rank=10,
+))
+
+
+def _float_adm_features() -> MetricFunctions:
+    from fusedsim.families.vmaf_float import features, ops
+
+    return MetricFunctions(compute=features.float_adm_feature, ops=(ops.float_adm,))
+
+
+register_metric(MetricSpec(
+    name="vmaf:float_adm", kind="video", functions=_float_adm_features,
+    summary="libvmaf's float ADM (luma): adm2, aim, adm3 and 4 scales, bit-exact",
+    outputs=("adm2", "adm3", "adm_scale0", "adm_scale1", "adm_scale2", "adm_scale3"),
+    higher_is_better=True, identical_value=None, value_range=(0.0, math.inf),
+    min_size=_ADM_MIN, min_size_reason="a 4-level wavelet decomposition",
+    planes=("y",), halo_rows=None, bytes_per_pixel=64.0,
+    rank=11,
+))
+
+
+def _float_motion_features() -> MetricFunctions:
+    from fusedsim.families.vmaf_float import features, ops
+
+    return MetricFunctions(compute=features.float_motion_feature, ops=(ops.float_motion_sad,))
+
+
+register_metric(MetricSpec(
+    name="vmaf:float_motion", kind="video", functions=_float_motion_features,
+    summary="libvmaf's float motion of the reference (motion, motion2, motion3), bit-exact",
+    outputs=("motion", "motion2", "motion3"),
+    higher_is_better=False, identical_value=None, value_range=(0.0, 10000.0),
+    min_size=3, min_size_reason="the 5-tap blur reflects at the borders",
+    planes=("y",), halo_rows=None, bytes_per_pixel=8.0,
+    rank=12,
+))
+
+
 #: Public names of this package (``fusedsim.<family>.<name>``, not top-level) and the module defining each,
 #: imported on first use.
 PUBLIC = {

@@ -139,6 +139,51 @@ EXTRACTOR_OPTIONS: dict[str, tuple[FeatureOption, ...]] = {
     "ciede": (),
 }
 
+#: libvmaf 3.2.0's float features (``float_vif.c``, ``float_adm.c``, ``float_motion.c``): fusedsim.vmaf_float.
+EXTRACTOR_OPTIONS.update({
+    "float_vif": (
+        _debug(),
+        FeatureOption("vif_enhn_gain_limit", float, 100.0, "egl", True, 1.0, 100.0),
+        FeatureOption("vif_kernelscale", float, 1.0, "ks", True, 0.1, 4.0),
+        FeatureOption("vif_prescale", float, 1.0, "ps", True, 0.1, 4.0, supported=False),
+        FeatureOption("vif_scale1_min_val", float, 0.0, "s1miv", True, 0.0, 1.0),
+        FeatureOption("vif_scale2_min_val", float, 0.0, "s2miv", True, 0.0, 1.0),
+        FeatureOption("vif_scale3_min_val", float, 0.0, "s3miv", True, 0.0, 1.0),
+        FeatureOption("vif_prescale_method", str, "nearest", "pm", True, supported=False),
+        FeatureOption("vif_sigma_nsq", float, 2.0, "snsq", True, 0.0, 5.0),
+        FeatureOption("vif_skip_scale0", bool, False, "ssclz", True),
+    ),
+    "float_adm": (
+        _debug(),
+        FeatureOption("adm_enhn_gain_limit", float, 100.0, "egl", True, 1.0, 100.0),
+        FeatureOption("adm_norm_view_dist", float, 3.0, "nvd", True, 0.75, 24.0),
+        FeatureOption("adm_noise_weight", float, 0.03125, "nw", True, 0.0, 1500.0),
+        FeatureOption("adm_csf_scale", float, 1.0, "scf", True, 0.0, 50.0),
+        FeatureOption("adm_csf_diag_scale", float, 1.0, "scfd", True, 0.0, 50.0),
+        FeatureOption("adm_ref_display_height", int, 1080, "rdf", True, 1, 4320),
+        FeatureOption("adm_csf_mode", int, 0, "csf", True, 0, 9),
+        FeatureOption("adm_bypass_cm", int, 0, "bcm", True, 0, 1),
+        FeatureOption("adm_adm3_apply_hm", bool, False, "aah", True),
+        FeatureOption("adm_p_norm", float, 3.0, "apn", True, 1.0, 20.0),
+        FeatureOption("adm_dlm_weight", float, 0.5, "dlmw", True, 0.0, 1.0),
+        FeatureOption("adm_min_val", float, 0.0, "min", True, 0.0, 1.0),
+        *(FeatureOption(f"adm_f{k}s{s}", float, -1.0, f"f{k}s{s}", True, -1.0, 10.0) for k in (1, 2) for s in range(4)),
+        FeatureOption("adm_skip_aim_scale", int, -1, "sasc", True, 0, 3),
+        FeatureOption("adm_skip_scale0", bool, False, "ssz", True),
+    ),
+    "float_motion": (
+        FeatureOption("debug", bool, True),
+        FeatureOption("motion_force_zero", bool, False, "force_0", True),
+        FeatureOption("motion_fps_weight", float, 1.0, "mfw", True, 0.0, 5.0),
+        FeatureOption("motion_blend_factor", float, 1.0, "mbf", True, 0.0, 1.0),
+        FeatureOption("motion_blend_offset", float, 40.0, "mbo", True, 0.0, 1000.0),
+        FeatureOption("motion_add_scale1", bool, False, "mdc", True, supported=False),
+        FeatureOption("motion_filter_size", int, 5, "mfs", True, 0, 9),
+        FeatureOption("motion_add_uv", bool, False, "mau", True, supported=False),
+        FeatureOption("motion_max_val", float, 10000.0, "mmxv", True, 0.0, 10000.0),
+    ),
+})
+
 
 @dataclass(frozen=True)
 class FeatureRequest:

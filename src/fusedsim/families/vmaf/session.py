@@ -52,6 +52,21 @@ class _Motion:
         return self.stream.flush()
 
 
+class _FloatMotion:
+    """libvmaf's float motion on the reference luma (a one-frame delay, as ``_Motion``)."""
+
+    def __init__(self, request: FeatureRequest, bit_depth: int) -> None:
+        from fusedsim.families.vmaf_float.stream import FloatMotionStream
+
+        self.stream = FloatMotionStream.for_request(request, bit_depth)
+
+    def push(self, ref: Planes, dist: Planes) -> Columns:
+        return self.stream.push(ref[0])
+
+    def flush(self) -> Columns:
+        return self.stream.flush()
+
+
 def _registry_feature(name: str) -> Callable[..., Columns]:
     """A feature of the metric registry (``vmaf:<name>``): its compute function with the request's options (the
     libvmaf option names, only those that differ from the defaults)."""
@@ -76,6 +91,8 @@ class FeatureSession:
         for request in self.requests:
             if request.extractor == "motion":
                 self._parts.append(_Motion(request, bit_depth))
+            elif request.extractor == "float_motion":
+                self._parts.append(_FloatMotion(request, bit_depth))
             else:
                 self._parts.append(_Stateless(_registry_feature(request.extractor), request, bit_depth))
 

@@ -1,0 +1,452 @@
+"""libvmaf's float features on the CPU, compiled with numba: the twins' bits (:mod:`.vif_twin`, :mod:`.adm_twin`,
+:mod:`.motion_twin`).
+
+Threads take whole frames. Every step is the twins' float32 arithmetic in the twins' order: filters accumulate
+their taps in order from 0, sums run along each row then down the row sums, and the few double steps are written
+as doubles (numba's default emits no FMA contraction and no reassociation). ``powf`` is the double power rounded
+once, as in the twin.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from numba import njit, prange
+
+from fusedsim.families.vmaf_float import adm_twin, motion_twin, vif_twin
+from fusedsim.families.vmaf_float.ops import float_adm, float_motion_sad, float_vif
+from fusedsim.families.vmaf_float.rcp_table import RCP_MANTISSA
+
+__all__ = ["float_adm_numba", "float_motion_sad_numba", "float_vif_numba"]
+
+_F = np.float32
+_SCALE = {8: 1.0, 10: 4.0, 12: 16.0, 16: 256.0}
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _reflect(i, n):
+    if i < 0:
+        i = -i
+    if i >= n:
+        i = 2 * n - 2 - i
+    return i
+
+
+@njit(cache=True, nogil=True)
+def _to_float(frame, scaler):
+    h, w = frame.shape
+    out = np.empty((h, w), np.float32)
+    for i in range(h):
+        for j in range(w):
+            v = np.float32(frame[i, j])
+            if scaler != 1.0:
+                v = v / np.float32(scaler)
+            out[i, j] = v - np.float32(128.0)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _filter(a, b, mode, taps, step, out_h, out_w):
+    """Separable filter (vertical first) of ``a`` (mode 0), ``a*a`` (1) or ``a*b`` (2) at every ``step``-th row
+    and column, ``(out_h, out_w)`` of them. Loops run tap by tap over whole rows: each output still adds its taps
+    in order, and the row loops vectorise."""
+    h, w = a.shape
+    k = taps.shape[0]
+    r = k // 2
+    tmp = np.empty(w + 2 * r, np.float32)  # the vertical pass of one row, mirrored columns around it
+    src = np.empty(w, np.float32)
+    acc = np.empty(out_w, np.float32)
+    out = np.empty((out_h, out_w), np.float32)
+    for oi in range(out_h):
+        i = oi * step
+        row = tmp[r:r + w]
+        row[:] = 0.0
+        for t in range(k):
+            ii = _reflect(i - r + t, h)
+            if mode == 0:
+                src[:] = a[ii]
+            elif mode == 1:
+                for j in range(w):
+                    src[j] = a[ii, j] * a[ii, j]
+            else:
+                for j in range(w):
+                    src[j] = a[ii, j] * b[ii, j]
+            tap = taps[t]
+            for j in range(w):
+                row[j] = row[j] + tap * src[j]
+        for p in range(1, r + 1):
+            tmp[r - p] = tmp[r + _reflect(-p, w)]
+            tmp[r + w - 1 + p] = tmp[r + _reflect(w - 1 + p, w)]
+        acc[:] = 0.0
+        for t in range(k):
+            tap = taps[t]
+            for oj in range(out_w):
+                acc[oj] = acc[oj] + tap * tmp[oj * step + t]
+        out[oi] = acc
+    return out
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _log2f(x, poly):
+    m, e = math.frexp(np.float64(x))  # x = m * 2**e, 0.5 <= m < 1: mantissa 2m, exponent e - 1
+    t = np.float32(m * 2.0) - np.float32(1.0)
+    var = np.float32(0.0)
+    for k in range(poly.shape[0]):
+        var = var * t + poly[k]
+    return np.float32(e - 1) + var
+
+
+@njit(cache=True, nogil=True)
+def _vif_scale(x, y, taps, gain_limit, sigma_nsq, poly):
+    h, w = x.shape
+    mu1 = _filter(x, y, 0, taps, 1, h, w)
+    mu2 = _filter(y, x, 0, taps, 1, h, w)
+    xx = _filter(x, y, 1, taps, 1, h, w)
+    yy = _filter(y, x, 1, taps, 1, h, w)
+    xy = _filter(x, y, 2, taps, 1, h, w)
+    eps = np.float32(1.0e-10)
+    zero = np.float32(0.0)
+    one = np.float32(1.0)
+    egl = np.float32(gain_limit)
+    snsq32 = np.float64(np.float32(sigma_nsq))
+    sigma_max_inv = np.float32(np.float64(np.float32(snsq32 * snsq32)) / (255.0 * 255.0))  # powf, then double
+    num_total = np.float32(0.0)
+    den_total = np.float32(0.0)
+    for i in range(h):
+        num_row = np.float32(0.0)
+        den_row = np.float32(0.0)
+        for j in range(w):
+            m1 = mu1[i, j]
+            m2 = mu2[i, j]
+            s1 = xx[i, j] - m1 * m1
+            s2 = yy[i, j] - m2 * m2
+            s12 = xy[i, j] - m1 * m2
+            s1 = max(s1, zero)
+            s2 = max(s2, zero)
+            g = s12 / (s1 + eps)
+            sv = s2 - g * s12
+            if s1 < eps:
+                g = zero
+                sv = s2
+                s1 = zero
+            if s2 < eps:
+                g = zero
+                sv = zero
+            if g < zero:
+                sv = s2
+                g = zero
+            sv = max(sv, eps)
+            g = min(g, egl)
+            num = _log2f(np.float32(1.0 + np.float64(g * g * s1) / (np.float64(sv) + sigma_nsq)), poly)
+            den = _log2f(np.float32(1.0 + np.float64(s1) / sigma_nsq), poly)
+            if s12 < zero:
+                num = zero
+            if np.float64(s1) < sigma_nsq:
+                num = one - s2 * sigma_max_inv
+                den = one
+            num_row = num_row + num
+            den_row = den_row + den
+        num_total = num_total + num_row
+        den_total = den_total + den_row
+    return num_total, den_total
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _vif_frames(ref, dist, scaler, taps_flat, taps_start, gain_limit, sigma_nsq, skip_scale0, poly, out):
+    for f in prange(ref.shape[0]):
+        x = _to_float(ref[f], scaler)
+        y = _to_float(dist[f], scaler)
+        for scale in range(4):
+            taps = taps_flat[taps_start[scale]:taps_start[scale + 1]]
+            if scale > 0:
+                h, w = x.shape
+                x = _filter(x, y, 0, taps, 2, h // 2, w // 2)
+                y = _filter(y, y, 0, taps, 2, h // 2, w // 2)
+            if scale == 0 and skip_scale0:
+                out[f, 0] = 0.0
+                out[f, 1] = -1.0
+                continue
+            num, den = _vif_scale(x, y, taps, gain_limit, sigma_nsq, poly)
+            out[f, 2 * scale] = num
+            out[f, 2 * scale + 1] = den
+
+
+def _host(t: torch.Tensor) -> np.ndarray:
+    """int32 samples: one compiled specialisation of each kernel, whatever the input dtype."""
+    return t.detach().to(torch.int32).contiguous().numpy()
+
+
+@float_vif.cpu_kernel
+def float_vif_numba(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, gain_limit: float = 100.0,
+                    kernelscale: float = 1.0, sigma_nsq: float = 2.0, skip_scale0: int = 0) -> torch.Tensor:
+    """:func:`~.vif_twin.float_vif_ref` on CPU tensors: ``(N, 8)`` float64."""
+    filters = [vif_twin.vif_filter(s, kernelscale).numpy() for s in range(4)]
+    start = np.cumsum([0] + [len(t) for t in filters]).astype(np.int64)
+    out = np.empty((ref.shape[0], 8), np.float64)
+    poly = np.array(vif_twin.LOG2_POLY, dtype=np.float32)
+    _vif_frames(_host(ref), _host(dist), _SCALE[bit_depth], np.concatenate(filters).astype(np.float32), start,
+                float(gain_limit), float(sigma_nsq), bool(skip_scale0), poly, out)
+    return torch.from_numpy(out)
+
+
+# --------------------------------------------------------------------------------------------------------- ADM
+@njit(cache=True, nogil=True, inline="always")
+def _dwt_index(i, k, n):
+    v = 2 * i - 1 + k
+    if v < 0:
+        v = -v
+    if v >= n:
+        v = 2 * n - v - 1
+    return v
+
+
+@njit(cache=True, nogil=True)
+def _dwt2(src, lo, hi):
+    h, w = src.shape
+    oh, ow = (h + 1) // 2, (w + 1) // 2
+    a = np.empty((oh, ow), np.float32)
+    bh = np.empty((oh, ow), np.float32)
+    bv = np.empty((oh, ow), np.float32)
+    bd = np.empty((oh, ow), np.float32)
+    tlo = np.empty(w, np.float32)
+    thi = np.empty(w, np.float32)
+    for i in range(oh):
+        r0, r1, r2, r3 = _dwt_index(i, 0, h), _dwt_index(i, 1, h), _dwt_index(i, 2, h), _dwt_index(i, 3, h)
+        for j in range(w):
+            s0, s1, s2, s3 = src[r0, j], src[r1, j], src[r2, j], src[r3, j]
+            tlo[j] = lo[0] * s0 + lo[1] * s1 + lo[2] * s2 + lo[3] * s3
+            thi[j] = hi[0] * s0 + hi[1] * s1 + hi[2] * s2 + hi[3] * s3
+        for j in range(ow):
+            c0, c1, c2, c3 = _dwt_index(j, 0, w), _dwt_index(j, 1, w), _dwt_index(j, 2, w), _dwt_index(j, 3, w)
+            s0, s1, s2, s3 = tlo[c0], tlo[c1], tlo[c2], tlo[c3]
+            a[i, j] = lo[0] * s0 + lo[1] * s1 + lo[2] * s2 + lo[3] * s3
+            bv[i, j] = hi[0] * s0 + hi[1] * s1 + hi[2] * s2 + hi[3] * s3
+            s0, s1, s2, s3 = thi[c0], thi[c1], thi[c2], thi[c3]
+            bh[i, j] = lo[0] * s0 + lo[1] * s1 + lo[2] * s2 + lo[3] * s3
+            bd[i, j] = hi[0] * s0 + hi[1] * s1 + hi[2] * s2 + hi[3] * s3
+    return a, bh, bv, bd
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _rcp(d, table):
+    """The vendor ``rcpss`` of float32 ``d`` (see :mod:`.rcp_table`), then libvmaf's Newton step."""
+    if d == 0.0:
+        r = np.float32(np.inf) if not math.copysign(1.0, d) < 0 else np.float32(-np.inf)
+    else:
+        m, e = math.frexp(np.float64(d))  # |d| = |m| * 2**e, biased exponent e + 126
+        biased = e + 126
+        if biased <= 0:
+            r = np.float32(np.inf) if d > 0 else np.float32(-np.inf)
+        elif biased >= 253:
+            r = np.float32(0.0) if d > 0 else np.float32(-0.0)
+        else:
+            idx = int((abs(m) * 2.0 - 1.0) * 4096.0)
+            mag = (1.0 + table[idx] / 4096.0) * math.ldexp(1.0, -e)
+            r = np.float32(mag if d > 0 else -mag)
+    return r + r * (np.float32(1.0) - d * r)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _clamp01(k):
+    if k < 0.0:
+        return np.float32(0.0)
+    if k > 1.0:
+        return np.float32(1.0)
+    return k
+
+
+@njit(cache=True, nogil=True)
+def _decouple(o, t, gain_limit, cos_sq, table):
+    """Restored and additive bands ``(3, h, w)`` of reference bands ``o`` and distorted ``t`` ``(3, h, w)``."""
+    _, h, w = o.shape
+    r = np.empty_like(o)
+    a = np.empty_like(o)
+    eps = np.float32(1e-30)
+    for i in range(h):
+        for j in range(w):
+            oh, ov = o[0, i, j], o[1, i, j]
+            th, tv = t[0, i, j], t[1, i, j]
+            ot_dp = oh * th + ov * tv
+            o_mag = oh * oh + ov * ov
+            t_mag = th * th + tv * tv
+            angle = ot_dp >= 0.0 and ot_dp * ot_dp >= cos_sq * o_mag * t_mag
+            for b in range(3):
+                ob, tb = o[b, i, j], t[b, i, j]
+                k = _clamp01(tb * _rcp(ob + eps, table))
+                rv = k * ob
+                if angle and rv > 0.0:
+                    rv = np.float32(min(np.float64(rv) * gain_limit, np.float64(tb)))
+                if angle and rv < 0.0:
+                    rv = np.float32(max(np.float64(rv) * gain_limit, np.float64(tb)))
+                r[b, i, j] = rv
+                a[b, i, j] = tb - rv
+    return r, a
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pow32(x, p):
+    return np.float32(math.pow(np.float64(x), np.float64(np.float32(p))))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _power(x, p_norm):
+    if p_norm == 3.0:
+        return x * x * x
+    return _pow32(x, p_norm)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _region(n):
+    edge = int(n * 0.1 - 0.5)
+    return edge, n - edge
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _noise(w, h, weight, p_norm):
+    return np.float32(math.pow(np.float64(np.float32(w * h * weight)), np.float64(np.float32(1.0 / p_norm))))
+
+
+@njit(cache=True, nogil=True)
+def _masked(src, mask, rf, p_norm, noise_weight, bypass_cm):
+    """``adm_cm_s``: the float32 value of bands ``src`` ``(3, h, w)`` masked by ``mask``."""
+    _, h, w = src.shape
+    flt = np.empty_like(mask)
+    csf_abs = np.empty_like(mask)
+    for b in range(3):
+        for i in range(h):
+            for j in range(w):
+                c = abs(rf[b] * mask[b, i, j])
+                csf_abs[b, i, j] = c
+                flt[b, i, j] = np.float32(0.0333333351 * np.float64(c))
+    top, bottom = _region(h)
+    left, right = _region(w)
+    acc = np.zeros(3, np.float32)
+    for i in range(top, bottom):
+        row = np.zeros(3, np.float32)
+        iu = 1 if i == 0 else i - 1
+        idn = i if i == h - 1 else i + 1
+        for j in range(left, right):
+            thr = np.float32(0.0)
+            if not bypass_cm:
+                jl = 1 if j == 0 else j - 1
+                jr = j if j == w - 1 else j + 1
+                for b in range(3):
+                    s = flt[b, iu, jl]
+                    s = s + flt[b, iu, j]
+                    s = s + flt[b, iu, jr]
+                    s = s + flt[b, i, jl]
+                    s = np.float32(np.float64(s) + 0.0666666701 * np.float64(csf_abs[b, i, j]))
+                    s = s + flt[b, i, jr]
+                    s = s + flt[b, idn, jl]
+                    s = s + flt[b, idn, j]
+                    s = s + flt[b, idn, jr]
+                    thr = thr + s
+            for b in range(3):
+                x = abs(src[b, i, j] * rf[b]) - thr
+                if x < 0.0:
+                    x = np.float32(0.0)
+                row[b] = row[b] + _power(x, p_norm)
+        for b in range(3):
+            acc[b] = acc[b] + row[b]
+    noise = _noise(right - left, bottom - top, noise_weight, p_norm)
+    total = np.float32(0.0)
+    for b in range(3):
+        term = _pow32(acc[b], 1.0 / p_norm) + noise
+        total = term if b == 0 else total + term
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _den(o, rf, p_norm, noise_weight):
+    _, h, w = o.shape
+    top, bottom = _region(h)
+    left, right = _region(w)
+    acc = np.zeros(3, np.float32)
+    for i in range(top, bottom):
+        row = np.zeros(3, np.float32)
+        for j in range(left, right):
+            for b in range(3):
+                row[b] = row[b] + _power(abs(rf[b] * o[b, i, j]), p_norm)
+        for b in range(3):
+            acc[b] = acc[b] + row[b]
+    noise = _noise(right - left, bottom - top, noise_weight, p_norm)
+    total = np.float32(0.0)
+    for b in range(3):
+        term = _pow32(acc[b], 1.0 / p_norm) + noise
+        total = term if b == 0 else total + term
+    return total
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _adm_frames(ref, dist, scaler, lo, hi, rfs, gain_limit, noise_weight, p_norm, bypass_cm, skip_scale0, cos_sq,
+                table, out):
+    for f in prange(ref.shape[0]):
+        x = _to_float(ref[f], scaler)
+        y = _to_float(dist[f], scaler)
+        for scale in range(4):
+            xa, xh, xv, xd = _dwt2(x, lo, hi)
+            ya, yh, yv, yd = _dwt2(y, lo, hi)
+            x, y = xa, ya
+            if scale == 0 and skip_scale0:
+                out[f, 0] = 0.0
+                out[f, 1] = np.float64(np.float32(1e-10))
+                out[f, 2] = 0.0
+                continue
+            o = np.stack((xh, xv, xd))
+            t = np.stack((yh, yv, yd))
+            r, a = _decouple(o, t, gain_limit, cos_sq, table)
+            rf = rfs[scale]
+            out[f, 3 * scale] = _masked(r, a, rf, p_norm, noise_weight, bypass_cm)
+            out[f, 3 * scale + 1] = _den(o, rf, p_norm, noise_weight)
+            out[f, 3 * scale + 2] = _masked(a, r, rf, p_norm, 0.0, bypass_cm)
+
+
+@float_adm.cpu_kernel
+def float_adm_numba(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, gain_limit: float = 100.0,
+                    norm_view_dist: float = 3.0, ref_display_height: int = 1080, noise_weight: float = 0.03125,
+                    p_norm: float = 3.0, bypass_cm: int = 0, skip_scale0: int = 0, *factors: float) -> torch.Tensor:
+    """:func:`~.adm_twin.float_adm_ref` on CPU tensors: ``(N, 12)`` float64."""
+    factors = tuple(factors) + (-1.0,) * (8 - len(factors))
+    rfs = np.empty((4, 3), np.float32)
+    for s in range(4):
+        hv, d = adm_twin.csf_factors(s, norm_view_dist, ref_display_height, factors)
+        rfs[s] = (hv, hv, d)
+    out = np.empty((ref.shape[0], 12), np.float64)
+    _adm_frames(_host(ref), _host(dist), _SCALE[bit_depth], np.array(adm_twin.DWT_LO, np.float32),
+                np.array(adm_twin.DWT_HI, np.float32), rfs, float(gain_limit), float(noise_weight), float(p_norm),
+                bool(bypass_cm), bool(skip_scale0), np.float32(adm_twin._COS_1DEG_SQ), RCP_MANTISSA, out)
+    return torch.from_numpy(out)
+
+
+# ------------------------------------------------------------------------------------------------------ motion
+@njit(cache=True, nogil=True, parallel=True)
+def _motion_frames(prev, cur, scaler, taps, out):
+    for f in prange(prev.shape[0]):
+        h, w = prev.shape[1], prev.shape[2]
+        a = _to_float(prev[f], scaler)
+        b = _to_float(cur[f], scaler)
+        ba = _filter(a, a, 0, taps, 1, h, w)
+        bb = _filter(b, b, 0, taps, 1, h, w)
+        total = np.float32(0.0)
+        for i in range(h):
+            row = np.float32(0.0)
+            for j in range(w):
+                row = row + abs(ba[i, j] - bb[i, j])
+            total = total + row
+        out[f] = total / np.float32(h * w)
+
+
+def motion_sad_numba(prev: np.ndarray, cur: np.ndarray, bit_depth: int, filter_size: int = 5) -> np.ndarray:
+    """Scores ``(N,)`` float64 of integer frame pairs ``(N, H, W)`` as numpy arrays."""
+    out = np.empty(prev.shape[0], np.float32)
+    _motion_frames(prev, cur, _SCALE[bit_depth], np.array(motion_twin.motion_filter(filter_size), np.float32), out)
+    return out.astype(np.float64)
+
+
+@float_motion_sad.cpu_kernel
+def float_motion_sad_numba(prev: torch.Tensor, cur: torch.Tensor, bit_depth: int, filter_size: int = 5,
+                           ) -> torch.Tensor:
+    """:func:`~.motion_twin.float_motion_sad_ref` on CPU tensors: ``(N,)`` float64."""
+    return torch.from_numpy(motion_sad_numba(_host(prev), _host(cur), bit_depth, int(filter_size)))

@@ -59,7 +59,6 @@ speed_residual = register_op(KernelOp(
     differentiable=False,
     tolerance=None,  # float32 steps in libvmaf's order, no contraction: bit-identical to the twin
     load_cpu=_import_cpu,
-    triton_by_default=False,  # until its twin test has passed on a GPU: auto runs the twin on CUDA tensors
     doc="libvmaf's SpEED residual (float conversion, prescale, 9-tap blur, decimation by 16, local mean removed) of "
         f"integer planes (N, H, W) -> (N, H', W') float32; method: {METHOD_CODES}.",
 ))

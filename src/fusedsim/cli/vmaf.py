@@ -109,7 +109,7 @@ class _OutputOption(argparse.Action):
 def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "vmaf",
-        help="per-frame VMAF and libvmaf features of two Y4M or YUV clips",
+        help="per-frame VMAF and libvmaf features of two clips (Y4M, YUV, or compressed video)",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         add_help=False,  # -h is the height, as in libvmaf

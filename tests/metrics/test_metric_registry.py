@@ -32,6 +32,8 @@ def test_builtin_names_and_kinds():
     assert [s.name for s in list_metrics("image")] == ["ssim", "ms-ssim", "psnr"]
     assert [s.name for s in list_metrics("video")] == ["vmaf:ssim", "vmaf:float_ssim", "vmaf:float_ms_ssim",
                                                        "vmaf:psnr", "vmaf:vif", "vmaf:adm", "vmaf:motion",
+                                                       "vmaf:psnr_hvs", "vmaf:ciede", "vmaf:speed_chroma",
+                                                       "vmaf:float_vif", "vmaf:float_adm", "vmaf:float_motion",
                                                        "vmaf:cambi"]
     perceptual = [s.name for s in list_metrics("srgb")]
     # no list of perceptual metrics here: each is declared by its family folder (tests/metrics/test_srgb_specs.py

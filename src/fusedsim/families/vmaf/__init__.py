@@ -146,7 +146,7 @@ register_metric(MetricSpec(
     name="vmaf:cambi", kind="video", functions=_cambi_features,
     summary="libvmaf's CAMBI banding score (distorted luma, no reference; 5 scales), bit-exact; an input of VMAF v1",
     outputs=("cambi",), higher_is_better=False, identical_value=None, value_range=(0.0, 1000.0),
-    min_size=1, min_size_reason="the encode width or height must be at least 216 (checked with the options)",
+    min_size=216, min_size_reason="libvmaf's CAMBI refuses an encode size below 216 in both width and height",
     planes=("y",), halo_rows=None, bytes_per_pixel=24.0,
     rank=20,
 ))

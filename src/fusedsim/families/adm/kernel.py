@@ -9,9 +9,8 @@ Two kernels per scale, each a batch of frames per launch, tiles of ``BLOCK_H`` b
 2. :func:`_cm_kernel`: contrast masking of the rows of R, DLM and AIM: the 3x3 threshold from the ``flt`` sums
    (9 loads each, from L1/L2), the centre CSF recomputed from ``r``/``a``, and the per-row sums.
 
-A tile spans whole rows, so each row sum is complete in one program: it is round-shifted as libvmaf shifts each
-row, and the tile's total is added into the frame's ``(3, 3)`` sums with an int64 atomic (exact, so the order of
-the programs does not matter). libvmaf's float steps
+A tile spans whole rows, so each row sum is complete in one program: no atomics, deterministic. The per-row
+round-shift and the totals are a few torch operations on the ``(N, h, 9)`` row sums. libvmaf's float steps
 (:func:`~fusedsim.families.adm.twin.scales_from_sums`: 36 values per frame) run on the host, because their cube
 roots must be the C library's ``powf``, which no GPU formula reproduces (it is not correctly rounded): one copy of
 ``N x 36`` int64 to the host and of ``N x 12`` float32 back per call, which synchronises the stream.
@@ -49,6 +48,7 @@ from fusedsim.families.adm.twin import (
 __all__ = ["integer_adm_fwd", "integer_adm_sums_fwd"]
 
 _PLANES = 8  # r_h, r_v, r_d, a_h, a_v, a_d, sum flt(CSF(a)), sum flt(CSF(r))
+_ROW_SUMS = 9  # num h/v/d, den h/v/d, aim h/v/d
 
 
 @triton.jit
@@ -162,24 +162,15 @@ def _centre(v, S0: tl.constexpr):
 
 
 @triton.jit
-def _round_shift(v, SH: tl.constexpr):
-    """libvmaf's per-row ``(v + 2**(SH-1)) >> SH`` (no change for ``SH == 0``)."""
-    if SH > 0:
-        v = (v + (1 << (SH - 1))) >> SH
-    return v
-
-
-@triton.jit
-def _bands_kernel(ref_ptr, dis_ptr, ra_ptr, da_ptr, planes_ptr, sums_ptr, div_ptr, fc_ptr,
+def _bands_kernel(ref_ptr, dis_ptr, ra_ptr, da_ptr, planes_ptr, rows_ptr, div_ptr, fc_ptr,
                   n_in, w_in, h, w, top, bottom, left, right, irf0, irf1, irf2,
-                  s_rn, s_rh, s_dn, s_dh, s_an, s_pn, s_pk,
+                  s_rn, s_rh, s_dn, s_dh, s_an, s_pn, s_pk, s_on,
                   S0: tl.constexpr, BPC: tl.constexpr, VADD: tl.constexpr, VSH: tl.constexpr,
                   HADD: tl.constexpr, HSH: tl.constexpr, DEN_SH: tl.constexpr, DEN_Q: tl.constexpr,
-                  ROW_SH: tl.constexpr, MASK16: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_W: tl.constexpr):
-    """Wavelet, decoupling, CSFs and the denominator sums of ``BLOCK_H`` band rows of one frame pair."""
+                  MASK16: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_W: tl.constexpr):
+    """Wavelet, decoupling, CSFs and denominator row sums of ``BLOCK_H`` band rows of one frame pair."""
     pid = tl.program_id(0)
     f = tl.program_id(1).to(tl.int64)
-    sums_ptr += f * 36  # this frame's (3, 3) sums of this scale, in the (N, 4, 3, 3) output
     rows = pid * BLOCK_H + tl.arange(0, BLOCK_H)[:, None]
     cols = tl.arange(0, BLOCK_W)[None, :]
     ok = (rows < h) & (cols < w)
@@ -233,9 +224,10 @@ def _bands_kernel(ref_ptr, dis_ptr, ra_ptr, da_ptr, planes_ptr, sums_ptr, div_pt
     tl.store(pbase + 6 * s_pk, fa.to(tl.int32), mask=ok)
     tl.store(pbase + 7 * s_pk, fr.to(tl.int32), mask=ok)
 
-    # denominator: row sums over R, each round-shifted, added into the frame's sums (integer atomics: exact)
+    # denominator row sums over R
     inr = ok & (rows >= top) & (rows < bottom) & (cols >= left) & (cols < right)
     row_ok = (rows >= top) & (rows < bottom) & (rows < h)
+    obase = rows_ptr + f * s_on + rows.to(tl.int64) * 9
     for k in tl.static_range(3):
         if k == 0:
             x = tl.abs(oh)
@@ -247,15 +239,13 @@ def _bands_kernel(ref_ptr, dis_ptr, ra_ptr, da_ptr, planes_ptr, sums_ptr, div_pt
             val = x * x * x
         else:
             val = ((((x * x) + (1 << DEN_Q)) >> DEN_Q) * x + ((1 << DEN_SH) >> 1)) >> DEN_SH
-        row = tl.sum(tl.where(inr, val, 0), axis=1)[:, None]
-        tl.atomic_add(sums_ptr + 3 + k, tl.sum(tl.where(row_ok, _round_shift(row, ROW_SH), 0)))
+        s = tl.sum(tl.where(inr, val, 0), axis=1)[:, None]
+        tl.store(obase + 3 + k, s, mask=row_ok)
 
 
 @triton.jit
-def _cm_sum(sig, thr, irf, ok, row_ok, S0: tl.constexpr, SUB: tl.constexpr, SQ: tl.constexpr, C: tl.constexpr,
-            ROW_SH: tl.constexpr):
-    """Sum over the tile of the round-shifted row sums of one orientation's masked, cubed signal (``SUB``,
-    ``SQ``: scale 0's shifts)."""
+def _cm_sum(sig, thr, irf, rows_ok, S0: tl.constexpr, SUB: tl.constexpr, SQ: tl.constexpr, C: tl.constexpr):
+    """Row sums of one orientation's masked, cubed signal (``SUB``, ``SQ``: scale 0's shifts)."""
     if S0:
         x = sig.to(tl.int32) * irf  # int32, as libvmaf
         x = tl.abs(x) - (thr << SUB)
@@ -266,18 +256,16 @@ def _cm_sum(sig, thr, irf, ok, row_ok, S0: tl.constexpr, SUB: tl.constexpr, SQ: 
         x = tl.maximum(tl.abs(x) - thr, 0).to(tl.int64)
         x2 = ((x * x + 536870912) >> 30).to(tl.int32).to(tl.int64)
     val = (x2 * x + ((1 << C) >> 1)) >> C
-    row = tl.sum(tl.where(ok, val, 0), axis=1)[:, None]
-    return tl.sum(tl.where(row_ok, _round_shift(row, ROW_SH), 0))
+    return tl.sum(tl.where(rows_ok, val, 0), axis=1)[:, None]
 
 
 @triton.jit
-def _cm_kernel(planes_ptr, sums_ptr, h, w, top, bottom, left, right, irf0, irf1, irf2, s_pn, s_pk,
-               S0: tl.constexpr, CH: tl.constexpr, CV: tl.constexpr, CD: tl.constexpr, ROW_SH: tl.constexpr,
+def _cm_kernel(planes_ptr, rows_ptr, h, w, top, bottom, left, right, irf0, irf1, irf2, s_pn, s_pk, s_on,
+               S0: tl.constexpr, CH: tl.constexpr, CV: tl.constexpr, CD: tl.constexpr,
                BLOCK_H: tl.constexpr, BLOCK_W: tl.constexpr):
-    """Contrast masking (DLM and AIM) sums of ``BLOCK_H`` rows of R of one frame, added into its sums."""
+    """Contrast masking (DLM and AIM) row sums of ``BLOCK_H`` rows of R of one frame."""
     pid = tl.program_id(0)
     f = tl.program_id(1).to(tl.int64)
-    sums_ptr += f * 36
     rows = top + pid * BLOCK_H + tl.arange(0, BLOCK_H)[:, None]
     cols = left + tl.arange(0, BLOCK_W)[None, :]
     row_ok = rows < bottom
@@ -316,12 +304,13 @@ def _cm_kernel(planes_ptr, sums_ptr, h, w, top, bottom, left, right, irf0, irf1,
              + _centre(_csf(ad, irf2, 17, 65535, S0), S0))
     thr_r = (box_r + _centre(_csf(rh, irf0, 15, 16384, S0), S0) + _centre(_csf(rv, irf1, 15, 16384, S0), S0)
              + _centre(_csf(rd, irf2, 17, 65535, S0), S0))
-    tl.atomic_add(sums_ptr + 0, _cm_sum(rh, thr_a, irf0, ok, row_ok, S0, 10, 29, CH, ROW_SH))
-    tl.atomic_add(sums_ptr + 1, _cm_sum(rv, thr_a, irf1, ok, row_ok, S0, 10, 29, CV, ROW_SH))
-    tl.atomic_add(sums_ptr + 2, _cm_sum(rd, thr_a, irf2, ok, row_ok, S0, 12, 30, CD, ROW_SH))
-    tl.atomic_add(sums_ptr + 6, _cm_sum(ah, thr_r, irf0, ok, row_ok, S0, 10, 29, CH, ROW_SH))
-    tl.atomic_add(sums_ptr + 7, _cm_sum(av, thr_r, irf1, ok, row_ok, S0, 10, 29, CV, ROW_SH))
-    tl.atomic_add(sums_ptr + 8, _cm_sum(ad, thr_r, irf2, ok, row_ok, S0, 12, 30, CD, ROW_SH))
+    obase = rows_ptr + f * s_on + rows.to(tl.int64) * 9
+    tl.store(obase + 0, _cm_sum(rh, thr_a, irf0, ok, S0, 10, 29, CH), mask=row_ok)
+    tl.store(obase + 1, _cm_sum(rv, thr_a, irf1, ok, S0, 10, 29, CV), mask=row_ok)
+    tl.store(obase + 2, _cm_sum(rd, thr_a, irf2, ok, S0, 12, 30, CD), mask=row_ok)
+    tl.store(obase + 6, _cm_sum(ah, thr_r, irf0, ok, S0, 10, 29, CH), mask=row_ok)
+    tl.store(obase + 7, _cm_sum(av, thr_r, irf1, ok, S0, 10, 29, CV), mask=row_ok)
+    tl.store(obase + 8, _cm_sum(ad, thr_r, irf2, ok, S0, 12, 30, CD), mask=row_ok)
 
 
 def _kernel_input(x: torch.Tensor) -> tuple[torch.Tensor, bool]:
@@ -350,7 +339,7 @@ def integer_adm_sums_fwd(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, 
     n, height, width = ref.shape
     check_frame_size(height, width)
     dev = ref.device
-    out = torch.zeros(n, 4, 3, 3, dtype=torch.int64, device=dev)  # the kernels add their tiles' sums in
+    out = torch.empty(n, 4, 3, 3, dtype=torch.int64, device=dev)
     if n == 0:
         return out
     if ref.dtype != dist.dtype:
@@ -365,27 +354,31 @@ def integer_adm_sums_fwd(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, 
         ra = torch.empty(n, h, w, dtype=torch.int32, device=dev)
         da = torch.empty(n, h, w, dtype=torch.int32, device=dev)
         planes = torch.empty(n, _PLANES, h, w, dtype=torch.int32, device=dev)
-        sums = out[:, p.scale]
+        rows = torch.empty(n, h, _ROW_SUMS, dtype=torch.int64, device=dev)
         bw = triton.next_power_of_2(w)
         bh, warps = _block_h(h, bw)
         vadd, vsh, hadd, hsh = (0, 0, 32768, 16) if p.scale == 0 else DWT_SHIFTS[p.scale - 1]
         _bands_kernel[(triton.cdiv(h, bh), n)](
-            cur_r, cur_d, ra, da, planes, sums, table, fconst,
+            cur_r, cur_d, ra, da, planes, rows, table, fconst,
             n_in, w_in, h, w, p.top, p.bottom, p.left, p.right, *p.irf,
             cur_r.stride(0), cur_r.stride(1), cur_d.stride(0), cur_d.stride(1), ra.stride(0),
-            planes.stride(0), planes.stride(1),
+            planes.stride(0), planes.stride(1), rows.stride(0),
             S0=p.scale == 0, BPC=bit_depth, VADD=vadd, VSH=vsh, HADD=hadd, HSH=hsh,
-            DEN_SH=p.den_shift if p.scale else 0, DEN_Q=(0, 31, 30, 31)[p.scale],
-            ROW_SH=p.den_shift if p.scale == 0 else p.den_row_shift, MASK16=m16 and p.scale == 0,
+            DEN_SH=p.den_shift if p.scale else 0, DEN_Q=(0, 31, 30, 31)[p.scale], MASK16=m16 and p.scale == 0,
             BLOCK_H=bh, BLOCK_W=bw, num_warps=warps, enable_fp_fusion=False,
         )
         rbh, rwarps = _block_h(p.bottom - p.top, bw)
         _cm_kernel[(triton.cdiv(p.bottom - p.top, rbh), n)](
-            planes, sums, h, w, p.top, p.bottom, p.left, p.right, *p.irf,
-            planes.stride(0), planes.stride(1),
-            S0=p.scale == 0, CH=p.cm_shift[0], CV=p.cm_shift[1], CD=p.cm_shift[2], ROW_SH=p.cm_row_shift,
+            planes, rows, h, w, p.top, p.bottom, p.left, p.right, *p.irf,
+            planes.stride(0), planes.stride(1), rows.stride(0),
+            S0=p.scale == 0, CH=p.cm_shift[0], CV=p.cm_shift[1], CD=p.cm_shift[2],
             BLOCK_H=rbh, BLOCK_W=bw, num_warps=rwarps, enable_fp_fusion=False,
         )
+        seg = rows[:, p.top:p.bottom].view(n, -1, 3, 3)  # [frame, row, (num, den, aim), (h, v, d)]
+        den_row = p.den_shift if p.scale == 0 else p.den_row_shift
+        shift = torch.tensor([p.cm_row_shift, den_row, p.cm_row_shift], dtype=torch.int64, device=dev)
+        add = torch.where(shift > 0, torch.ones_like(shift) << (shift - 1).clamp_min(0), 0)
+        out[:, p.scale] = ((seg + add[:, None]) >> shift[:, None]).sum(1)
         cur_r, cur_d, m16 = ra, da, False
     return out
 

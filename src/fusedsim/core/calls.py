@@ -66,25 +66,16 @@ class CallTable:
     def for_pair(self, options: tuple, a: object, b: object, build: Callable[[], Callable]) -> Callable:
         """The call for tensors like ``a``, ``b`` with hashable ``options``: keyed by the options and the metadata
         that fixes validation and the kernel plan (shapes, strides, dtypes, devices, the requested backend), the
-        options by type as well as value (:func:`typed_key`). Not
-        tensors, or an unhashable option: ``build()``, whose validation names the argument."""
-        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
-            return build()
-        key = (typed_key(options), a.shape, b.shape, a.stride(), b.stride(), a.dtype, b.dtype, a.device, b.device,
-               requested_backend())
-        try:
-            call = self._calls.get(key)
-        except TypeError:
-            return build()
-        if call is None:
-            call = self._add(key, build())
-        return call
+        options by type as well as value (:func:`typed_key`). Not tensors, or an unhashable option: ``build()``,
+        whose validation names the argument."""
+        return self.for_pair_pinned(typed_key(options), a, b, build)
 
     def for_pair_pinned(self, options: tuple, a: object, b: object, build: Callable[[], Callable]) -> Callable:
         """:meth:`for_pair` for options whose types the caller has pinned (each one the function's own default
         object, compared by identity, or checked by type): keyed by value alone. The training hot path: a call with
         default options skips :func:`typed_key` (a few tenths of a microsecond, issue 38's cost). The options'
-        first item must name the caller, so these keys never equal :meth:`for_pair`'s."""
+        first item must name the caller (a string), so these keys never equal :meth:`for_pair`'s (a typed key's
+        first item is a tuple)."""
         if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
             return build()
         key = (options, a.shape, b.shape, a.stride(), b.stride(), a.dtype, b.dtype, a.device, b.device,

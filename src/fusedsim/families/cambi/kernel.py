@@ -235,7 +235,7 @@ def _pool(scales: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]], topk: f
     for c, sums, nonzeros in scales:
         k = topk_count(c.shape[1], topk)
         total = sums.sum(dim=1)
-        means.append(total / k)
+        means.append(total / torch.full_like(total, float(k)))  # CUDA divides by a Python number as a * (1/b)
         hard.append(~((nonzeros.sum(dim=1) <= k) & (total < EXACT_SUM_LIMIT)))
     out = torch.stack(means, dim=1)
     for f, scale in torch.nonzero(torch.stack(hard, dim=1)).tolist():  # the call's one synchronisation
@@ -243,7 +243,7 @@ def _pool(scales: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]], topk: f
         k = topk_count(c.shape[0], topk)
         top = torch.topk(c, k, sorted=False).values.to(torch.float64).sum()
         if top < EXACT_SUM_LIMIT:
-            out[f, scale] = top / k
+            out[f, scale] = top / torch.full_like(top, float(k))
         else:
             out[f, scale] = _cpu_quickselect()(c.cpu().numpy().copy(), k)
     return out

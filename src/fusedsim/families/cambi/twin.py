@@ -177,7 +177,7 @@ def pool_topk(c: torch.Tensor, topk: float) -> torch.Tensor:
     for i in range(n):
         top = torch.topk(flat[i], k, sorted=False).values.to(torch.float64).sum()
         if top < EXACT_SUM_LIMIT:
-            out[i] = top / k
+            out[i] = top / torch.full_like(top, float(k))  # CUDA divides by a Python number as a * (1/b)
         else:
             out[i] = quickselect_mean(flat[i].cpu().numpy(), k)
     return out
@@ -210,4 +210,4 @@ def combine_scales(scales: torch.Tensor, window: int, max_val: float) -> torch.T
     total = torch.zeros(scales.shape[0], dtype=torch.float64, device=scales.device)
     for scale in range(NUM_SCALES):
         total = total + scales[:, scale] * float(SCALE_WEIGHTS[scale])
-    return torch.clamp(total / float(window * window), max=max_val)
+    return torch.clamp(total / torch.full_like(total, float(window * window)), max=max_val)  # true division on CUDA

@@ -164,6 +164,8 @@ def libvmaf_chroma_full(c: torch.Tensor, h: int, w: int) -> torch.Tensor:
     n, hc, wc = c.shape
     if hc == h and wc == w:
         return c
+    if c.dtype == torch.uint16:  # CUDA cannot index or fill uint16; the samples fit int32 exactly
+        c = c.to(torch.int32)
     rows = torch.arange(h, device=c.device) // 2
     if hc == h:  # 4:2:2: libvmaf's row walk of 4:2:0 over zero-padded rows of align32(wc) samples
         stride = (wc + 31) & ~31

@@ -35,10 +35,16 @@ from its tags (untagged: FFmpeg's defaults, BT.601, limited range); the
 perceptual metrics read 8-bit R'G'B' codes from 8-bit clips and float32 from
 deeper ones (--rgb).
 
+ColorVideoVDP (cvvdp) is a video metric: by default its temporal model scores
+the clip at the clips' frame rate (--fps to set it, divided by --every) and
+gives one JOD per clip; its per-frame column is the JOD of the clip cut after
+each frame (the last value is the clip's). --cvvdp frames scores each frame
+pair as a still image instead.
+
 Outputs: --json/--csv PATH per frame (- for stdout), --ffvship-json PATH in
 FFVship's --json layout (one metric); without them the pooled table (mean,
 harmonic mean, min, p1, p5, p10, max; pN: the value N% of frames are worse
-than) goes to stdout."""
+than) and the clip scores go to stdout."""
 
 
 def parse_video_metric(text: str) -> list[str]:
@@ -72,6 +78,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number; got {text!r}")
+    return value
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("video", help="score image metrics and VMAF per frame of two video clips",
                             description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -97,6 +113,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     geo.add_argument("--ignore-fps", action="store_true", help="compare clips of different frame rates by index")
     geo.add_argument("--rgb", choices=("auto", "uint8", "float"), default="auto",
                      help="R'G'B' given to the metrics (auto: uint8 for 8-bit clips, else float)")
+    geo.add_argument("--fps", type=_positive_float, default=None,
+                     help="frame rate of the clips for cvvdp's temporal model (default: the clips' own; raw YUV "
+                          "has none)")
+    geo.add_argument("--cvvdp", choices=("video", "frames"), default="video",
+                     help="video: cvvdp's temporal model on the clip, one JOD per clip and the running JOD per "
+                          "frame (default); frames: each frame pair scored as a still image")
     geo.add_argument("--width", type=_positive, help="raw YUV width")
     geo.add_argument("--height", type=_positive, help="raw YUV height")
     geo.add_argument("--pix-fmt", help="raw YUV pixel format (yuv420p, yuv420p10le, ...)")
@@ -178,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
                    width=args.width, height=args.height, pix_fmt=args.pix_fmt) as pair:
         with Progress(len(pair), desc="video", unit="frame", enabled=not args.quiet, file=sys.stderr) as bar:
             scores = score_pair(pair, metrics, rgb=args.rgb, batch_frames=args.batch_frames, params=params,
-                                memory=args.memory, progress=bar.update)
+                                memory=args.memory, cvvdp=args.cvvdp, fps=args.fps, progress=bar.update)
     for note in scores.notes:
         print(f"fusedsim video: note: {note}", file=sys.stderr)
     if not outputs:

@@ -1,13 +1,15 @@
 """Text layouts of ``fusedsim video``: per-frame JSON and CSV, FFVship's ``--json`` and the pooled table.
 
 * JSON: ``{"reference", "distorted", "info", "notes", "frames": [{"frame", "ref_frame", "dist_frame",
-  "metrics": {column: value}}], "pooled": {column: {mean, harmonic_mean, min, max, p1, p5, p10}}}``; strict JSON
-  (non-finite values are null).
+  "metrics": {column: value}}], "pooled": {column: {mean, harmonic_mean, min, max, p1, p5, p10}}, "clip":
+  {column: value}}``; strict JSON (non-finite values are null). ``clip`` holds the whole-clip scores (cvvdp's
+  temporal JOD; its per-frame column is the running JOD and is not pooled).
 * CSV: ``frame,ref_frame,dist_frame,<columns>``, one line per frame pair.
 * FFVship (its ``--json`` file): a list with one list per frame of the metric's values, ``[[v0], [v1], ...]``;
   for one metric only. Butteraugli's lists are ``[pnorm3, max_norm]``: the 3-norm and the max (INF) norm that
   FFVship writes second and third (its first, a Q-norm, is not computed here).
-* Plain (stdout without an output file): one line per column with the pooled statistics, then the frame count.
+* Plain (stdout without an output file): one line per column with the pooled statistics, one per clip score,
+  then the frame count.
 
 Numbers are written with ``repr`` (round-trip exact) unless a precision is given.
 """
@@ -40,8 +42,9 @@ def format_json(scores: Any, ref: str, dist: str, precision: int | None = None) 
                        "metrics": {name: _rounded(col[k], precision) for name, col in scores.columns.items()}})
     pooled = {name: {stat: _rounded(v, precision) for stat, v in stats.items()}
               for name, stats in scores.pooled.items()}
+    clip = {name: _rounded(v, precision) for name, v in scores.clip.items()}
     payload = {"reference": ref, "distorted": dist, "info": scores.info, "notes": scores.notes,
-               "fps": scores.fps, "frames": frames, "pooled": pooled}
+               "fps": scores.fps, "frames": frames, "pooled": pooled, "clip": clip}
     return dumps(payload) + "\n"
 
 
@@ -77,9 +80,13 @@ def format_ffvship(scores: Any, precision: int | None = None) -> str:
 def format_plain(scores: Any, precision: int | None = 6) -> str:
     stats = ("mean", "harmonic_mean", "min", "p1", "p5", "p10", "max")
     width = max((len(n) for n in scores.columns), default=0)
-    lines = [f"{'':<{width}}  " + "  ".join(f"{s:>14}" for s in stats)]
+    lines = [f"{'':<{width}}  " + "  ".join(f"{s:>14}" for s in stats)] if scores.pooled else []
     for name, pooled in scores.pooled.items():
         lines.append(f"{name:<{width}}  " + "  ".join(f"{_number(pooled[s], precision):>14}" for s in stats))
+    for name, value in scores.clip.items():
+        how = scores.info.get(name, {})
+        detail = f" ({how['model']} model, {how['fps']:g} frames/s, {how['display']})" if how else ""
+        lines.append(f"{name:<{width}}  clip {_number(value, precision)}{detail}")
     fps = f", {scores.fps:.1f} frames/s" if scores.fps else ""
     lines.append(f"{scores.frames} frame pairs{fps}")
     return "\n".join(lines) + "\n"

@@ -39,14 +39,17 @@ _RGB_FORMS = ("auto", "uint8", "float")
 class VideoScores:
     """Per-frame values of a clip pair: ``ref_index``/``dist_index`` (clip frame numbers), ``columns`` (name ->
     float64 array, one value per frame pair; ``metric`` or ``metric.field``), ``higher_is_better`` per column,
-    ``pooled`` (name -> :data:`POOLS` statistics), ``notes`` (what the comparison had to report), ``info`` (the
-    clips, decoders and colour conversions), ``seconds`` (wall time of the scoring)."""
+    ``pooled`` (name -> :data:`POOLS` statistics), ``clip`` (name -> one value for the whole clip: ColorVideoVDP's
+    temporal JOD, whose per-frame column is the running JOD and has no pooled statistics), ``notes`` (what the
+    comparison had to report), ``info`` (the clips, decoders and colour conversions), ``seconds`` (wall time of the
+    scoring)."""
 
     ref_index: list[int]
     dist_index: list[int]
     columns: dict[str, np.ndarray]
     higher_is_better: dict[str, bool]
     pooled: dict[str, dict[str, float]]
+    clip: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
@@ -141,7 +144,8 @@ class _ImageColumns:
 def score_video(ref: str | os.PathLike, dist: str | os.PathLike, metrics: Sequence[str] | str = ("ssimulacra2",), *,
                 device: torch.device | str = "auto", decoder: str = "auto", rgb: str = "auto",
                 batch_frames: int = 8, params: Mapping[str, Mapping[str, Any]] | None = None, memory: str = "auto",
-                progress: Callable[[int], None] | None = None, **selection: Any) -> VideoScores:
+                cvvdp: str = "video", fps: float | None = None, progress: Callable[[int], None] | None = None,
+                **selection: Any) -> VideoScores:
     """Score ``metrics`` (registry names or aliases, ``"vmaf"``, ``"vmaf_neg"``) on every compared frame pair of
     the clips ``ref`` and ``dist``.
 
@@ -149,6 +153,9 @@ def score_video(ref: str | os.PathLike, dist: str | os.PathLike, metrics: Sequen
     ``frames``, ``encoded_offset``, ``frame_skip_ref``, ``frame_skip_dist``, ``crop``, ``crop_ref``,
     ``crop_dist``, ``scale``, ``ignore_fps``, ``threads``, ``width``/``height``/``pix_fmt`` for raw YUV).
     ``rgb``: see the module docstring. ``params``: ``{metric: {name: value}}`` as the Scorer takes them.
+    ``cvvdp``: ``"video"`` scores ColorVideoVDP with its temporal model on the compared frames at the clips' frame
+    rate (``fps`` overrides it; divided by ``every``): one JOD per clip in :attr:`VideoScores.clip` and the running
+    JOD per frame (:mod:`fusedsim.engine.video_cvvdp`); ``"frames"`` scores each frame pair as a still image.
     ``progress(n)`` is called with the frames of each scored batch.
     """
     from fusedsim.io.clip_pair import open_pair
@@ -157,11 +164,12 @@ def score_video(ref: str | os.PathLike, dist: str | os.PathLike, metrics: Sequen
     with open_pair(ref, dist, device=device, decoder=decoder, planes=("y", "u", "v") if image_metrics else ("y",),
                    **selection) as pair:
         return score_pair(pair, metrics, rgb=rgb, batch_frames=batch_frames, params=params, memory=memory,
-                          progress=progress)
+                          cvvdp=cvvdp, fps=fps, progress=progress)
 
 
 def score_pair(pair: ClipPair, metrics: Sequence[str] | str = ("ssimulacra2",), *, rgb: str = "auto",
                batch_frames: int = 8, params: Mapping[str, Mapping[str, Any]] | None = None, memory: str = "auto",
+               cvvdp: str = "video", fps: float | None = None,
                progress: Callable[[int], None] | None = None) -> VideoScores:
     """:func:`score_video` on a pair already opened by :func:`~fusedsim.io.clip_pair.open_pair` (on its device;
     image metrics need it opened with all planes)."""
@@ -171,10 +179,20 @@ def score_pair(pair: ClipPair, metrics: Sequence[str] | str = ("ssimulacra2",), 
 
     from fusedsim.metrics.registry import get_metric
 
+    from fusedsim.engine.video_cvvdp import CVVDP_MODES, TemporalCVVDP, clip_frame_rate
+
     if rgb not in _RGB_FORMS:
         raise ValueError(f"rgb must be one of {', '.join(_RGB_FORMS)}; got {rgb!r}")
+    if cvvdp not in CVVDP_MODES:
+        raise ValueError(f"cvvdp must be one of {', '.join(CVVDP_MODES)}; got {cvvdp!r}")
     image_metrics, vmaf_names = split_metrics(metrics)
-    if image_metrics and pair.planes == ("y",):
+    temporal = None
+    if cvvdp == "video" and "cvvdp" in image_metrics:
+        image_metrics.remove("cvvdp")
+        rate = clip_frame_rate(pair.ref.fps, fps, pair.plan.ref_indices)
+        temporal = TemporalCVVDP((params or {}).get("cvvdp"), rate)
+        params = {k: v for k, v in (params or {}).items() if k != "cvvdp"}
+    if (image_metrics or temporal) and pair.planes == ("y",):
         raise ValueError("image metrics read R'G'B': open the pair with planes=('y', 'u', 'v')")
     start_time = time.perf_counter()
     form = rgb if rgb != "auto" else ("uint8" if pair.ref.fmt.bit_depth == pair.dist.fmt.bit_depth == 8
@@ -194,8 +212,11 @@ def score_pair(pair: ClipPair, metrics: Sequence[str] | str = ("ssimulacra2",), 
         if stream is not None:
             for name, values in stream.push(batch.ref.y, batch.dist.y).items():
                 vmaf_parts.setdefault(name, []).append(values)
-        if images is not None:
+        if images is not None or temporal is not None:
             ref_rgb, dist_rgb = batch.rgb("ref", form), batch.rgb("dist", form)
+        if temporal is not None:
+            temporal.push(ref_rgb, dist_rgb)
+        if images is not None:
             refs = [_frame_image(ref_rgb[i:i + 1], form, Path(f"{pair.ref.path}#frame{r}"))
                     for i, r in enumerate(batch.ref_index)]
             dists = [_frame_image(dist_rgb[i:i + 1], form, Path(f"{pair.dist.path}#frame{d}"))
@@ -221,9 +242,15 @@ def score_pair(pair: ClipPair, metrics: Sequence[str] | str = ("ssimulacra2",), 
         columns[name] = np.concatenate(vmaf_parts[name])
         better[name] = True
     pooled = {name: pool_column(values, better[name]) for name, values in columns.items()}
+    clip: dict[str, float] = {}
+    info = _info(pair, form, images)
+    if temporal is not None:
+        columns["cvvdp"], clip["cvvdp"] = temporal.finish()
+        better["cvvdp"] = True
+        info["cvvdp"] = temporal.describe()
     return VideoScores(ref_index=pair.plan.ref_indices, dist_index=pair.plan.dist_indices, columns=columns,
-                       higher_is_better=better, pooled=pooled, notes=list(pair.notes),
-                       info=_info(pair, form, images), seconds=time.perf_counter() - start_time)
+                       higher_is_better=better, pooled=pooled, clip=clip, notes=list(pair.notes), info=info,
+                       seconds=time.perf_counter() - start_time)
 
 
 def _vmaf_stream(names: list[str], bit_depth: int) -> Any:

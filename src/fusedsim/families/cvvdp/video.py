@@ -33,7 +33,8 @@ import fusedsim.families.cvvdp.twin as spec
 from fusedsim.core.state import cached
 from fusedsim.families.cvvdp import ops
 from fusedsim.families.cvvdp.data import CVVDPDisplay, cvvdp_params
-from fusedsim.families.cvvdp.video_twin import cvvdp_frame_quality_ref, cvvdp_temporal_filters, cvvdp_video_pool_ref
+from fusedsim.families.cvvdp.video_twin import (cvvdp_frame_quality_ref, cvvdp_temporal_filters, cvvdp_video_pool_ref,
+                                               cvvdp_video_running_jod_ref)
 
 __all__ = ["CVVDPVideoStream", "cvvdp_video", "score_clip"]
 
@@ -169,6 +170,18 @@ class CVVDPVideoStream:
         if self.frames == 0:
             raise ValueError(f"{_NAME}: the clips have no frames")
         return cvvdp_video_pool_ref(self.per_frame)
+
+    def running_jod(self) -> torch.Tensor:
+        """JOD (N, T) of every prefix of the clip(s) scored so far: element t is the JOD of frames 0..t with the
+        temporal model (the filters are causal, so it is the clip cut after frame t, up to float32 summation
+        order); the last element is :meth:`finish`'s value. A clip of one frame has its still-image JOD, as
+        pycvvdp gives; in a longer clip, element 0 is the temporal model on one frame."""
+        if self._held is not None or self.frames == 0:
+            jod = self.finish()
+            return (jod[0] if isinstance(jod, tuple) else jod).reshape(-1, 1)
+        running = cvvdp_video_running_jod_ref(self.per_frame)
+        running[:, -1] = cvvdp_video_pool_ref(self.per_frame)  # the whole clip as finish() sums it
+        return running
 
 
 def _fused(x: torch.Tensor) -> bool:

@@ -49,6 +49,7 @@ __all__ = [
     "cvvdp_temporal_ref",
     "cvvdp_video_pair_band_ref",
     "cvvdp_video_pool_ref",
+    "cvvdp_video_running_jod_ref",
 ]
 
 #: DKL channel each temporal channel filters: Y-sustained, RG, YV, Y-transient.
@@ -123,16 +124,33 @@ def cvvdp_frame_quality_ref(test: torch.Tensor, ref: torch.Tensor, ppd: float, r
     return (q, cvvdp_heatmap_ref(diffs, params)) if return_map else q
 
 
-def cvvdp_video_pool_ref(q: torch.Tensor, params: CVVDPParams | None = None) -> torch.Tensor:
-    """Pooled differences Q (N, T, 4, B) of a clip's frames -> JOD (N,)."""
-    params = params or cvvdp_params()
+def _frame_differences(q: torch.Tensor, params: CVVDPParams) -> torch.Tensor:
+    """Pooled differences Q (N, T, 4, B) -> each frame's difference pooled over bands and channels (N, T)."""
     w = spec._t([1.0, params.ch_chrom_w, params.ch_chrom_w, params.ch_trans_w], q).view(4, 1).expand(4, q.shape[-1])
     w = w.clone()
     w[:, -1] = w[:, -1] * spec._t(params.baseband_weight[:4], q)
     q_sc = spec._lp(q * w, params.beta_sch, dim=-1)  # over bands: (N, T, 4)
-    q_tc = spec._lp(q_sc, params.beta_tch, dim=-1)  # over channels: (N, T)
+    return spec._lp(q_sc, params.beta_tch, dim=-1)  # over channels: (N, T)
+
+
+def cvvdp_video_pool_ref(q: torch.Tensor, params: CVVDPParams | None = None) -> torch.Tensor:
+    """Pooled differences Q (N, T, 4, B) of a clip's frames -> JOD (N,)."""
+    params = params or cvvdp_params()
+    q_tc = _frame_differences(q, params)
     q_t = spec._lp(q_tc, params.beta_t, dim=-1, n=float(q.shape[1]))  # over frames, normalised
     return cvvdp_met2jod_ref(q_t, params)
+
+
+def cvvdp_video_running_jod_ref(q: torch.Tensor, params: CVVDPParams | None = None) -> torch.Tensor:
+    """JOD of every prefix of a clip from its pooled differences Q (N, T, 4, B): (N, T), element t the JOD of frames
+    0..t, i.e. :func:`cvvdp_video_pool_ref` of ``q[:, :t + 1]`` up to float32 summation order (the temporal filters
+    are causal, so a frame's differences do not depend on the frames after it)."""
+    params = params or cvvdp_params()
+    q_tc = _frame_differences(q, params)
+    beta = spec._t(params.beta_t, q_tc)
+    count = torch.arange(1, q.shape[1] + 1, dtype=q_tc.dtype, device=q_tc.device)
+    means = spec.safe_pow(q_tc, beta).cumsum(dim=-1) / count
+    return cvvdp_met2jod_ref(spec.safe_pow(means, 1 / beta), params)
 
 
 # ---------------------------------------------------------------------- fused stages (the GPU path's op twins)

@@ -1,0 +1,70 @@
+"""ColorVideoVDP's temporal model inside :func:`fusedsim.engine.video.score_pair`: the clip pair's frames go through
+:class:`~fusedsim.families.cvvdp.video.CVVDPVideoStream` batch by batch (memory bounded in the clip's length), at
+the clips' frame rate divided by the frame step (``every``), as pycvvdp's ``predict`` on the compared frames with
+``frames_per_second`` set to that rate.
+
+The clip's JOD is one number; the per-frame column holds the JOD of the clip cut after each frame (the temporal
+filters are causal), so its last value is the clip's JOD and a drop shows where the distortion became visible.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import torch
+
+__all__ = ["CVVDP_MODES", "TemporalCVVDP", "clip_frame_rate"]
+
+#: ``cvvdp`` argument of score_video: ``video`` (the temporal model on the clip) or ``frames`` (each frame pair a
+#: still image, through the Scorer like the other image metrics)
+CVVDP_MODES = ("video", "frames")
+
+
+def clip_frame_rate(fps: Fraction | float | None, override: float | None, ref_indices: list[int]) -> float:
+    """Frames per second of the compared frames: ``override`` (or the clips' rate) divided by the reference's frame
+    step; ValueError when neither rate is known or the compared frames are not evenly spaced."""
+    rate = override if override is not None else fps
+    if rate is None:
+        raise ValueError("cvvdp: the clips' frame rate is unknown (raw YUV has none) and ColorVideoVDP's temporal "
+                         "model needs it: give fps (--fps)")
+    rate = float(rate)
+    if not math.isfinite(rate) or rate <= 0:
+        raise ValueError(f"cvvdp: fps must be a positive finite number; got {rate!r}")
+    steps = {b - a for a, b in zip(ref_indices, ref_indices[1:])}
+    if len(steps) > 1:
+        raise ValueError("cvvdp: the compared reference frames are not evenly spaced, so they have no frame rate for "
+                         "the temporal model; score each frame as an image (cvvdp='frames', --cvvdp frames)")
+    return rate / (steps.pop() if steps else 1)
+
+
+class TemporalCVVDP:
+    """One clip pair's ColorVideoVDP: ``push`` R'G'B' batches (B, 3, H, W) (uint8 codes or float in [0, 1]) of both
+    clips in display order, then ``finish`` for the per-frame running JOD and the clip's JOD."""
+
+    def __init__(self, params: Mapping[str, Any] | None, fps: float) -> None:
+        from fusedsim.families.cvvdp.api import _display
+        from fusedsim.families.cvvdp.video import CVVDPVideoStream
+
+        params = dict(params or {})
+        self.display_name = str(params.pop("display", "standard_4k"))
+        if params:  # the registry's check_params refuses these first; a direct caller gets the same message
+            raise ValueError(f"cvvdp: unknown parameter(s) {', '.join(sorted(params))}; cvvdp takes display")
+        self.fps = fps
+        self.stream = CVVDPVideoStream(_display(self.display_name, {}), fps)
+
+    def push(self, ref: torch.Tensor, dist: torch.Tensor) -> None:
+        with torch.no_grad():
+            self.stream.push(ref, dist)
+
+    def finish(self) -> tuple[np.ndarray, float]:
+        """(running JOD per compared frame (T,) float64, the clip's JOD)."""
+        with torch.no_grad():
+            running = self.stream.running_jod()[0].double().cpu().numpy()
+        return running, float(running[-1])
+
+    def describe(self) -> dict[str, Any]:
+        return {"model": "temporal", "fps": self.fps, "display": self.display_name}

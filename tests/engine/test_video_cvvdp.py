@@ -1,0 +1,117 @@
+"""ColorVideoVDP in score_video / ``fusedsim video``: the temporal model on the decoded clip. Expected values come from
+``fusedsim.cvvdp(..., fps=...)`` on the same decoded R'G'B' frames: the video API whose JODs equal pycvvdp 0.5.7's
+(tests/families/cvvdp/test_cvvdp_video.py, fixture cvvdp_video_fixtures.json)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from video_clips import encode_rgb, photo_frames
+
+import fusedsim
+from fusedsim.cli import main as cli_main
+from fusedsim.engine.video import score_video
+from fusedsim.families.cvvdp.video_twin import cvvdp_video_pool_ref, cvvdp_video_running_jod_ref
+from fusedsim.io.clip_pair import open_pair
+
+RATE = 25
+FRAMES = 6
+
+
+@pytest.fixture(scope="module")
+def clips(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("cvvdp_video")
+    frames = photo_frames(FRAMES, width=64, height=48)
+    ref = encode_rgb(folder / "ref.mkv", "ffv1", "yuv444p", frames, rate=RATE)
+    dist = encode_rgb(folder / "dist.mkv", "mpeg4", "yuv420p", frames, rate=RATE, options={"qscale": "20"})
+    return folder, ref, dist
+
+
+def _rgb(ref, dist, **selection):
+    with open_pair(ref, dist, device="cpu", **selection) as pair:
+        batches = list(pair.batches(64))
+    return (torch.cat([b.rgb("ref", "uint8") for b in batches]), torch.cat([b.rgb("dist", "uint8") for b in batches]))
+
+
+def test_running_jod_is_the_pool_of_each_prefix():
+    gen = torch.Generator().manual_seed(3)
+    q = torch.rand(2, 7, 4, 6, generator=gen) * torch.tensor([1.0, 0.1, 0.01, 2.0]).view(1, 1, 4, 1)
+    running = cvvdp_video_running_jod_ref(q)
+    for t in range(q.shape[1]):
+        # float32 sums over at most 7 frames in another order: a few ulps of the pooled difference
+        torch.testing.assert_close(running[:, t], cvvdp_video_pool_ref(q[:, :t + 1]), rtol=2e-6, atol=2e-6)
+
+
+def test_clip_jod_equals_the_video_api(clips):
+    _, ref, dist = clips
+    scores = score_video(ref, dist, ["cvvdp", "psnr"], device="cpu", batch_frames=4)
+    r, d = _rgb(ref, dist)
+    with torch.no_grad():
+        want = float(fusedsim.cvvdp(r.unsqueeze(0), d.unsqueeze(0), fps=RATE)[0])
+    # the same float32 pipeline on blocks of 4 and 2 frames instead of one block of 6
+    assert scores.clip["cvvdp"] == pytest.approx(want, abs=1e-5)
+    assert scores.columns["cvvdp"][-1] == scores.clip["cvvdp"]
+    assert "cvvdp" not in scores.pooled and "psnr" in scores.pooled
+    assert scores.info["cvvdp"] == {"model": "temporal", "fps": float(RATE), "display": "standard_4k"}
+    for t in (1, 3):  # the running JOD is the clip cut after frame t
+        with torch.no_grad():
+            cut = float(fusedsim.cvvdp(r[None, :t + 1], d[None, :t + 1], fps=RATE)[0])
+        assert scores.columns["cvvdp"][t] == pytest.approx(cut, abs=1e-5)
+
+
+def test_every_divides_the_frame_rate_and_display_is_a_param(clips):
+    _, ref, dist = clips
+    scores = score_video(ref, dist, ["cvvdp"], device="cpu", every=2, params={"cvvdp": {"display": "standard_fhd"}})
+    r, d = _rgb(ref, dist, every=2)
+    with torch.no_grad():
+        want = float(fusedsim.cvvdp(r[None], d[None], fps=RATE / 2, display="standard_fhd")[0])
+    assert scores.info["cvvdp"]["fps"] == RATE / 2 and scores.info["cvvdp"]["display"] == "standard_fhd"
+    assert scores.clip["cvvdp"] == pytest.approx(want, abs=1e-5)
+
+
+def test_frames_mode_scores_each_pair_as_an_image(clips):
+    _, ref, dist = clips
+    scores = score_video(ref, dist, ["cvvdp"], device="cpu", cvvdp="frames", frames=2)
+    r, d = _rgb(ref, dist, frames=2)
+    with torch.no_grad():
+        want = fusedsim.cvvdp(r, d).double().numpy()
+    np.testing.assert_allclose(scores.columns["cvvdp"], want, rtol=0, atol=1e-5)
+    assert scores.clip == {} and "cvvdp" in scores.pooled
+
+
+def test_raw_yuv_needs_a_frame_rate(tmp_path):
+    y = np.full((16, 16), 100, np.uint8)
+    u = np.full((8, 8), 128, np.uint8)
+    planes = [[y, u, u]] * 3
+    for name in ("a.yuv", "b.yuv"):
+        (tmp_path / name).write_bytes(b"".join(p.tobytes() for frame in planes for p in frame))
+    raw = {"width": 16, "height": 16, "pix_fmt": "yuv420p"}
+    with pytest.raises(ValueError, match="frame rate is unknown.*--fps"):
+        score_video(tmp_path / "a.yuv", tmp_path / "b.yuv", ["cvvdp"], device="cpu", **raw)
+    scores = score_video(tmp_path / "a.yuv", tmp_path / "b.yuv", ["cvvdp"], device="cpu", fps=30.0, **raw)
+    assert scores.clip["cvvdp"] == 10.0  # identical clips
+
+
+def test_bad_mode_is_refused(clips):
+    _, ref, dist = clips
+    with pytest.raises(ValueError, match="cvvdp must be one of video, frames"):
+        score_video(ref, dist, ["cvvdp"], device="cpu", cvvdp="clip")
+
+
+def test_cli_writes_the_clip_jod(clips, capsys):
+    folder, ref, dist = clips
+    out = folder / "scores.json"
+    assert cli_main.main(["video", str(ref), str(dist), "--metric", "cvvdp", "--device", "cpu", "-q",
+                          "--json", str(out)]) == 0
+    payload = json.loads(out.read_text())
+    api = score_video(ref, dist, ["cvvdp"], device="cpu")
+    assert payload["clip"] == {"cvvdp": api.clip["cvvdp"]}
+    assert [f["metrics"]["cvvdp"] for f in payload["frames"]] == api.columns["cvvdp"].tolist()
+    assert cli_main.main(["video", str(ref), str(dist), "--metric", "cvvdp", "--device", "cpu", "-q",
+                          "--precision", "4"]) == 0
+    text = capsys.readouterr().out
+    assert f"clip {api.clip['cvvdp']:.4f} (temporal model, 25 frames/s, standard_4k)" in text

@@ -80,8 +80,10 @@ def batch(table: Path, out: Path, metric: str, env: dict[str, str], extra: list[
     if proc.returncode not in (0, 1):
         raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {err[-2000:]}")
     rates = _RATE.findall(err)
+    # the run's own summary (a Ray run says where its time went: decoding CPU-s, scoring threads' idle seconds)
+    summary = [line.strip() for line in err.splitlines() if line.strip()][-3:]
     return {"wall_s": wall, "pairs_s": float(rates[-1]) if rates else None,
-            "first_row_s": first if first is not None else (wall if first_row else None)}
+            "first_row_s": first if first is not None else (wall if first_row else None), "summary": summary}
 
 
 def _free_port() -> int:
@@ -181,6 +183,9 @@ def main(argv: list[str] | None = None) -> None:
         rate = f"{row['pairs_s']:8.1f} pairs/s" if row.get("pairs_s") else " " * 15
         first = f"  first row {row['first_row_s']:6.1f} s" if row.get("first_row_s") else ""
         print(f"{name:<8} {rate}  process {row['wall_s']:7.1f} s{first}", flush=True)
+        for line in row.get("summary", []):
+            if "idle" in line:
+                print(f"         {line}", flush=True)
 
     dec, _ = decode_seconds(table, max(1, min(cpus, 32) - 1), "processes")
     rows.append({"run": "decode-bound", "pairs": args.pairs, "size": args.size, "layout": args.layout,

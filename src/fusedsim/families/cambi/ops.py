@@ -67,7 +67,6 @@ cambi_scales = register_op(KernelOp(
     examples=_examples,
     differentiable=False,
     tolerance=None,  # integer counts, one float32 product per term, exact double sums: bit-identical to the twin
-    triton_by_default=False,  # its kernels have not passed on a GPU yet: auto runs the twin on CUDA tensors
     load_cpu=_import_cpu,
     doc="libvmaf's CAMBI per-scale pooled scores of integer luma (N, H, W) at the encode size: (N, 5) float64, "
         "bit-exact.",

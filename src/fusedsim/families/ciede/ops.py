@@ -63,7 +63,6 @@ ciede_de_sum = register_op(KernelOp(
     # the C library's pow/atan2/sin/cos/exp/powf (numba, and the twin's powf) and torch's or CUDA's differ in the
     # last bits of some results; a float32 rounding rarely turns on them (fixture sums agree to 1e-15 relative)
     tolerance={torch.float64: (1e-12, 0.0), torch.float32: (1e-12, 0.0)},
-    triton_by_default=False,  # its kernels have not passed on a GPU yet: auto runs the twin on CUDA tensors
     load_cpu=_import_cpu,
     doc="libvmaf's CIEDE2000 dE00 sum per frame of luma-size integer Y'CbCr planes (N, H, W): (N,) float64.",
 ))

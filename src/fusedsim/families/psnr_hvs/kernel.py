@@ -22,7 +22,10 @@ from fusedsim.families.psnr_hvs.twin import VAR_SCALE_16, VAR_SCALE_64, block_gr
 
 __all__ = ["psnr_hvs_plane_fwd", "psnr_hvs_terms"]
 
-_BLOCK_KERNEL = jit_from_source("_psnr_hvs_blocks", render_block_kernel("_psnr_hvs_blocks"))
+# Integer arguments unspecialised: one compilation for every shape. Each lane gathers its own 8x8 block, so
+# divisibility hints buy nothing, and one crop's stride specialisation kept Triton 3.6's make_ttgir busy > 35 s.
+_BLOCK_KERNEL = jit_from_source("_psnr_hvs_blocks", render_block_kernel("_psnr_hvs_blocks"),
+                                do_not_specialize=("rs0", "rs1", "rs2", "ds0", "ds1", "ds2", "NB", "BX", "L"))
 _TABLES: dict[tuple[torch.device, int], tuple[torch.Tensor, torch.Tensor]] = {}
 
 

@@ -60,7 +60,9 @@ psnr_hvs_plane = register_op(KernelOp(
     examples=_examples,
     differentiable=False,
     tolerance=None,  # integer DCT and float32 steps in libvmaf's order: bit-identical to the twin
-    triton_by_default=False,  # its kernels have not passed on a GPU yet: auto runs the twin on CUDA tensors
+    # on an H200 the generated block kernel did not finish compiling (> 35 s in make_ttgir) for one crop's strides;
+    # it passed its GPU test on whole frames. Until every shape compiles, auto runs the twin on CUDA tensors.
+    triton_by_default=False,
     load_cpu=_import_cpu,
     doc="libvmaf's PSNR-HVS error of one integer plane (N, h, w) per frame, before the dB conversion: (N,) "
         "float64 holding libvmaf's float32 values; plane 0 luma, 1 Cb, 2 Cr (the CSF table).",

@@ -74,12 +74,15 @@ def write_images(folder: Path, pairs: int, size: int, workers: int) -> None:
     marker.touch()
 
 
-def write_table(folder: Path, pairs: int, per_ref: int) -> Path:
-    path = folder / f"pairs-{pairs}-{per_ref}.csv"
+def write_table(folder: Path, pairs: int, per_ref: int, pool: int | None = None) -> Path:
+    """A pair table of ``pairs`` rows, ``per_ref`` distorted images per reference; with ``pool`` the rows cycle
+    through the first ``pool`` image pairs (every row still decodes its own files)."""
+    pool = pool or pairs
+    path = folder / f"pairs-{pairs}-{per_ref}-{pool}.csv"
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["ref", "dist"])
-        w.writerows((f"r{i // per_ref * per_ref}.png", f"d{i}.png") for i in range(pairs))
+        w.writerows((f"r{(i // per_ref * per_ref) % pool}.png", f"d{i % pool}.png") for i in range(pairs))
     return path
 
 

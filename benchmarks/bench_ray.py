@@ -8,7 +8,10 @@ round by round (``--rounds``): the GPU machines' hosts drift. The decode bound i
 processes with the batch's default workers (``bench_batch.decode_seconds``).
 
 * ``local``: the local engine, ``CUDA_VISIBLE_DEVICES`` = the first GPU.
-* ``ray1`` / ``ray2``: ``--engine ray``, the driver starts Ray with the first GPU / the first two.
+* ``ray1`` / ``ray2`` / ``rayN``: ``--engine ray``, the driver starts Ray with the first GPU / the first two /
+  the first N (any N; runs asking for more GPUs than the machine has are skipped with a line saying so).
+  ``--seconds-per-gpu S`` sizes the pair count so that each GPU of the largest run scores for about S seconds
+  (from a short local-engine probe), as the 4- and 8-GPU measurement asks (S = 60).
 * ``nodes2``: ``ray start --head`` with GPU 0 and half the CPUs, a second ``ray start --address`` with GPU 1 and
   the other half (separate raylets and object stores, as two machines), then ``--engine ray --address`` (the
   driver ships its fusedsim to the nodes). Compare with ``ray2``: the same GPUs and CPUs on one node.
@@ -16,12 +19,14 @@ processes with the batch's default workers (``bench_batch.decode_seconds``).
   empty cache filled by ``fusedsim warmup`` (its seconds), then the batch's first row; ``warm``: the same cache
   again.
 
-Without a GPU (``--device cpu``, a smoke run: numbers meaningless) ``ray1``/``ray2`` are one and two CPU actors
+Without a GPU (``--device cpu``, a smoke run: numbers meaningless) ``rayN`` are N CPU actors
 and ``nodes2`` two one-CPU nodes.
 
 Run: ``PYTHONPATH=src python benchmarks/bench_ray.py [--pairs 1200] [--size 1024] [--layout 1]
 [--metric butteraugli,ssimulacra2,dssim,cvvdp,iw-ssim] [--runs local,ray1,ray2,nodes2,cold,warmup,warm]
-[--rounds 1] [--dir /tmp/fusedsim-batch]``; also ``benchmarks/bench_batch.py --engine ray`` (same options).
+[--rounds 1] [--seconds-per-gpu S] [--pool 2000] [--dir /tmp/fusedsim-batch]``; on 4 and 8 GPUs: ``--runs
+local,ray1,ray2,ray4,ray8,cold --seconds-per-gpu 60``. Images: ``--pool`` pairs are written and the table cycles
+through them (each row still decodes its two files), so long runs need no more disk. Also ``benchmarks/bench_batch.py --engine ray`` (same options).
 """
 
 from __future__ import annotations
@@ -44,7 +49,8 @@ from _harness import metadata, smoke_dir, write_json  # noqa: E402
 from bench_batch import decode_seconds, write_images, write_table  # noqa: E402
 
 PERCEPTUAL = "butteraugli,ssimulacra2,dssim,cvvdp,iw-ssim"
-RUNS = ("local", "ray1", "ray2", "nodes2", "cold", "warmup", "warm")
+RUNS = ("local", "ray1", "ray2", "nodes2", "cold", "warmup", "warm")  # and rayN for any N
+_RAY_RUN = re.compile(r"^ray([1-9][0-9]*)$")
 _RATE = re.compile(r"\(([0-9.]+) pairs/s\)")
 
 
@@ -153,11 +159,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "fusedsim-batch"))
     parser.add_argument("--quick", action="store_true", help="24 pairs at 256² (smoke run)")
+    parser.add_argument("--seconds-per-gpu", type=float, default=None,
+                        help="size --pairs so each GPU of the largest Ray run scores about this long")
+    parser.add_argument("--pool", type=int, default=2000, help="image pairs written; the table cycles through them")
     args = parser.parse_args(argv)
     if args.quick:
         args.pairs, args.size = 24, 256
     runs = [r.strip() for r in args.runs.split(",") if r.strip()]
-    unknown = sorted(set(runs) - set(RUNS))
+    unknown = sorted(r for r in set(runs) - set(RUNS) if not _RAY_RUN.match(r))
     if unknown:
         parser.error(f"--runs: unknown {', '.join(unknown)}; choose from {', '.join(RUNS)}")
     import torch
@@ -166,15 +175,27 @@ def main(argv: list[str] | None = None) -> None:
     gpus = torch.cuda.device_count() if gpu else 0
     if gpu and gpus < 1:
         parser.error("no CUDA GPU: use --device cpu for a smoke run")
+    ray_runs = [(r, int(_RAY_RUN.match(r).group(1))) for r in runs if _RAY_RUN.match(r)]
     cpus = os.cpu_count() or 2
     folder = Path(args.dir) / f"{args.size}"
-    write_images(folder, args.pairs, args.size, cpus)
-    table = write_table(folder, args.pairs, args.layout)
+    pool = max(1, min(args.pairs, args.pool))
+    write_images(folder, pool, args.size, cpus)
     out = folder / "ray-bench.csv"
     # Ray 2.60 turns token authentication on for a new head: nodes and drivers must agree
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | {"RAY_AUTH_MODE": "token"}
     device = [] if gpu else ["--device", "cpu"]
     rows: list[dict] = []
+    if gpu:  # the kernels compiled once, so the scale-out rows compare warm runs
+        subprocess.run([*_python(), "-m", "fusedsim", "warmup", "--metric", args.metric, "--size", str(args.size)],
+                       env=env, check=True)
+    if args.seconds_per_gpu and ray_runs:
+        probe = batch(write_table(folder, pool, args.layout, pool), out, args.metric,
+                      dict(env, CUDA_VISIBLE_DEVICES="0") if gpu else env, device)
+        widest = max((c for _, c in ray_runs if not gpu or c <= gpus), default=1)
+        args.pairs = max(pool, int(probe["pairs_s"] * args.seconds_per_gpu * widest))
+        print(f"probe: local {probe['pairs_s']:.1f} pairs/s -> {args.pairs} pairs ({args.seconds_per_gpu:g} s per "
+              f"GPU on {widest} GPUs)", flush=True)
+    table = write_table(folder, args.pairs, args.layout, pool)
 
     def record(name: str, result: dict, **extra) -> None:
         row = {"run": name, "metric": args.metric, "pairs": args.pairs, "size": args.size, "layout": args.layout,
@@ -187,18 +208,17 @@ def main(argv: list[str] | None = None) -> None:
             if "idle" in line:
                 print(f"         {line}", flush=True)
 
-    dec, _ = decode_seconds(table, max(1, min(cpus, 32) - 1), "processes")
-    rows.append({"run": "decode-bound", "pairs": args.pairs, "size": args.size, "layout": args.layout,
-                 "pairs_s": args.pairs / dec})
-    print(f"decode bound (processes, {max(1, min(cpus, 32) - 1)} workers): {args.pairs / dec:.1f} pairs/s", flush=True)
-    if gpu:  # the kernels compiled once, so the scale-out rows compare warm runs
-        subprocess.run([*_python(), "-m", "fusedsim", "warmup", "--metric", args.metric, "--size", str(args.size)],
-                       env=env, check=True)
+    # the decode bound on the pool's pairs (a rate: decoding the whole of a long table would take minutes)
+    dec, _ = decode_seconds(write_table(folder, pool, args.layout, pool), max(1, min(cpus, 32) - 1), "processes")
+    rows.append({"run": "decode-bound", "pairs": pool, "size": args.size, "layout": args.layout,
+                 "pairs_s": pool / dec})
+    print(f"decode bound (processes, {max(1, min(cpus, 32) - 1)} workers): {pool / dec:.1f} pairs/s", flush=True)
     for _ in range(args.rounds):
         if "local" in runs:
             record("local", batch(table, out, args.metric, dict(env, CUDA_VISIBLE_DEVICES="0"), device))
-        for name, count in (("ray1", 1), ("ray2", 2)):
-            if name not in runs or (gpu and gpus < count):
+        for name, count in ray_runs:
+            if gpu and gpus < count:
+                print(f"{name:<8} skipped: this machine has {gpus} GPU(s)", flush=True)
                 continue
             visible = dict(env, CUDA_VISIBLE_DEVICES=",".join(map(str, range(count))))
             extra = ["--engine", "ray", *device] + ([] if gpu else ["--workers", str(count)])
@@ -230,16 +250,17 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     summary = {}
-    for name in ("local", "ray1", "ray2", "nodes2"):
+    for name in ("local", *(n for n, _ in ray_runs), "nodes2"):
         rates = [r["pairs_s"] for r in rows if r["run"] == name and r.get("pairs_s")]
         if rates:
             summary[name] = statistics.median(rates)
     if "local" in summary:
-        for name in ("ray1", "ray2", "nodes2"):
+        for name in (*(n for n, _ in ray_runs), "nodes2"):
             if name in summary:
                 print(f"{name} / local: {summary[name] / summary['local']:.2f}")
-    if "ray1" in summary and "ray2" in summary:
-        print(f"ray2 / ray1: {summary['ray2'] / summary['ray1']:.2f}")
+    for name, count in ray_runs:
+        if "ray1" in summary and name in summary and count > 1:
+            print(f"{name} / ray1: {summary[name] / summary['ray1']:.2f} (linear: {count})")
     if "ray2" in summary and "nodes2" in summary:
         print(f"nodes2 / ray2: {summary['nodes2'] / summary['ray2']:.2f}")
     path = write_json("ray", {"meta": metadata(args.device), "rows": rows, "median_pairs_s": summary},

@@ -57,7 +57,7 @@ def test_clip_jod_equals_the_video_api(clips):
     assert scores.columns["cvvdp"][-1] == scores.clip["cvvdp"]
     assert "cvvdp" not in scores.pooled and "psnr" in scores.pooled
     assert scores.info["cvvdp"] == {"model": "temporal", "fps": float(RATE), "display": "standard_4k"}
-    for t in (1, 3):  # the running JOD is the clip cut after frame t
+    for t in (0, 1, 3):  # the running JOD is the clip cut after frame t (frame 0: a still image, as pycvvdp)
         with torch.no_grad():
             cut = float(fusedsim.cvvdp(r[None, :t + 1], d[None, :t + 1], fps=RATE)[0])
         assert scores.columns["cvvdp"][t] == pytest.approx(cut, abs=1e-5)

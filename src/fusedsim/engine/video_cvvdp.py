@@ -3,8 +3,10 @@
 the clips' frame rate divided by the frame step (``every``), as pycvvdp's ``predict`` on the compared frames with
 ``frames_per_second`` set to that rate.
 
-The clip's JOD is one number; the per-frame column holds the JOD of the clip cut after each frame (the temporal
-filters are causal), so its last value is the clip's JOD and a drop shows where the distortion became visible.
+The clip's JOD is one number; the per-frame column holds the JOD of the clip cut after each frame, as pycvvdp would
+give for that shorter clip: the temporal filters are causal, so frames 1.. come from the clip's own pooled
+differences, and frame 0 is the still-image JOD of the first pair (pycvvdp scores a one-frame clip as an image).
+Its last value is the clip's JOD, and a drop shows where the distortion became visible.
 """
 
 from __future__ import annotations
@@ -54,16 +56,24 @@ class TemporalCVVDP:
         if params:  # the registry's check_params refuses these first; a direct caller gets the same message
             raise ValueError(f"cvvdp: unknown parameter(s) {', '.join(sorted(params))}; cvvdp takes display")
         self.fps = fps
-        self.stream = CVVDPVideoStream(_display(self.display_name, {}), fps)
+        self.display = _display(self.display_name, {})
+        self.stream = CVVDPVideoStream(self.display, fps)
+        self._first: float | None = None  # the first pair's still-image JOD
 
     def push(self, ref: torch.Tensor, dist: torch.Tensor) -> None:
+        from fusedsim.families.cvvdp.api import _cvvdp_display_image
+
         with torch.no_grad():
+            if self._first is None and ref.shape[0]:
+                self._first = float(_cvvdp_display_image(ref[:1], dist[:1], self.display, False).reshape(-1)[0])
             self.stream.push(ref, dist)
 
     def finish(self) -> tuple[np.ndarray, float]:
         """(running JOD per compared frame (T,) float64, the clip's JOD)."""
         with torch.no_grad():
             running = self.stream.running_jod()[0].double().cpu().numpy()
+        if self._first is not None:
+            running[0] = self._first  # a clip of one frame is a still image (equal already when T is 1)
         return running, float(running[-1])
 
     def describe(self) -> dict[str, Any]:

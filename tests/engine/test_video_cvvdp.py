@@ -115,3 +115,71 @@ def test_cli_writes_the_clip_jod(clips, capsys):
                           "--precision", "4"]) == 0
     text = capsys.readouterr().out
     assert f"clip {api.clip['cvvdp']:.4f} (temporal model, 25 frames/s, standard_4k)" in text
+
+
+# Heat maps as pictures: the colour maps, their knots and the context's tone curve are pycvvdp 0.5.7's
+# (pycvvdp/visualize_diff_map.py: visualize_diff_map, vis_tonemap).
+_LUM = (0.212656, 0.715158, 0.072186)
+
+
+def _unit_luminance(rgb):
+    lum = sum(w * c for w, c in zip(_LUM, rgb))
+    return torch.tensor(rgb) / (lum + 1e-4)
+
+
+def test_heatmap_colours_are_pycvvdps():
+    from fusedsim.families.cvvdp.visualize import heatmap_picture
+
+    grey = torch.full((4, 3, 6, 8), 0.5)  # a flat frame: the tone curve puts it at 0.2 (the bottom of its 60%)
+    levels = torch.tensor([0.0, 0.0125, 0.1, 0.7]).view(4, 1, 1, 1).expand(4, 1, 6, 8)
+    got = heatmap_picture(levels, grey, "threshold")[:, :, 0, 0]
+    blue, cyan, red = (_unit_luminance(c) for c in ((0.2, 0.2, 1.0), (0.2, 1.0, 1.0), (1.0, 0.2, 0.2)))
+    for k, want in enumerate((blue, (blue + cyan) / 2, red, red)):  # 0.7 is beyond the last knot (0.1): red
+        torch.testing.assert_close(got[k], (want * 0.2).clamp(0, 1), rtol=1e-5, atol=1e-6)
+    supra = heatmap_picture(levels, grey, "supra-threshold")[:, :, 0, 0]
+    torch.testing.assert_close(supra[3], (_unit_luminance((1.0, 1.0, 0.2)) * 0.2).clamp(0, 1), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(heatmap_picture(levels, grey, "raw")[:, 0, 0, 0], torch.tensor([0.0, 0.0125, 0.1, 0.7]))
+    with pytest.raises(ValueError, match="heatmap type must be one of"):
+        heatmap_picture(levels, grey, "hot")
+
+
+def test_tone_curve_keeps_the_middle_60_percent():
+    from fusedsim.families.cvvdp.visualize import tonemapped_log_luminance
+
+    ramp = torch.linspace(0.01, 1.0, 64).view(1, 1, 64).expand(3, 16, 64)  # log range > 0.6: histogram curve
+    out = tonemapped_log_luminance(ramp)
+    assert out.min() >= 0.2 - 1e-6 and out.max() <= 0.8 + 1e-6
+    assert bool((out[0, 0, 1:] >= out[0, 0, :-1]).all())  # monotone in luminance
+
+
+def test_cli_writes_the_heatmap_video(clips):
+    import av
+
+    folder, ref, dist = clips
+    target = folder / "heat.mp4"
+    assert cli_main.main(["video", str(ref), str(dist), "--metric", "cvvdp", "--device", "cpu", "-q",
+                          "--cvvdp-heatmap", str(target), "--heatmap-type", "threshold"]) == 0
+    with av.open(str(target)) as video:
+        stream = video.streams.video[0]
+        frames = [f.to_ndarray(format="rgb24") for f in video.decode(stream)]
+        assert float(stream.average_rate) == RATE
+    assert len(frames) == FRAMES and frames[0].shape == (48, 64, 3)
+    assert not [p for p in folder.iterdir() if p.name.startswith(".heat")]  # the temporary file was renamed
+
+
+def test_a_failed_run_leaves_no_heatmap(clips, monkeypatch):
+    import fusedsim.engine.video as video
+
+    folder, ref, dist = clips
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("decoder died")
+
+    monkeypatch.setattr(video, "_score_batches", fail)
+    with pytest.raises(RuntimeError, match="decoder died"):
+        score_video(ref, dist, ["cvvdp"], device="cpu", cvvdp_heatmap=folder / "broken.mp4")
+    assert not [p for p in folder.iterdir() if "broken" in p.name]
+    with pytest.raises(ValueError, match="add the cvvdp metric"):
+        score_video(ref, dist, ["psnr"], device="cpu", cvvdp_heatmap=folder / "x.mp4")
+    with pytest.raises(ValueError, match="must end in"):
+        score_video(ref, dist, ["cvvdp"], device="cpu", cvvdp_heatmap=folder / "x.gif")

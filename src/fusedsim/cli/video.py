@@ -119,6 +119,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     geo.add_argument("--cvvdp", choices=("video", "frames"), default="video",
                      help="video: cvvdp's temporal model on the clip, one JOD per clip and the running JOD per "
                           "frame (default); frames: each frame pair scored as a still image")
+    geo.add_argument("--cvvdp-heatmap", metavar="PATH",
+                     help="write cvvdp's per-pixel maps over the distorted frames as a video (.mp4, .mkv, .mov, "
+                          ".webm), as pycvvdp's --heatmap draws them")
+    geo.add_argument("--heatmap-type", choices=("threshold", "supra-threshold", "raw"), default="supra-threshold",
+                     help="colours of --cvvdp-heatmap (pycvvdp's types; default supra-threshold)")
     geo.add_argument("--width", type=_positive, help="raw YUV width")
     geo.add_argument("--height", type=_positive, help="raw YUV height")
     geo.add_argument("--pix-fmt", help="raw YUV pixel format (yuv420p, yuv420p10le, ...)")
@@ -171,6 +176,10 @@ def run(args: argparse.Namespace) -> int:
         device = f"cuda:{args.gpu}"
     outputs = _outputs(args)
     refuse_outputs_that_are_inputs(outputs, [("REF", ref), ("DIST", dist)])
+    if args.cvvdp_heatmap is not None:
+        heatmap = os.path.abspath(args.cvvdp_heatmap)
+        if heatmap in (os.path.abspath(ref), os.path.abspath(dist)):
+            raise ValueError(f"--cvvdp-heatmap {args.cvvdp_heatmap} is one of the input clips")
     check_outputs(outputs)  # before any frame is decoded: a bad path fails now, nothing half-written later
     image_metrics = [m for m in metrics if m not in ("vmaf", "vmaf_neg")]
     if any(o.kind == "ffvship" for o in outputs):
@@ -200,7 +209,9 @@ def run(args: argparse.Namespace) -> int:
                    width=args.width, height=args.height, pix_fmt=args.pix_fmt) as pair:
         with Progress(len(pair), desc="video", unit="frame", enabled=not args.quiet, file=sys.stderr) as bar:
             scores = score_pair(pair, metrics, rgb=args.rgb, batch_frames=args.batch_frames, params=params,
-                                memory=args.memory, cvvdp=args.cvvdp, fps=args.fps, progress=bar.update)
+                                memory=args.memory, cvvdp=args.cvvdp, fps=args.fps,
+                                cvvdp_heatmap=args.cvvdp_heatmap, heatmap_type=args.heatmap_type,
+                                progress=bar.update)
     for note in scores.notes:
         print(f"fusedsim video: note: {note}", file=sys.stderr)
     if not outputs:

@@ -144,7 +144,8 @@ class _ImageColumns:
 def score_video(ref: str | os.PathLike, dist: str | os.PathLike, metrics: Sequence[str] | str = ("ssimulacra2",), *,
                 device: torch.device | str = "auto", decoder: str = "auto", rgb: str = "auto",
                 batch_frames: int = 8, params: Mapping[str, Mapping[str, Any]] | None = None, memory: str = "auto",
-                cvvdp: str = "video", fps: float | None = None, progress: Callable[[int], None] | None = None,
+                cvvdp: str = "video", fps: float | None = None, cvvdp_heatmap: str | os.PathLike | None = None,
+                heatmap_type: str = "supra-threshold", progress: Callable[[int], None] | None = None,
                 **selection: Any) -> VideoScores:
     """Score ``metrics`` (registry names or aliases, ``"vmaf"``, ``"vmaf_neg"``) on every compared frame pair of
     the clips ``ref`` and ``dist``.
@@ -156,6 +157,8 @@ def score_video(ref: str | os.PathLike, dist: str | os.PathLike, metrics: Sequen
     ``cvvdp``: ``"video"`` scores ColorVideoVDP with its temporal model on the compared frames at the clips' frame
     rate (``fps`` overrides it; divided by ``every``): one JOD per clip in :attr:`VideoScores.clip` and the running
     JOD per frame (:mod:`fusedsim.engine.video_cvvdp`); ``"frames"`` scores each frame pair as a still image.
+    ``cvvdp_heatmap``: a video path (``.mp4``, ``.mkv``, ``.mov``, ``.webm``) for the temporal model's heat maps
+    drawn over the distorted frames (``heatmap_type``: ``threshold``, ``supra-threshold`` or ``raw``, as pycvvdp).
     ``progress(n)`` is called with the frames of each scored batch.
     """
     from fusedsim.io.clip_pair import open_pair
@@ -164,13 +167,14 @@ def score_video(ref: str | os.PathLike, dist: str | os.PathLike, metrics: Sequen
     with open_pair(ref, dist, device=device, decoder=decoder, planes=("y", "u", "v") if image_metrics else ("y",),
                    **selection) as pair:
         return score_pair(pair, metrics, rgb=rgb, batch_frames=batch_frames, params=params, memory=memory,
-                          cvvdp=cvvdp, fps=fps, progress=progress)
+                          cvvdp=cvvdp, fps=fps, cvvdp_heatmap=cvvdp_heatmap, heatmap_type=heatmap_type,
+                          progress=progress)
 
 
 def score_pair(pair: ClipPair, metrics: Sequence[str] | str = ("ssimulacra2",), *, rgb: str = "auto",
                batch_frames: int = 8, params: Mapping[str, Mapping[str, Any]] | None = None, memory: str = "auto",
-               cvvdp: str = "video", fps: float | None = None,
-               progress: Callable[[int], None] | None = None) -> VideoScores:
+               cvvdp: str = "video", fps: float | None = None, cvvdp_heatmap: str | os.PathLike | None = None,
+               heatmap_type: str = "supra-threshold", progress: Callable[[int], None] | None = None) -> VideoScores:
     """:func:`score_video` on a pair already opened by :func:`~fusedsim.io.clip_pair.open_pair` (on its device;
     image metrics need it opened with all planes)."""
     import time
@@ -186,13 +190,16 @@ def score_pair(pair: ClipPair, metrics: Sequence[str] | str = ("ssimulacra2",), 
     if cvvdp not in CVVDP_MODES:
         raise ValueError(f"cvvdp must be one of {', '.join(CVVDP_MODES)}; got {cvvdp!r}")
     image_metrics, vmaf_names = split_metrics(metrics)
-    temporal = None
+    temporal = rate = None
+    cvvdp_params = (params or {}).get("cvvdp")
     if cvvdp == "video" and "cvvdp" in image_metrics:
         image_metrics.remove("cvvdp")
         rate = clip_frame_rate(pair.ref.fps, fps, pair.plan.ref_indices)
-        temporal = TemporalCVVDP((params or {}).get("cvvdp"), rate)
         params = {k: v for k, v in (params or {}).items() if k != "cvvdp"}
-    if (image_metrics or temporal) and pair.planes == ("y",):
+    if cvvdp_heatmap is not None and rate is None:
+        raise ValueError("cvvdp_heatmap draws the temporal ColorVideoVDP's maps: add the cvvdp metric, with "
+                         "cvvdp='video'")
+    if (image_metrics or rate) and pair.planes == ("y",):
         raise ValueError("image metrics read R'G'B': open the pair with planes=('y', 'u', 'v')")
     start_time = time.perf_counter()
     form = rgb if rgb != "auto" else ("uint8" if pair.ref.fmt.bit_depth == pair.dist.fmt.bit_depth == 8
@@ -207,6 +214,39 @@ def score_pair(pair: ClipPair, metrics: Sequence[str] | str = ("ssimulacra2",), 
     images = _ImageColumns(image_metrics, pair.device, params, memory) if image_metrics else None
     stream = _vmaf_stream(vmaf_names, pair.ref.fmt.bit_depth) if vmaf_names else None
     vmaf_parts: dict[str, list[np.ndarray]] = {}
+    if rate is not None:
+        temporal = TemporalCVVDP(cvvdp_params, rate, cvvdp_heatmap, heatmap_type)
+    try:
+        _score_batches(pair, batch_frames, form, stream, vmaf_parts, images, temporal, progress)
+    except BaseException:
+        if temporal is not None:
+            temporal.abort()  # no half-written heat-map video
+        raise
+    columns: dict[str, np.ndarray] = {}
+    better: dict[str, bool] = {}
+    if images is not None:
+        for name, values in images.columns.items():
+            columns[name] = np.asarray(values, dtype=np.float64)
+            better[name] = get_metric(name.partition(".")[0]).higher_is_better
+    for name in vmaf_names:
+        columns[name] = np.concatenate(vmaf_parts[name])
+        better[name] = True
+    pooled = {name: pool_column(values, better[name]) for name, values in columns.items()}
+    clip: dict[str, float] = {}
+    info = _info(pair, form, images)
+    if temporal is not None:
+        columns["cvvdp"], clip["cvvdp"] = temporal.finish()  # closes the heat-map video
+        better["cvvdp"] = True
+        info["cvvdp"] = temporal.describe()
+    return VideoScores(ref_index=pair.plan.ref_indices, dist_index=pair.plan.dist_indices, columns=columns,
+                       higher_is_better=better, pooled=pooled, clip=clip, notes=list(pair.notes), info=info,
+                       seconds=time.perf_counter() - start_time)
+
+
+def _score_batches(pair: ClipPair, batch_frames: int, form: str, stream: Any, vmaf_parts: dict[str, list[Any]],
+                   images: _ImageColumns | None, temporal: Any, progress: Callable[[int], None] | None) -> None:
+    """Every batch of the pair through VMAF (``stream``), the image metrics (one batch in flight) and the temporal
+    ColorVideoVDP."""
     in_flight: list[Any] | None = None
     for batch in pair.batches(batch_frames):
         if stream is not None:
@@ -232,25 +272,6 @@ def score_pair(pair: ClipPair, metrics: Sequence[str] | str = ("ssimulacra2",), 
     if stream is not None:
         for name, values in stream.flush().items():
             vmaf_parts.setdefault(name, []).append(values)
-    columns: dict[str, np.ndarray] = {}
-    better: dict[str, bool] = {}
-    if images is not None:
-        for name, values in images.columns.items():
-            columns[name] = np.asarray(values, dtype=np.float64)
-            better[name] = get_metric(name.partition(".")[0]).higher_is_better
-    for name in vmaf_names:
-        columns[name] = np.concatenate(vmaf_parts[name])
-        better[name] = True
-    pooled = {name: pool_column(values, better[name]) for name, values in columns.items()}
-    clip: dict[str, float] = {}
-    info = _info(pair, form, images)
-    if temporal is not None:
-        columns["cvvdp"], clip["cvvdp"] = temporal.finish()
-        better["cvvdp"] = True
-        info["cvvdp"] = temporal.describe()
-    return VideoScores(ref_index=pair.plan.ref_indices, dist_index=pair.plan.dist_indices, columns=columns,
-                       higher_is_better=better, pooled=pooled, clip=clip, notes=list(pair.notes), info=info,
-                       seconds=time.perf_counter() - start_time)
 
 
 def _vmaf_stream(names: list[str], bit_depth: int) -> Any:

@@ -7,13 +7,19 @@ The clip's JOD is one number; the per-frame column holds the JOD of the clip cut
 give for that shorter clip: the temporal filters are causal, so frames 1.. come from the clip's own pooled
 differences, and frame 0 is the still-image JOD of the first pair (pycvvdp scores a one-frame clip as an image).
 Its last value is the clip's JOD, and a drop shows where the distortion became visible.
+
+With ``heatmap`` (a video path) the per-pixel maps are drawn over the distorted frames as pycvvdp draws them
+(:mod:`fusedsim.families.cvvdp.visualize`) and written at the compared frames' rate
+(:class:`~fusedsim.io.video_writer.VideoWriter`; the file appears only when the clip has been scored).
 """
 
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Mapping
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -47,7 +53,8 @@ class TemporalCVVDP:
     """One clip pair's ColorVideoVDP: ``push`` R'G'B' batches (B, 3, H, W) (uint8 codes or float in [0, 1]) of both
     clips in display order, then ``finish`` for the per-frame running JOD and the clip's JOD."""
 
-    def __init__(self, params: Mapping[str, Any] | None, fps: float) -> None:
+    def __init__(self, params: Mapping[str, Any] | None, fps: float, heatmap: str | Path | None = None,
+                 heatmap_type: str = "supra-threshold") -> None:
         from fusedsim.families.cvvdp.api import _display
         from fusedsim.families.cvvdp.video import CVVDPVideoStream
 
@@ -57,7 +64,18 @@ class TemporalCVVDP:
             raise ValueError(f"cvvdp: unknown parameter(s) {', '.join(sorted(params))}; cvvdp takes display")
         self.fps = fps
         self.display = _display(self.display_name, {})
-        self.stream = CVVDPVideoStream(self.display, fps)
+        self._writer = None
+        if heatmap is not None:
+            from fusedsim.families.cvvdp.visualize import HEATMAP_TYPES
+            from fusedsim.io.video_writer import VideoWriter
+
+            if heatmap_type not in HEATMAP_TYPES:
+                raise ValueError(f"heatmap_type must be one of {', '.join(HEATMAP_TYPES)}; got {heatmap_type!r}")
+            self._writer = VideoWriter(heatmap, fps)
+        self.heatmap_type = heatmap_type
+        self.heatmap = Path(heatmap) if heatmap is not None else None
+        self._context: deque[torch.Tensor] = deque()  # distorted frames whose maps have not come yet
+        self.stream = CVVDPVideoStream(self.display, fps, return_map=self._writer is not None)
         self._first: float | None = None  # the first pair's still-image JOD
 
     def push(self, ref: torch.Tensor, dist: torch.Tensor) -> None:
@@ -66,15 +84,41 @@ class TemporalCVVDP:
         with torch.no_grad():
             if self._first is None and ref.shape[0]:
                 self._first = float(_cvvdp_display_image(ref[:1], dist[:1], self.display, False).reshape(-1)[0])
-            self.stream.push(ref, dist)
+            maps = self.stream.push(ref, dist)
+            if self._writer is not None:
+                self._context.extend(dist)
+                if maps is not None:
+                    self._draw(maps[0])
+
+    def _draw(self, maps: torch.Tensor) -> None:
+        """Write the pictures of ``maps`` (B, 1, H, W) over the oldest B distorted frames."""
+        from fusedsim.families.cvvdp.visualize import heatmap_picture
+
+        frames = torch.stack([self._context.popleft() for _ in range(maps.shape[0])])
+        self._writer.write(heatmap_picture(maps, frames, self.heatmap_type))
+
+    def abort(self) -> None:
+        """Drop the heat-map video (the scoring failed)."""
+        if self._writer is not None:
+            self._writer.close(keep=False)
+            self._writer = None
 
     def finish(self) -> tuple[np.ndarray, float]:
-        """(running JOD per compared frame (T,) float64, the clip's JOD)."""
+        """(running JOD per compared frame (T,) float64, the clip's JOD); the heat-map video is complete."""
         with torch.no_grad():
+            if self._writer is not None:
+                if self._context:  # a clip of one frame: its still-image map
+                    self._draw(self.stream.finish()[1][0])
+                self._writer.close()
+                self._writer = None
             running = self.stream.running_jod()[0].double().cpu().numpy()
         if self._first is not None:
             running[0] = self._first  # a clip of one frame is a still image (equal already when T is 1)
         return running, float(running[-1])
 
     def describe(self) -> dict[str, Any]:
-        return {"model": "temporal", "fps": self.fps, "display": self.display_name}
+        out = {"model": "temporal", "fps": self.fps, "display": self.display_name}
+        if self.heatmap is not None:
+            out["heatmap"] = {"path": str(self.heatmap), "type": self.heatmap_type}
+        return out
+

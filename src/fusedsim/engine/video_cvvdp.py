@@ -55,7 +55,7 @@ class TemporalCVVDP:
 
     def __init__(self, params: Mapping[str, Any] | None, fps: float, heatmap: str | Path | None = None,
                  heatmap_type: str = "supra-threshold") -> None:
-        from fusedsim.families.cvvdp.api import _display
+        from fusedsim.families.cvvdp.data import cvvdp_display
         from fusedsim.families.cvvdp.video import CVVDPVideoStream
 
         params = dict(params or {})
@@ -63,7 +63,7 @@ class TemporalCVVDP:
         if params:  # the registry's check_params refuses these first; a direct caller gets the same message
             raise ValueError(f"cvvdp: unknown parameter(s) {', '.join(sorted(params))}; cvvdp takes display")
         self.fps = fps
-        self.display = _display(self.display_name, {})
+        self.display = cvvdp_display(self.display_name)
         self._writer = None
         if heatmap is not None:
             from fusedsim.families.cvvdp.visualize import HEATMAP_TYPES
@@ -79,11 +79,11 @@ class TemporalCVVDP:
         self._first: float | None = None  # the first pair's still-image JOD
 
     def push(self, ref: torch.Tensor, dist: torch.Tensor) -> None:
-        from fusedsim.families.cvvdp.api import _cvvdp_display_image
+        from fusedsim.families.cvvdp.api import cvvdp
 
         with torch.no_grad():
             if self._first is None and ref.shape[0]:
-                self._first = float(_cvvdp_display_image(ref[:1], dist[:1], self.display, False).reshape(-1)[0])
+                self._first = float(cvvdp(ref[:1], dist[:1], display=self.display_name).reshape(-1)[0])
             maps = self.stream.push(ref, dist)
             if self._writer is not None:
                 self._context.extend(dist)

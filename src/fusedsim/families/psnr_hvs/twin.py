@@ -35,7 +35,7 @@ import torch
 from fusedsim.families.psnr_hvs.tables import CSF_TABLES
 
 __all__ = ["BLOCK", "MASK_SCALE", "MAX_BIT_DEPTH", "STEP", "block_grid", "combine_planes", "csf_and_mask",
-           "fdct8", "psnr_hvs_plane_ref", "to_db"]
+           "fdct8", "psnr_hvs_plane_ref", "psnr_hvs_terms_ref", "to_db"]
 
 BLOCK = 8
 STEP = 7  # blocks overlap by one sample
@@ -150,16 +150,9 @@ def _sequential_sum_f32(terms: torch.Tensor) -> torch.Tensor:
     return torch.from_numpy(np.cumsum(terms.numpy(), axis=1, dtype=np.float32)[:, -1].copy())
 
 
-def psnr_hvs_plane_ref(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, plane: int) -> torch.Tensor:
-    """libvmaf's PSNR-HVS error ``ret`` of one plane per frame (before the dB conversion).
-
-    Args:
-        ref, dist: integer planes ``(N, h, w)``, ``h, w >= 8``.
-        bit_depth: 8..12. plane: 0 (luma), 1 (Cb) or 2 (Cr): which CSF table.
-
-    Returns:
-        ``(N,)`` float64 holding libvmaf's float32 values, on the inputs' device.
-    """
+def psnr_hvs_terms_ref(ref: torch.Tensor, dist: torch.Tensor, plane: int) -> torch.Tensor:
+    """Every block's 64 error terms ``(err * csf)^2`` in libvmaf's order (block raster order, then ``(u, v)``):
+    ``(N, blocks * 64)`` float32 on the CPU, of integer planes ``(N, h, w)``; ``plane`` picks the CSF table."""
     n, h, w = ref.shape
     csf_np, mask_np = csf_and_mask(plane)
     csf, mask = torch.from_numpy(csf_np).reshape(64), torch.from_numpy(mask_np).reshape(64)
@@ -178,8 +171,21 @@ def psnr_hvs_plane_ref(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, pl
     masked = torch.where(err < threshold, torch.zeros_like(err), err - threshold)
     err = torch.cat([err[:, :1], masked[:, 1:]], dim=1)
     weighted = err * csf
-    terms = (weighted * weighted).reshape(n, -1)
-    ret = _sequential_sum_f32(terms)
+    return (weighted * weighted).reshape(n, -1)
+
+
+def psnr_hvs_plane_ref(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, plane: int) -> torch.Tensor:
+    """libvmaf's PSNR-HVS error ``ret`` of one plane per frame (before the dB conversion).
+
+    Args:
+        ref, dist: integer planes ``(N, h, w)``, ``h, w >= 8``.
+        bit_depth: 8..12. plane: 0 (luma), 1 (Cb) or 2 (Cr): which CSF table.
+
+    Returns:
+        ``(N,)`` float64 holding libvmaf's float32 values, on the inputs' device.
+    """
+    by, bx = block_grid(*ref.shape[1:])
+    ret = _sequential_sum_f32(psnr_hvs_terms_ref(ref, dist, plane))
     ret = ret / np.float32(64 * by * bx)
     peak = (1 << bit_depth) - 1
     ret = ret / np.float32(peak * peak)

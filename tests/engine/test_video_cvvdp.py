@@ -183,3 +183,14 @@ def test_a_failed_run_leaves_no_heatmap(clips, monkeypatch):
         score_video(ref, dist, ["psnr"], device="cpu", cvvdp_heatmap=folder / "x.mp4")
     with pytest.raises(ValueError, match="must end in"):
         score_video(ref, dist, ["cvvdp"], device="cpu", cvvdp_heatmap=folder / "x.gif")
+
+
+def test_a_heatmap_path_that_is_an_input_is_refused(clips):
+    folder, ref, dist = clips
+    link = folder / "dist_link.mkv"
+    link.unlink(missing_ok=True)
+    link.symlink_to(dist)
+    before = dist.read_bytes()
+    with pytest.raises(ValueError, match=r"is the distorted clip .* \(the same file\)"):
+        score_video(ref, dist, ["cvvdp"], device="cpu", cvvdp_heatmap=link)
+    assert dist.read_bytes() == before and not [p for p in folder.iterdir() if p.name.startswith(".dist_link")]

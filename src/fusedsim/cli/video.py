@@ -176,10 +176,6 @@ def run(args: argparse.Namespace) -> int:
         device = f"cuda:{args.gpu}"
     outputs = _outputs(args)
     refuse_outputs_that_are_inputs(outputs, [("REF", ref), ("DIST", dist)])
-    if args.cvvdp_heatmap is not None:
-        heatmap = os.path.abspath(args.cvvdp_heatmap)
-        if heatmap in (os.path.abspath(ref), os.path.abspath(dist)):
-            raise ValueError(f"--cvvdp-heatmap {args.cvvdp_heatmap} is one of the input clips")
     check_outputs(outputs)  # before any frame is decoded: a bad path fails now, nothing half-written later
     image_metrics = [m for m in metrics if m not in ("vmaf", "vmaf_neg")]
     if any(o.kind == "ffvship" for o in outputs):

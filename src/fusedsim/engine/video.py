@@ -199,6 +199,8 @@ def score_pair(pair: ClipPair, metrics: Sequence[str] | str = ("ssimulacra2",), 
     if cvvdp_heatmap is not None and rate is None:
         raise ValueError("cvvdp_heatmap draws the temporal ColorVideoVDP's maps: add the cvvdp metric, with "
                          "cvvdp='video'")
+    if cvvdp_heatmap is not None:
+        _refuse_input_as_output(cvvdp_heatmap, pair)
     if (image_metrics or rate) and pair.planes == ("y",):
         raise ValueError("image metrics read R'G'B': open the pair with planes=('y', 'u', 'v')")
     start_time = time.perf_counter()
@@ -241,6 +243,19 @@ def score_pair(pair: ClipPair, metrics: Sequence[str] | str = ("ssimulacra2",), 
     return VideoScores(ref_index=pair.plan.ref_indices, dist_index=pair.plan.dist_indices, columns=columns,
                        higher_is_better=better, pooled=pooled, clip=clip, notes=list(pair.notes), info=info,
                        seconds=time.perf_counter() - start_time)
+
+
+def _refuse_input_as_output(path: str | os.PathLike, pair: ClipPair) -> None:
+    """ValueError when ``path`` is one of the pair's clips (the same file, also through a link): writing it would
+    destroy that input."""
+    for role, clip in (("reference", pair.ref.path), ("distorted", pair.dist.path)):
+        try:
+            same = os.path.samefile(path, clip)
+        except OSError:  # one of them does not exist (yet): not the same file
+            same = False
+        if same:
+            raise ValueError(f"cvvdp_heatmap {path} is the {role} clip {clip} (the same file); writing it would "
+                             "destroy that input: choose another path")
 
 
 def _score_batches(pair: ClipPair, batch_frames: int, form: str, stream: Any, vmaf_parts: dict[str, list[Any]],

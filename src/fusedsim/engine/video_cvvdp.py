@@ -106,14 +106,17 @@ class TemporalCVVDP:
     def finish(self) -> tuple[np.ndarray, float]:
         """(running JOD per compared frame (T,) float64, the clip's JOD); the heat-map video is complete."""
         with torch.no_grad():
+            single = self.stream.frames == 1  # a still image: its JOD is _first, only its map is left to draw
             if self._writer is not None:
-                if self._context:  # a clip of one frame: its still-image map
+                if self._context:
                     self._draw(self.stream.finish()[1][0])
                 self._writer.close()
                 self._writer = None
-            running = self.stream.running_jod()[0].double().cpu().numpy()
-        if self._first is not None:
-            running[0] = self._first  # a clip of one frame is a still image (equal already when T is 1)
+            if single:
+                running = np.array([self._first], dtype=np.float64)
+            else:
+                running = self.stream.running_jod()[0].double().cpu().numpy()
+                running[0] = self._first  # the clip cut after frame 0 is a still image, as pycvvdp scores it
         return running, float(running[-1])
 
     def describe(self) -> dict[str, Any]:

@@ -179,8 +179,9 @@ class CVVDPVideoStream:
         if self._held is not None or self.frames == 0:
             jod = self.finish()
             return (jod[0] if isinstance(jod, tuple) else jod).reshape(-1, 1)
-        running = cvvdp_video_running_jod_ref(self.per_frame)
-        running[:, -1] = cvvdp_video_pool_ref(self.per_frame)  # the whole clip as finish() sums it
+        q = self.per_frame
+        running = cvvdp_video_running_jod_ref(q)
+        running[:, -1] = cvvdp_video_pool_ref(q)  # the whole clip as finish() sums it
         return running
 
 

@@ -38,6 +38,8 @@ def _srgb_to_linear(x: torch.Tensor) -> torch.Tensor:
 def tonemapped_log_luminance(frame: torch.Tensor) -> torch.Tensor:
     """The context of one frame: sRGB (3, H, W) in [0, 1] -> its log luminance tone-mapped into the middle 60% of
     [0, 1], (1, H, W)."""
+    if frame.dim() != 3 or frame.shape[0] != 3:
+        raise ValueError(f"frame must be (3, H, W) sRGB; got {tuple(frame.shape)}")
     lin = _srgb_to_linear(frame.float().clamp(0.0, 1.0))
     y = sum(w * lin[c] for c, w in enumerate(_REC709)).unsqueeze(0)
     positive = y[y > 0]

@@ -139,7 +139,9 @@ def test_decoding_in_tasks_matches_numpy(tmp_path, cluster):
     from fusedsim.engine.ray_batch import RayBatch
 
     pairs = _images(tmp_path, 6, 2)
-    engine = RayBatch(["psnr"], ["psnr"], device="cpu", workers=1, chunk=3)
+    # chunks of whole references: how chunks that split a reference group depends on when they reach the actor
+    # (timing), which changes the prepared count; reuse across chunks is tested above on the plain class
+    engine = RayBatch(["psnr"], ["psnr"], device="cpu", workers=1, chunk=2)
     try:
         assert engine.free_cpus == 1 and engine._decode is not None
         stats: dict = {}

@@ -5,13 +5,16 @@ fresh process to its first result with an empty Triton cache, after ``fusedsim w
 Every run is ``fusedsim batch`` as a fresh process, as a user runs it; pairs/s is the tool's own summary (from its
 first pair to its last: engine start-up excluded), and the process's wall time is kept too. Runs are interleaved
 round by round (``--rounds``): the GPU machines' hosts drift. The decode bound is decoding alone in worker
-processes with the batch's default workers (``bench_batch.decode_seconds``).
+processes, one per core but one (``bench_batch.decode_seconds``), counted from the first decoded pair (the workers'
+start-up, which imports torch in every process, is not decoding). Each run also records the mean busy share of the
+host's CPUs (``/proc/stat``) and each GPU's mean utilisation (``nvidia-smi``, every 0.5 s): a run short of linear
+with idle GPUs and busy CPUs is host-bound, with idle CPUs it waits on something else.
 
 * ``local``: the local engine, ``CUDA_VISIBLE_DEVICES`` = the first GPU.
 * ``ray1`` / ``ray2`` / ``rayN``: ``--engine ray``, the driver starts Ray with the first GPU / the first two /
   the first N (any N; runs asking for more GPUs than the machine has are skipped with a line saying so).
-  ``--seconds-per-gpu S`` sizes the pair count so that each GPU of the largest run scores for about S seconds
-  (from a short local-engine probe), as the 4- and 8-GPU measurement asks (S = 60).
+  ``--seconds-per-gpu S`` sizes each run's pair count so that each of its GPUs scores for about S seconds (from
+  a short local-engine probe: N GPUs get N times the pairs of one), as the 4- and 8-GPU measurement asks (S = 60).
 * ``nodes2``: ``ray start --head`` with GPU 0 and half the CPUs, a second ``ray start --address`` with GPU 1 and
   the other half (separate raylets and object stores, as two machines), then ``--engine ray --address`` (the
   driver ships its fusedsim to the nodes). Compare with ``ray2``: the same GPUs and CPUs on one node.
@@ -90,6 +93,51 @@ def batch(table: Path, out: Path, metric: str, env: dict[str, str], extra: list[
     summary = [line.strip() for line in err.splitlines() if line.strip()][-3:]
     return {"wall_s": wall, "pairs_s": float(rates[-1]) if rates else None,
             "first_row_s": first if first is not None else (wall if first_row else None), "summary": summary}
+
+
+class Usage:
+    """The host's CPU busy share (``/proc/stat``) and each GPU's mean utilisation (``nvidia-smi -lms 500``) while
+    the ``with`` block runs; either is left out where the machine has no such source."""
+
+    def __enter__(self) -> "Usage":
+        self.cpu0 = _cpu_times()
+        try:
+            self.smi = subprocess.Popen(["nvidia-smi", "--query-gpu=index,utilization.gpu", "--format=csv,noheader,"
+                                         "nounits", "-lms", "500"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                        text=True)
+        except OSError:
+            self.smi = None
+        return self
+
+    def __exit__(self, *exc) -> None:
+        cpu1 = _cpu_times()
+        self.cpu_busy = None
+        if self.cpu0 and cpu1 and cpu1[1] > self.cpu0[1]:
+            self.cpu_busy = (cpu1[0] - self.cpu0[0]) / (cpu1[1] - self.cpu0[1])
+        self.gpu_util: dict[str, float] = {}
+        if self.smi is not None:
+            self.smi.terminate()
+            text, _ = self.smi.communicate()
+            samples: dict[str, list[float]] = {}
+            for line in text.splitlines():
+                index, _, util = line.partition(",")
+                if util.strip().isdigit():
+                    samples.setdefault(index.strip(), []).append(float(util))
+            self.gpu_util = {k: round(statistics.fmean(v), 1) for k, v in samples.items()}
+
+    def fields(self) -> dict:
+        return {"cpu_busy": self.cpu_busy, "gpu_util": self.gpu_util}
+
+
+def _cpu_times() -> tuple[int, int] | None:
+    """(busy, total) jiffies of all CPUs since boot, or None without ``/proc/stat``."""
+    try:
+        with open("/proc/stat") as f:
+            values = [int(v) for v in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle and iowait
+    return sum(values) - idle, sum(values)
 
 
 def _free_port() -> int:
@@ -188,54 +236,72 @@ def main(argv: list[str] | None = None) -> None:
     if gpu:  # the kernels compiled once, so the scale-out rows compare warm runs
         subprocess.run([*_python(), "-m", "fusedsim", "warmup", "--metric", args.metric, "--size", str(args.size)],
                        env=env, check=True)
+    per_gpu = None  # pairs per GPU of a run (--seconds-per-gpu), else every run scores --pairs
     if args.seconds_per_gpu and ray_runs:
         probe = batch(write_table(folder, pool, args.layout, pool), out, args.metric,
                       dict(env, CUDA_VISIBLE_DEVICES="0") if gpu else env, device)
-        widest = max((c for _, c in ray_runs if not gpu or c <= gpus), default=1)
-        args.pairs = max(pool, int(probe["pairs_s"] * args.seconds_per_gpu * widest))
-        print(f"probe: local {probe['pairs_s']:.1f} pairs/s -> {args.pairs} pairs ({args.seconds_per_gpu:g} s per "
-              f"GPU on {widest} GPUs)", flush=True)
-    table = write_table(folder, args.pairs, args.layout, pool)
+        per_gpu = max(pool, int(probe["pairs_s"] * args.seconds_per_gpu))
+        print(f"probe: local {probe['pairs_s']:.1f} pairs/s -> {per_gpu} pairs per GPU of a run "
+              f"({args.seconds_per_gpu:g} s each)", flush=True)
 
-    def record(name: str, result: dict, **extra) -> None:
-        row = {"run": name, "metric": args.metric, "pairs": args.pairs, "size": args.size, "layout": args.layout,
+    def table_for(count: int) -> tuple[Path, int]:
+        pairs = per_gpu * count if per_gpu else args.pairs
+        return write_table(folder, pairs, args.layout, pool), pairs
+
+    def record(name: str, result: dict, pairs: int, **extra) -> None:
+        row = {"run": name, "metric": args.metric, "pairs": pairs, "size": args.size, "layout": args.layout,
                **result, **extra}
         rows.append(row)
         rate = f"{row['pairs_s']:8.1f} pairs/s" if row.get("pairs_s") else " " * 15
         first = f"  first row {row['first_row_s']:6.1f} s" if row.get("first_row_s") else ""
-        print(f"{name:<8} {rate}  process {row['wall_s']:7.1f} s{first}", flush=True)
+        busy = f"  CPUs {100 * row['cpu_busy']:3.0f}% busy" if row.get("cpu_busy") is not None else ""
+        util = ("  GPU util " + " ".join(f"{v:.0f}%" for v in row["gpu_util"].values())) if row.get("gpu_util") else ""
+        print(f"{name:<8} {rate}  {pairs} pairs  process {row['wall_s']:7.1f} s{first}{busy}{util}", flush=True)
         for line in row.get("summary", []):
             if "idle" in line:
                 print(f"         {line}", flush=True)
 
-    # the decode bound on the pool's pairs (a rate: decoding the whole of a long table would take minutes)
-    dec, _ = decode_seconds(write_table(folder, pool, args.layout, pool), max(1, min(cpus, 32) - 1), "processes")
-    rows.append({"run": "decode-bound", "pairs": pool, "size": args.size, "layout": args.layout,
-                 "pairs_s": pool / dec})
-    print(f"decode bound (processes, {max(1, min(cpus, 32) - 1)} workers): {pool / dec:.1f} pairs/s", flush=True)
+    def timed(name: str, count: int, table: Path, pairs: int, env: dict[str, str], extra: list[str],
+              **kwargs) -> None:
+        with Usage() as usage:
+            result = batch(table, out, args.metric, env, extra, **kwargs)
+        record(name, result | usage.fields(), pairs)
+
+    # the decode bound on the pool's pairs, every core but one decoding, counted from the first decoded pair
+    workers = max(1, cpus - 1)
+    pool_table = write_table(folder, pool, args.layout, pool)
+    decode_seconds(write_table(folder, 2, 1), 2, "processes")  # the fork server's first start
+    dec, first = decode_seconds(pool_table, workers, "processes")
+    bound = (pool - 1) / max(dec - first, 1e-9)
+    rows.append({"run": "decode-bound", "pairs": pool, "size": args.size, "layout": args.layout, "workers": workers,
+                 "pairs_s": bound, "first_pair_s": first, "whole_s": dec})
+    print(f"decode bound (processes, {workers} workers): {bound:.1f} pairs/s after the first pair "
+          f"({pool / dec:.1f} with the workers' start-up)", flush=True)
     for _ in range(args.rounds):
         if "local" in runs:
-            record("local", batch(table, out, args.metric, dict(env, CUDA_VISIBLE_DEVICES="0"), device))
+            timed("local", 1, *table_for(1), dict(env, CUDA_VISIBLE_DEVICES="0"), device)
         for name, count in ray_runs:
             if gpu and gpus < count:
                 print(f"{name:<8} skipped: this machine has {gpus} GPU(s)", flush=True)
                 continue
             visible = dict(env, CUDA_VISIBLE_DEVICES=",".join(map(str, range(count))))
             extra = ["--engine", "ray", *device] + ([] if gpu else ["--workers", str(count)])
-            record(name, batch(table, out, args.metric, visible, extra))
+            timed(name, count, *table_for(count), visible, extra)
         if "nodes2" in runs and (not gpu or gpus >= 2):
             address, nodes = start_two_nodes(env, gpu, max(1, cpus // 2), folder)
             try:
                 extra = ["--engine", "ray", "--address", address, *device] + ([] if gpu else ["--workers", "2"])
-                record("nodes2", batch(table, out, args.metric, env, extra))
+                timed("nodes2", 2, *table_for(2), env, extra)
             finally:
                 for node in reversed(nodes):
                     stop_node(node)
+    # first-row runs need few pairs: the time to the first row is the point
+    first_rows = write_table(folder, min(args.pairs, 200), args.layout, pool), min(args.pairs, 200)
     cache = Path(tempfile.mkdtemp(prefix="triton-cold-"))
     cold_env = dict(env, TRITON_CACHE_DIR=str(cache), CUDA_VISIBLE_DEVICES="0")
     try:
         if "cold" in runs:
-            record("cold", batch(table, out, args.metric, cold_env, device, first_row=True))
+            timed("cold", 1, *first_rows, cold_env, device, first_row=True)
         if "warmup" in runs:
             shutil.rmtree(cache)
             cache.mkdir()
@@ -243,10 +309,11 @@ def main(argv: list[str] | None = None) -> None:
             subprocess.run([*_python(), "-m", "fusedsim", "warmup", "--metric", args.metric, "--size",
                             str(args.size), *device], env=cold_env, check=True)
             warm_s = time.perf_counter() - start
-            record("warmup", batch(table, out, args.metric, cold_env, device, first_row=True), warmup_s=warm_s)
+            timed("warmup", 1, *first_rows, cold_env, device, first_row=True)
+            rows[-1]["warmup_s"] = warm_s
             print(f"         fusedsim warmup took {warm_s:.1f} s", flush=True)
         if "warm" in runs:
-            record("warm", batch(table, out, args.metric, cold_env, device, first_row=True))
+            timed("warm", 1, *first_rows, cold_env, device, first_row=True)
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     summary = {}

@@ -110,9 +110,10 @@ def _is_codes(x: object) -> bool:
 
 
 def _check_codes(x: torch.Tensor, name: str) -> bool:
-    """:func:`srgb_image`'s checks of uint8 ``x`` without its float conversion (run on a meta copy: no memory);
-    whether ``x`` has a batch dimension."""
-    return srgb_image(x.to("meta"), name, _NAME, min_size=MIN_SIZE, min_size_reason=_MIN_REASON)[1]
+    """:func:`srgb_image`'s checks of uint8 ``x`` without its float conversion; whether ``x`` has a batch
+    dimension. (Not through a meta copy: a meta tensor's division runs torch's Python reference, whose first use
+    imports ``torch._dynamo``, 1.5-12 s in every new process.)"""
+    return srgb_image(x, name, _NAME, min_size=MIN_SIZE, min_size_reason=_MIN_REASON, keep_uint8=True)[1]
 
 
 def _nchw(x: torch.Tensor) -> torch.Tensor:

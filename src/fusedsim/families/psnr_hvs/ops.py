@@ -60,10 +60,8 @@ psnr_hvs_plane = register_op(KernelOp(
     examples=_examples,
     differentiable=False,
     tolerance=None,  # integer DCT and float32 steps in libvmaf's order: bit-identical to the twin
-    # the earlier straight-line block kernel took > 35 s to compile on an H200 (~94 s offline for sm_90); the
-    # loop-based one compiles offline for sm_90 in ~2 s (one compilation for every shape) and matches the twin
-    # under the interpreter, but has not run on a GPU yet. Until it has, auto runs the twin on CUDA tensors.
-    triton_by_default=False,
+    # loops over small bodies: the earlier straight-line block kernel took > 35 s to compile on an H200; this one
+    # compiles in ~2 s and equals the twin on the GPU
     load_cpu=_import_cpu,
     doc="libvmaf's PSNR-HVS error of one integer plane (N, h, w) per frame, before the dB conversion: (N,) "
         "float64 holding libvmaf's float32 values; plane 0 luma, 1 Cb, 2 Cr (the CSF table).",

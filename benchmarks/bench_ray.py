@@ -14,7 +14,8 @@ with idle GPUs and busy CPUs is host-bound, with idle CPUs it waits on something
 * ``ray1`` / ``ray2`` / ``rayN``: ``--engine ray``, the driver starts Ray with the first GPU / the first two /
   the first N (any N; runs asking for more GPUs than the machine has are skipped with a line saying so).
   ``--seconds-per-gpu S`` sizes each run's pair count so that each of its GPUs scores for about S seconds (from
-  a short local-engine probe: N GPUs get N times the pairs of one), as the 4- and 8-GPU measurement asks (S = 60).
+  the marginal rate of two local-engine probes; N GPUs get N times the pairs of one), as the 4- and 8-GPU
+  measurement asks (S = 60); ``--pairs-per-gpu N`` sets that count directly.
 * ``nodes2``: ``ray start --head`` with GPU 0 and half the CPUs, a second ``ray start --address`` with GPU 1 and
   the other half (separate raylets and object stores, as two machines), then ``--engine ray --address`` (the
   driver ships its fusedsim to the nodes). Compare with ``ray2``: the same GPUs and CPUs on one node.
@@ -209,6 +210,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="24 pairs at 256² (smoke run)")
     parser.add_argument("--seconds-per-gpu", type=float, default=None,
                         help="size --pairs so each GPU of the largest Ray run scores about this long")
+    parser.add_argument("--pairs-per-gpu", type=int, default=None,
+                        help="each run scores this many pairs per GPU (instead of --pairs or the probe's estimate)")
     parser.add_argument("--pool", type=int, default=2000, help="image pairs written; the table cycles through them")
     args = parser.parse_args(argv)
     if args.quick:
@@ -236,13 +239,18 @@ def main(argv: list[str] | None = None) -> None:
     if gpu:  # the kernels compiled once, so the scale-out rows compare warm runs
         subprocess.run([*_python(), "-m", "fusedsim", "warmup", "--metric", args.metric, "--size", str(args.size)],
                        env=env, check=True)
-    per_gpu = None  # pairs per GPU of a run (--seconds-per-gpu), else every run scores --pairs
-    if args.seconds_per_gpu and ray_runs:
-        probe = batch(write_table(folder, pool, args.layout, pool), out, args.metric,
-                      dict(env, CUDA_VISIBLE_DEVICES="0") if gpu else env, device)
-        per_gpu = max(pool, int(probe["pairs_s"] * args.seconds_per_gpu))
-        print(f"probe: local {probe['pairs_s']:.1f} pairs/s -> {per_gpu} pairs per GPU of a run "
-              f"({args.seconds_per_gpu:g} s each)", flush=True)
+    per_gpu = args.pairs_per_gpu  # pairs per GPU of a run (or from --seconds-per-gpu), else every run: --pairs
+    if args.seconds_per_gpu and ray_runs and not per_gpu:
+        # a process's rate includes its one-off costs (decoders' start, kernel loads, first groups): two local runs
+        # of pool and 3 x pool pairs give the marginal rate, which sizes runs that do score for S seconds
+        gpu0 = dict(env, CUDA_VISIBLE_DEVICES="0") if gpu else env
+        short, long = (batch(write_table(folder, n, args.layout, pool), out, args.metric, gpu0, device)
+                       for n in (pool, 3 * pool))
+        seconds = [n / r["pairs_s"] for n, r in ((pool, short), (3 * pool, long))]
+        rate = 2 * pool / max(seconds[1] - seconds[0], 1e-9)
+        per_gpu = max(pool, int(rate * args.seconds_per_gpu))
+        print(f"probe: local {rate:.1f} pairs/s marginal ({long['pairs_s']:.1f} whole) -> {per_gpu} pairs per "
+              f"GPU of a run ({args.seconds_per_gpu:g} s each)", flush=True)
 
     def table_for(count: int) -> tuple[Path, int]:
         pairs = per_gpu * count if per_gpu else args.pairs

@@ -29,6 +29,9 @@ LOCKED_TOL = 1e-12
 # The corpus rows are an unofficial numpy transcription, itself up to 9.1e-7 off the locked values; we differ from
 # it by at most 2.5e-6 (measured), inside upstream's 5e-6.
 TRANSCRIPTION_TOL = 5e-6
+#: PTX instructions of the SSIM-map kernel for sm_90 (loops over one row's body): about 1,360; twice that is room
+#: for changes, far below the ~9,600 of the earlier unrolled kernel (~8 s to compile offline, 11.9 s on an H200).
+SSIM_MAP_INSTRUCTION_BOUND = 2800
 
 
 def _rgba(refdata, name: str) -> torch.Tensor:
@@ -169,6 +172,31 @@ def test_float32_gradients_run_the_twin_and_match_float64():
         grads.append(torch.autograd.grad(fusedsim.DSSIMLoss()(ref.to(dtype), x), x)[0].double())
     # float32 rounding of the variances (E[x²] - mu², values ~0.5) against their ~1e-2 size: ~1e-4 relative
     assert ((grads[0] - grads[1]).norm() / grads[1].norm()).item() < 1e-3
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "fp64"])
+def test_ssim_map_kernel_compiles_small_for_sm90(dtype):
+    """Compiled for an H100 (no GPU needed; under 1 s here): the SSIM-map kernel loops over channels and rows with
+    one row's body. A bound on its instruction count catches a return to unrolled code; the row loop carries all 25
+    window states (5 rows x 5 moments: a dropped one would read a zero tile on a GPU, unseen by the interpreter);
+    no FMA contraction and IEEE division (dssim's bits)."""
+    from _offline_compile import carried_per_loop, compiled_asm
+
+    import fusedsim.families.dssim.twin as spec
+    from fusedsim.families.dssim.blur_kernel import BLUR_CONSTANTS
+
+    kernel = "fusedsim.families.dssim.ssim_map_kernel:_dssim_ssim_map_kernel"
+    signature = {"X": f"*{dtype}", "Y": f"*{dtype}", "OUT": f"*{dtype}",
+                 **{name: "i32" for name in ("H", "W", "sxn", "sxc", "sxh", "sxw", "syn", "syc", "syh", "syw")}}
+    constexprs = dict(zip(("O", "I", "M", "EC", "EN", "C1", "C2", "INV3", "ACC", "BH", "BW"),
+                          (*BLUR_CONSTANTS, spec.C1, spec.C2, spec.INV3, f"tl.float{dtype[2:]}", 8, 64)))
+    options = {"num_warps": 4, "enable_fp_fusion": False}  # the launcher's
+    ptx = compiled_asm(kernel, signature, constexprs, "ptx", **options)
+    instructions = [line for line in ptx.splitlines()
+                    if line.rstrip().endswith(";") and not line.lstrip().startswith((".", "//"))]
+    assert len(instructions) < SSIM_MAP_INSTRUCTION_BOUND, len(instructions)
+    assert f"fma.rn.f{dtype[2:]}" not in ptx and "div.full" not in ptx and f"div.rn.f{dtype[2:]}" in ptx
+    assert carried_per_loop(kernel, signature, constexprs, **options) == [8, 25]  # channel loop: 6 sums, 2 pointers
 
 
 @pytest.mark.parametrize("ref,dist,error,match", [

@@ -74,3 +74,71 @@ def test_batch_after_warmup_compiles_nothing(tmp_path):
                     str(tmp_path / "out.csv"), "--metric", metrics, "--quiet"], env=env, check=True, timeout=900)
     added = {p for p in cache.rglob("*") if p.is_file()} - before
     assert not added, f"the batch compiled kernels warmup did not: {sorted(Path(p).name for p in added)[:10]}"
+
+
+def test_perceptual_metrics_warm_in_three_processes_others_in_one():
+    from fusedsim.engine.warmup import PHASES, _phases
+
+    assert _phases("ssimulacra2", "cuda") == PHASES  # one pair, a shared-reference group, an own-reference group
+    assert _phases("ssimulacra2", "cpu") == ("one",)  # the CPU scores pair by pair
+    assert _phases("psnr", "cuda") == ("one",)  # image metrics are never grouped
+
+
+def test_warm_metric_runs_only_its_phase(monkeypatch):
+    from fusedsim.engine import scorer
+
+    monkeypatch.setattr(scorer, "GROUP_DEVICES", ("cpu",))
+    calls = []
+    real = scorer.Scorer.submit_group
+    monkeypatch.setattr(scorer.Scorer, "submit_group",
+                        lambda self, pairs: calls.append((len(pairs), pairs[0][0] is pairs[-1][0])) or real(self, pairs))
+    assert warm_metric("ssimulacra2", "cpu", 16, 16, phase="own").error == ""
+    assert calls == [(8, False)]
+    with pytest.raises(ValueError, match="phase must be one of one, shared, own"):
+        warm_metric("ssimulacra2", "cpu", 16, 16, phase="all")
+
+
+def test_markers_name_metric_size_params_and_phase(monkeypatch, tmp_path):
+    from fusedsim.engine.warmup import cold_metrics, marker_path
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    base = marker_path("ssimulacra2", "cuda", 1080, 1920)
+    assert base.parent == tmp_path / "fusedsim-warm"
+    others = {marker_path("ssimulacra2", "cuda", 1920, 1080), marker_path("ssimulacra2", "cpu", 1080, 1920),
+              marker_path("ssimulacra2", "cuda", 1080, 1920, phase="own"), marker_path("dssim", "cuda", 1080, 1920),
+              marker_path("ssimulacra2", "cuda:1", 1080, 1920, {"x": 1})}
+    assert base not in others and len(others) == 5
+    assert marker_path("ssimulacra2", "cuda:1", 1080, 1920) == base  # the device type, not its index
+    assert cold_metrics(["ssimulacra2", "psnr"], "cuda", 1080, 1920) == ["ssimulacra2", "psnr"]
+    marker_path("psnr", "cuda", 1080, 1920, phase="one").parent.mkdir(parents=True)
+    marker_path("psnr", "cuda", 1080, 1920, phase="one").touch()
+    for phase in ("one", "shared"):
+        marker_path("ssimulacra2", "cuda", 1080, 1920, phase=phase).touch()
+    assert cold_metrics(["ssimulacra2", "psnr"], "cuda", 1080, 1920) == ["ssimulacra2"]  # its "own" phase is missing
+    marker_path("ssimulacra2", "cuda", 1080, 1920, phase="own").touch()
+    assert cold_metrics(["ssimulacra2", "psnr"], "cuda", 1080, 1920) == []
+
+
+def test_batch_warms_what_a_fresh_cache_lacks_before_scoring(monkeypatch, tmp_path):
+    import argparse
+
+    from fusedsim.cli import batch
+    from fusedsim.cli.pair_table import read_pairs
+    from fusedsim.engine import warmup as warmup_module
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    Image.fromarray(np.zeros((24, 40, 3), dtype=np.uint8)).save(tmp_path / "r.png")
+    (tmp_path / "pairs.csv").write_text("ref,dist\nr.png,r.png\n")
+    table = read_pairs(tmp_path / "pairs.csv")
+    args = argparse.Namespace(warmup="auto", device="auto", engine="local", address=None, quiet=True)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert batch.cold_warmup_plan(args, table, ["dssim", "psnr"], {}) == (["dssim", "psnr"], 24, 40)
+    for changed in ({"warmup": "never"}, {"device": "cpu"}, {"engine": "ray", "address": "10.0.0.1:6379"}):
+        assert batch.cold_warmup_plan(argparse.Namespace(**{**vars(args), **changed}), table, ["psnr"], {}) is None
+    asked = []
+    monkeypatch.setattr(warmup_module, "warmup", lambda metrics, device, h, w, params=None: asked.append(
+        (metrics, device, h, w)) or [warmup_module.WarmupResult(m, 0.1, device) for m in metrics])
+    batch._warm_cold_kernels(args, table, ["dssim", "psnr"], {})
+    assert asked == [(["dssim", "psnr"], "cuda", 24, 40)]
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert batch.cold_warmup_plan(args, table, ["psnr"], {}) is None

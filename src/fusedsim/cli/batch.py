@@ -100,6 +100,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         help="pairs decoded ahead of scoring (default: 32, or eight per decoding worker when more, "
                              "within an eighth of the memory; Ray engine: per actor, default from the free CPUs "
                              "and the object store)")
+    parser.add_argument("--warmup", choices=("auto", "never"), default="auto",
+                        help="auto: on a GPU whose kernel cache lacks a metric at the first pair's size (a fresh "
+                             "machine), compile its kernels in parallel processes first, as `fusedsim warmup` "
+                             "does; never: compile them one after the other as the pairs need them")
     parser.add_argument("--engine", choices=("local", "ray"), default="local",
                         help="local: this process; ray: one actor per GPU (or CPU actors) of a Ray cluster")
     parser.add_argument("--address", default=None,
@@ -186,6 +190,64 @@ def _refuse_inputs_as_output(args: argparse.Namespace, table: Any, out: Any, fmt
     refuse_outputs_that_are_inputs(outputs, inputs)
 
 
+def first_pair_size(table: Any) -> tuple[int, int] | None:
+    """(height, width) of the first row's reference from its file header, or None when it cannot be read (the
+    run itself then reports that row)."""
+    from PIL import Image
+
+    for row in table.rows:
+        path = table.image_path(row[table.ref_column])
+        if path:
+            try:
+                with Image.open(path) as img:
+                    return img.height, img.width
+            except Exception:
+                return None
+    return None
+
+
+def cold_warmup_plan(args: argparse.Namespace, table: Any, metric_names: list[str],
+                     params: dict[str, dict[str, Any]]) -> tuple[list[str], int, int] | None:
+    """The metrics to compile before scoring, and at what (height, width): with ``--warmup auto``, a CUDA device
+    (``auto`` or ``cuda``) and this machine's kernel cache (a local engine, or Ray started here), those whose
+    markers (:func:`~fusedsim.engine.warmup.cold_metrics`) are missing at the first pair's size. None: nothing
+    to do."""
+    if args.warmup != "auto" or args.device not in ("auto", "cuda") or (args.engine == "ray" and args.address):
+        return None
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    size = first_pair_size(table)
+    if size is None:
+        return None
+    from fusedsim.engine.warmup import cold_metrics
+
+    cold = cold_metrics(metric_names, "cuda", *size, params)
+    return (cold, *size) if cold else None
+
+
+def _warm_cold_kernels(args: argparse.Namespace, table: Any, metric_names: list[str],
+                       params: dict[str, dict[str, Any]]) -> None:
+    """Compile the kernels a fresh cache lacks in parallel processes (:func:`cold_warmup_plan`); a metric whose
+    warm-up fails is only reported here (the run compiles, or reports, it itself)."""
+    plan = cold_warmup_plan(args, table, metric_names, params)
+    if plan is None:
+        return
+    cold, height, width = plan
+    from fusedsim.engine.warmup import triton_cache_dir, warmup
+
+    if not args.quiet:
+        print(f"fusedsim batch: compiling the kernels of {', '.join(cold)} at {width}x{height} in parallel "
+              f"processes (not in {triton_cache_dir()} yet; --warmup never skips this)", file=sys.stderr)
+    start = time.perf_counter()
+    for result in warmup(cold, "cuda", height, width, params=params):
+        if result.error:
+            print(f"fusedsim batch: warm-up of {result.metric} failed: {result.error}", file=sys.stderr)
+    if not args.quiet:
+        print(f"fusedsim batch: kernels ready in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+
+
 def _locked_run(args: argparse.Namespace, table: Any, sink: Any, metric_names: list[str],
                 score_columns: list[str], params: dict[str, dict[str, Any]]) -> int:
     """The run once the output's lock is held: refuse to clobber earlier results, build the engine, score."""
@@ -193,6 +255,7 @@ def _locked_run(args: argparse.Namespace, table: Any, sink: Any, metric_names: l
         raise ValueError(f"-o {args.output} already holds results; pass --resume to continue that run or "
                          "--overwrite to replace it")
 
+    _warm_cold_kernels(args, table, metric_names, params)
     # the engine first: a device, metric or cluster error stops the run before the output is touched
     stats: dict[str, Any] = {"prepared": 0}
     if args.engine == "ray":

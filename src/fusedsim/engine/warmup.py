@@ -9,6 +9,12 @@ milliseconds. Each process runs what ``fusedsim batch`` runs (:class:`~fusedsim.
 one pair, a group against a shared reference and a group of pairs with their own references (stacked calls
 specialise kernels on other sizes), at the size asked for.
 
+The three kinds of calls compile mostly different specialisations (a stacked call of 8 images is another
+kernel than a call of 1), so a perceptual metric's three phases run in processes of their own (:data:`PHASES`):
+the wall time is the slowest phase's, not the metric's sum. A phase that succeeds on a GPU leaves a marker in
+the cache directory (:func:`marker_path`), so ``fusedsim batch`` knows which metrics a fresh cache lacks and
+compiles them this way before scoring (:func:`cold_metrics`; its ``--warmup never`` does not).
+
 A cache directory on a shared file system, set as ``TRITON_CACHE_DIR`` on every node, is filled once; the Ray
 engine passes the driver's ``TRITON_CACHE_DIR`` on to its workers (:data:`~fusedsim.engine.ray_batch.
 FORWARDED_ENV`). Without a GPU the metrics' CPU paths run (numba compiles what it caches).
@@ -28,7 +34,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["WarmupResult", "warm_metric", "warmup"]
+__all__ = ["PHASES", "WarmupResult", "cold_metrics", "marker_path", "triton_cache_dir", "warm_metric", "warmup"]
+
+#: the calls a batch makes, each warmed in a process of its own: one pair, a group of pairs against one shared
+#: reference, a group of pairs with their own references (the last two for metrics that score groups)
+PHASES = ("one", "shared", "own")
 
 
 @dataclass(frozen=True)
@@ -66,10 +76,56 @@ def _pairs(height: int, width: int, count: int, shared: bool, seed: int) -> list
     return out
 
 
+def triton_cache_dir() -> Path:
+    """Triton's on-disk kernel cache: ``TRITON_CACHE_DIR``, else ``~/.triton/cache``."""
+    return Path(os.environ.get("TRITON_CACHE_DIR") or Path.home() / ".triton" / "cache")
+
+
+def marker_path(metric: str, device: str, height: int, width: int, params: dict[str, Any] | None = None,
+                phase: str = "all") -> Path:
+    """The file that says ``metric``'s ``phase`` ran at this size on a ``device`` type with this Triton cache,
+    fusedsim, Triton and torch (a new version of any compiles anew). The GPU model is not part of it: a cache
+    shared by nodes of several models compiles what a model lacks in the run itself, as without a marker."""
+    import hashlib
+    import json
+
+    import torch
+    import triton
+
+    import fusedsim
+
+    key = json.dumps([fusedsim.__version__, triton.__version__, torch.__version__, device.split(":")[0], metric,
+                      params or {}, height, width, phase], sort_keys=True, default=str)
+    name = f"{metric}-{hashlib.sha256(key.encode()).hexdigest()[:24]}-{phase}"
+    return triton_cache_dir() / "fusedsim-warm" / name
+
+
+def _phases(metric: str, device: str) -> tuple[str, ...]:
+    """The phases ``metric`` runs: all three where it scores groups on ``device``, else ``one``."""
+    from fusedsim.engine.scorer import GROUP_DEVICES
+    from fusedsim.metrics.registry import get_metric
+
+    spec = get_metric(metric)
+    groups = spec.kind == "srgb" and spec.cached_reference and device.split(":")[0] in (*GROUP_DEVICES, "auto")
+    return PHASES if groups else PHASES[:1]
+
+
+def cold_metrics(metrics: Sequence[str], device: str, height: int, width: int,
+                 params: dict[str, dict[str, Any]] | None = None) -> list[str]:
+    """The metrics of ``metrics`` with a phase that has no marker for this size and ``device`` type."""
+    params = params or {}
+    return [m for m in metrics
+            if not all(marker_path(m, device, height, width, params.get(m), phase).exists()
+                       for phase in _phases(m, device))]
+
+
 def warm_metric(metric: str, device: str = "auto", height: int = 1024, width: int = 1024,
-                params: dict[str, Any] | None = None) -> WarmupResult:
+                params: dict[str, Any] | None = None, phase: str | None = None) -> WarmupResult:
     """Score synthetic ``height`` x ``width`` pairs with ``metric`` as ``fusedsim batch`` would (one pair, a group
-    against one reference, a group of own references), in this process. Errors are returned, not raised."""
+    against one reference, a group of own references; only ``phase`` of :data:`PHASES` when given), in this
+    process. Errors are returned, not raised. On a GPU each phase that ran leaves its marker."""
+    if phase is not None and phase not in PHASES:
+        raise ValueError(f"phase must be one of {', '.join(PHASES)}; got {phase!r}")
     start = time.perf_counter()
     try:
         from fusedsim.engine.batch_pairs import GROUP, PairRunner
@@ -77,17 +133,23 @@ def warm_metric(metric: str, device: str = "auto", height: int = 1024, width: in
 
         scorer = Scorer([metric], device=device, params={metric: params} if params else None)
         runner = PairRunner(scorer, [metric])
-        batches = [_pairs(height, width, 1, True, 0)]
+        calls = {"one": lambda: _pairs(height, width, 1, True, 0)}
         if scorer.scores_groups:
-            batches += [_pairs(height, width, GROUP, True, 1), _pairs(height, width, GROUP, False, 2)]
-        for pairs in batches:
-            for outcome in runner.run_all(pairs):
+            calls |= {"shared": lambda: _pairs(height, width, GROUP, True, 1),
+                      "own": lambda: _pairs(height, width, GROUP, False, 2)}
+        run = [p for p in calls if phase in (None, p)]
+        for name in run:
+            for outcome in runner.run_all(calls[name]()):
                 if outcome.error:
                     return WarmupResult(metric, time.perf_counter() - start, str(scorer.device), outcome.error)
         if scorer.device.type == "cuda":
             import torch
 
             torch.cuda.synchronize()
+            for name in run:
+                marker = marker_path(metric, "cuda", height, width, params, name)
+                marker.parent.mkdir(parents=True, exist_ok=True)
+                marker.touch()
         return WarmupResult(metric, time.perf_counter() - start, str(scorer.device))
     except Exception as exc:  # one metric's failure must not hide the others' results
         return WarmupResult(metric, time.perf_counter() - start, device, f"{type(exc).__name__}: {exc}")
@@ -95,17 +157,27 @@ def warm_metric(metric: str, device: str = "auto", height: int = 1024, width: in
 
 def warmup(metrics: Sequence[str], device: str = "auto", height: int = 1024, width: int = 1024,
            jobs: int | None = None, params: dict[str, dict[str, Any]] | None = None) -> list[WarmupResult]:
-    """:func:`warm_metric` for every metric of ``metrics``, each in its own process, ``jobs`` at a time (default:
-    one per metric, at most the CPU count). Results in the order of ``metrics``."""
+    """:func:`warm_metric` for every metric of ``metrics``, each phase (:data:`PHASES`) in its own process,
+    ``jobs`` at a time (default: one per phase, at most the CPU count). One result per metric, in the order of
+    ``metrics``: its slowest phase's seconds and its first error."""
     if not metrics:
         raise ValueError("metrics must name at least one metric")
     if height < 1 or width < 1:
         raise ValueError(f"size must be positive; got {width}x{height}")
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    jobs = jobs or max(1, min(len(metrics), cores))
+    work = [(m, phase) for m in metrics for phase in _phases(m, device)]
+    jobs = jobs or max(1, min(len(work), cores))
     if jobs < 1:
         raise ValueError(f"jobs must be >= 1; got {jobs}")
     params = params or {}
     with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = [pool.submit(warm_metric, m, device, height, width, params.get(m)) for m in metrics]
-        return [f.result() for f in futures]
+        futures = [(m, pool.submit(warm_metric, m, device, height, width, params.get(m), phase))
+                   for m, phase in work]
+        done = [(m, f.result()) for m, f in futures]
+    results = []
+    for metric in metrics:
+        mine = [r for m, r in done if m == metric]
+        errors = [r.error for r in mine if r.error]
+        results.append(WarmupResult(metric, max(r.seconds for r in mine), mine[0].device,
+                                    errors[0] if errors else ""))
+    return results

@@ -286,3 +286,22 @@ def test_default_workers_leave_the_scoring_thread_a_core_and_stop_at_the_cap(mon
         monkeypatch.setattr(batch_pairs.os, "sched_getaffinity", lambda pid, n=cpus: set(range(n)), raising=False)
         assert batch_pairs.default_workers("processes") == batch_pairs.default_workers("auto") == processes
         assert batch_pairs.default_workers("threads") == threads
+
+
+def test_prestart_starts_the_fork_server_with_the_image_reader_preloaded():
+    """``fusedsim batch`` starts the decoders' fork server while it builds the scorer: afterwards the server runs
+    (the workers fork from it instead of waiting for its imports) and preloads the image reader."""
+    from multiprocessing import forkserver
+
+    from fusedsim.engine.decode_workers import prestart, start_method
+
+    if start_method() != "forkserver":
+        assert prestart() is None
+        return
+    thread = prestart()
+    assert thread is not None
+    thread.join(120)
+    assert not thread.is_alive()
+    server = forkserver._forkserver
+    assert server._forkserver_pid is not None and server._forkserver_alive_fd is not None
+    assert "fusedsim.io.images" in server._preload_modules

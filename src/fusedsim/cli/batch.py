@@ -255,6 +255,13 @@ def _locked_run(args: argparse.Namespace, table: Any, sink: Any, metric_names: l
         raise ValueError(f"-o {args.output} already holds results; pass --resume to continue that run or "
                          "--overwrite to replace it")
 
+    if args.engine == "local":
+        from fusedsim.engine.batch_pairs import decoder_mode, default_workers
+
+        if decoder_mode(args.decoder, args.workers or default_workers(args.decoder)) == "processes":
+            from fusedsim.engine.decode_workers import prestart
+
+            prestart()  # the decoders' fork server imports while the kernels warm and the scorer is built
     _warm_cold_kernels(args, table, metric_names, params)
     # the engine first: a device, metric or cluster error stops the run before the output is touched
     stats: dict[str, Any] = {"prepared": 0}

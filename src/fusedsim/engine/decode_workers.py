@@ -66,7 +66,7 @@ from fusedsim.engine.shared_slots import SlotArena
 if TYPE_CHECKING:
     from fusedsim.io.images import ImageData
 
-__all__ = ["decode_in_processes", "plan_jobs", "start_method", "watch_consumer"]
+__all__ = ["decode_in_processes", "plan_jobs", "prestart", "start_method", "watch_consumer"]
 
 Job = tuple[bool, str]  # (is a reference, path)
 Decoded = tuple["ImageData | None", str, str]  # (image, pixel hash of a reference, error)
@@ -81,6 +81,21 @@ _ALIGN = 64  # byte alignment of each image inside a packed chunk (float32 views
 def start_method() -> str:
     """``forkserver`` where the platform has it, else ``spawn`` (never ``fork``: see the module docstring)."""
     return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+
+
+def prestart() -> threading.Thread | None:
+    """Start the fork server now, in a thread of its own, so that its imports (torch and the image reader, about a
+    second on a fast machine, several on a busy one) overlap the caller's set-up (the scorer, a kernel warm-up)
+    instead of delaying the first decoded pair. The workers started later fork from it. None where there is no
+    fork server (``spawn``: each worker imports on its own)."""
+    if start_method() != "forkserver":
+        return None
+    from multiprocessing import forkserver
+
+    _context()  # its preload list, which the server reads when it starts
+    thread = threading.Thread(target=forkserver.ensure_running, name="fusedsim-forkserver-start", daemon=True)
+    thread.start()
+    return thread
 
 
 def plan_jobs(tasks: Iterable[PairTask]) -> Iterator[Job]:

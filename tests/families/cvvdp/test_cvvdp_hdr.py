@@ -64,23 +64,21 @@ TRITON_IMAGES = [next(e for e in FIXTURES if e["eotf"] == eotf and not e.get("fp
 
 @pytest.mark.parametrize("entry", TRITON_IMAGES, ids=_ids(TRITON_IMAGES))
 def test_triton_path_matches_pycvvdp_and_the_twin(entry, kernel_device):
-    """Each EOTF is its own branch of the display-model kernel, so each runs end to end (~15 s per image in the
-    interpreter); the exposure branches are covered by the kernel's op examples (tests/core/test_registry.py)."""
+    """Each EOTF is its own branch of the display-model kernel, so each runs end to end (~16 s per image in the
+    interpreter); the exposure branches are covered by the kernel's op examples (tests/core/test_registry.py), and
+    the prepared-reference path shares the display-model call with this one-shot path (test_cvvdp.py runs it)."""
     ref, dist = (x.to(kernel_device) for x in _input(entry))
     with use_backend("triton"):
         got = _score(entry, ref, dist)
-        cached = fusedsim.Metric("cvvdp", device=kernel_device, display=entry["display"]).set_reference(ref)
-        got_cached = cached.score(dist)
     assert got.device.type == kernel_device.type
     assert abs(got.item() - entry["jod"]) <= JOD_TOL, (got.item(), entry["jod"])
     assert abs(got.item() - _score(entry, ref.cpu(), dist.cpu()).item()) <= JOD_TOL
-    assert torch.equal(got.reshape(-1), got_cached.reshape(-1))
 
 
 def test_triton_video_path_equals_the_twin(kernel_device):
     """The video path's HDR-specific step is the display-model kernel (the temporal and band kernels are the SDR
-    float path's): a small HLG clip (3 frames at 16 x 24, ~18 s in the interpreter) through Triton and the twin."""
-    entry = {"display": "standard_hdr_hlg", "eotf": "HLG", "distortion": "flicker", "frames": 3, "size": [16, 24],
+    float path's): a small HLG clip (2 frames at 16 x 16, ~10 s in the interpreter) through Triton and the twin."""
+    entry = {"display": "standard_hdr_hlg", "eotf": "HLG", "distortion": "flicker", "frames": 2, "size": [16, 16],
              "fps": 30, "overrides": {}}
     ref, dist = make_input(entry)
     with use_backend("triton"):

@@ -303,10 +303,16 @@ def cvvdp(ref: torch.Tensor, dist: torch.Tensor, *, display: str = "standard_4k"
     video ``dim_order="BFCHW", frames_per_second=fps``).
 
     Args:
-        ref, dist: sRGB images (N, 3, H, W) or (3, H, W), uint8 0..255 or floating in [0, 1]; at least 2 px per
-            side.
-        display: a display model of pycvvdp's ``display_models.json`` with an sRGB EOTF (``standard_4k``,
-            ``standard_fhd``, ``standard_phone``, ...; an unknown name lists them).
+        ref, dist: images (N, 3, H, W) or (3, H, W), at least 2 px per side, encoded as the display's EOTF
+            says (:mod:`.inputs`): sRGB displays take uint8 0..255 or floating in [0, 1]; PQ displays floating PQ
+            (SMPTE ST 2084) code values in [0, 1]; HLG displays floating HLG code values in [0, 1]; linear displays
+            floating absolute linear RGB in cd/m². Integer input for a non-sRGB display raises ``TypeError``;
+            out-of-range values (PQ/HLG outside [0, 1], linear non-finite) ``ValueError`` on CPU tensors (GPU
+            tensors are not read; PQ/HLG values there are clamped to [0, 1], as pycvvdp does).
+        display: a display model of pycvvdp's ``display_models.json``: sRGB ones (``standard_4k``,
+            ``standard_fhd``, ``standard_phone``, ...), PQ (``standard_hdr_pq``, ``65inch_hdr_pq_1Knit``, ...),
+            HLG (``standard_hdr_hlg``, ``iphone_14_pro_hdr``, ...) and linear (``standard_hdr_linear``, ...); an
+            unknown name lists them.
         peak_luminance, contrast, e_ambient, k_refl, exposure: override the display's photometry: peak
             luminance (cd/m²), contrast (x:1, sets the black level), ambient illuminance (lux) and screen
             reflectivity (reflected light ``e_ambient / pi * k_refl``), exposure multiplier of linear values.
@@ -314,7 +320,8 @@ def cvvdp(ref: torch.Tensor, dist: torch.Tensor, *, display: str = "standard_4k"
             or the screen resolution (W, H), viewing distance and diagonal from which it is derived (the model's
             value for any not given); ``ppd`` with any of the other three raises ``ValueError``.
         return_map: also return the per-pixel difference map (for video the heat-map video (N, T, 1, H, W)).
-        fps: frames per second of video input: ``ref``, ``dist`` (N, T, 3, H, W) clips, or two iterables of frames
+        fps: frames per second of video input (encoded as for images): ``ref``, ``dist`` (N, T, 3, H, W) clips, or
+            two iterables of frames
             (3, H, W) or frame blocks (B, 3, H, W) / (N, B, 3, H, W), scored as they come with memory bounded in the
             clip's length (the temporal channels; a clip of one frame is a still image, as in pycvvdp).
         frames_per_block: video frames processed together (default: about 16 Mpixel per block).

@@ -7,8 +7,9 @@ Display model (pycvvdp's ``vvdp_display_photo_eotf``): the colour space of the m
 its EOTF and RGB -> XYZ rows; ``Y_black = Y_peak / contrast`` and the reflected ambient light
 ``Y_refl = E_ambient / pi * k_refl``. Four EOTFs are used by the shipped models (their formulas:
 :mod:`fusedsim.families.cvvdp.eotf`): ``sRGB`` (display-encoded V in [0, 1]), ``PQ`` (SMPTE ST 2084 code values V
-in [0, 1], absolute), ``HLG`` (BT.2100 HLG V in [0, 1], relative, with the system gamma of :attr:`CVVDPDisplay.
-hlg_gamma`) and ``linear`` (absolute linear RGB in cd/m²). Geometry gives the pixels per degree at the centre of the screen:
+in [0, 1], absolute), ``HLG`` (BT.2100 HLG V in [0, 1], relative, with the system gamma of
+:attr:`CVVDPDisplay.hlg_gamma`) and ``linear`` (absolute linear RGB in cd/m²). Geometry gives the pixels per degree
+at the centre of the screen:
 ``1 / (2 atan(0.5 * width_m / width_px / distance_m))`` in degrees, with the screen size from its diagonal and
 aspect ratio, or from a diagonal field of view (head-mounted displays), or a fixed ``pixels_per_degree``.
 """

@@ -73,7 +73,20 @@ def chosen_params(given: Iterable[tuple[str, str, Any]] | None, metrics: Sequenc
     for metric, values in out.items():
         try:
             get_metric(metric).check_params(values)
+            if metric == "cvvdp":
+                _check_cvvdp_file_input(values.get("display", "standard_4k"))
         except (ValueError, TypeError) as exc:
             shown = " ".join(f"--param {metric}.{k}={v}" for k, v in values.items())
             raise ValueError(f"{shown}: {exc}") from None
     return out
+
+
+def _check_cvvdp_file_input(display: str) -> None:
+    """Files decode to display-encoded values in [0, 1] (16-bit images and deeper-than-8-bit video as floats), which
+    sRGB, PQ and HLG displays take; a linear display takes absolute cd/m², which no decoder gives."""
+    from fusedsim.families.cvvdp.data import display_eotf
+
+    if display_eotf(display) == "linear":
+        raise ValueError(f"cvvdp display {display!r} takes absolute linear light in cd/m², but images and videos "
+                         "decode to display-encoded values in [0, 1]; use a PQ or HLG display for HDR files (16-bit "
+                         "images, 10-bit video) or score linear tensors with fusedsim.cvvdp in Python")

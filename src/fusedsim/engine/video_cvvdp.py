@@ -64,6 +64,9 @@ class TemporalCVVDP:
             raise ValueError(f"cvvdp: unknown parameter(s) {', '.join(sorted(params))}; cvvdp takes display")
         self.fps = fps
         self.display = cvvdp_display(self.display_name)
+        if self.display.eotf == "linear":
+            raise ValueError(f"cvvdp: display {self.display_name!r} takes absolute linear light in cd/m², but decoded "
+                             "video is display-encoded R'G'B' in [0, 1]; use a PQ or HLG display for HDR clips")
         self._writer = None
         if heatmap is not None:
             from fusedsim.families.cvvdp.visualize import HEATMAP_TYPES
@@ -81,6 +84,10 @@ class TemporalCVVDP:
     def push(self, ref: torch.Tensor, dist: torch.Tensor) -> None:
         from fusedsim.families.cvvdp.api import cvvdp
 
+        if self.display.eotf != "sRGB" and ref.dtype == torch.uint8:
+            raise ValueError(f"cvvdp: display {self.display_name!r} takes {self.display.eotf} code values as floats, "
+                             "but the frames were converted to 8-bit codes: convert them to float R'G'B' (rgb='float', "
+                             "--rgb float; the default for clips deeper than 8 bits)")
         with torch.no_grad():
             if self._first is None and ref.shape[0]:
                 self._first = float(cvvdp(ref[:1], dist[:1], display=self.display_name).reshape(-1)[0])

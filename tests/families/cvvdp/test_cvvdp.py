@@ -242,7 +242,7 @@ def test_spec_matches_the_contract():
 @pytest.mark.parametrize("kwargs, error, match", [
     ({"display": "standard_8k"}, ValueError, (r"unknown display 'standard_8k'; known displays: standard_4k, .*"
                                               r"standard_fhd")),
-    ({"display": "standard_hdr_pq"}, ValueError, "takes PQ-encoded input"),
+    ({"display": "standard_hdr_hlg", "e_ambient": 0.0}, ValueError, "needs e_ambient > 0 for its system gamma"),
     ({"display": 4}, TypeError, "display must be a display-model name"),
     ({"peak_luminance": -1.0}, ValueError, "peak_luminance must be > 0"),
     ({"ppd": "75"}, TypeError, "ppd must be a finite number"),

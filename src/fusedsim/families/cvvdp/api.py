@@ -35,6 +35,8 @@ from fusedsim.metrics.srgb_input import SRGBPair, srgb_image, srgb_pair
 import fusedsim.families.cvvdp.twin as spec
 from fusedsim.families.cvvdp import ops
 from fusedsim.families.cvvdp.data import CVVDPDisplay, cvvdp_display, cvvdp_params
+from fusedsim.families.cvvdp.inputs import check_display_input
+from fusedsim.families.cvvdp.ops import dkl_scalars
 
 __all__ = ["CVVDPLoss", "CVVDPReference", "CVVDPResult", "check_cvvdp_params", "cvvdp", "cvvdp_stream",
            "prepare_cvvdp", "score_prepared_cvvdp"]
@@ -120,9 +122,15 @@ def _nchw(x: torch.Tensor) -> torch.Tensor:
     return x if x.dim() == 4 else x.unsqueeze(0)
 
 
-def _checked_pair(ref: object, dist: object, dtype: torch.dtype) -> SRGBPair:
+def _checked_pair(ref: object, dist: object, dtype: torch.dtype, display: CVVDPDisplay) -> SRGBPair:
     """:func:`srgb_pair`, except that uint8 pairs bound for the fused kernels stay uint8 codes: the display-model
-    kernel reads them directly (a float copy of the two images would be 6 planes of the image size)."""
+    kernel reads them directly (a float copy of the two images would be 6 planes of the image size). HDR displays
+    take floating input of their EOTF (:mod:`.inputs` checks it; the shape checks are :func:`srgb_pair`'s)."""
+    if display.eotf != "sRGB":
+        check_display_input(ref, "ref", display)
+        check_display_input(dist, "dist", display)
+        return srgb_pair(ref, dist, _NAME, min_size=MIN_SIZE, min_size_reason=_MIN_REASON, dtype=dtype,
+                         check_range=False)
     if dtype == torch.float32 and _is_codes(ref) and _is_codes(dist) and ref.device == dist.device:
         ref_batched = _check_codes(ref, "ref")
         dist_batched = _check_codes(dist, "dist")
@@ -131,9 +139,14 @@ def _checked_pair(ref: object, dist: object, dtype: torch.dtype) -> SRGBPair:
     return srgb_pair(ref, dist, _NAME, min_size=MIN_SIZE, min_size_reason=_MIN_REASON, dtype=dtype)
 
 
-def _checked_image(image: object, name: str, dtype: torch.dtype, grad: bool = False) -> tuple[torch.Tensor, bool]:
+def _checked_image(image: object, name: str, dtype: torch.dtype, display: CVVDPDisplay,
+                   grad: bool = False) -> tuple[torch.Tensor, bool]:
     """:func:`srgb_image`, keeping uint8 codes for the fused kernels as :func:`_checked_pair` does (not where
-    gradients, wanted by the other side, send the call to the twin)."""
+    gradients, wanted by the other side, send the call to the twin); HDR input as :func:`_checked_pair`."""
+    if display.eotf != "sRGB":
+        check_display_input(image, name, display)
+        return srgb_image(image, name, _NAME, min_size=MIN_SIZE, min_size_reason=_MIN_REASON, dtype=dtype,
+                          check_range=False)
     if dtype == torch.float32 and not grad and _is_codes(image):
         batched = _check_codes(image, name)
         if _fused(image, False):
@@ -147,9 +160,7 @@ def _working(x: torch.Tensor) -> torch.Tensor:
 
 
 def _dkl(image: torch.Tensor, display: CVVDPDisplay) -> torch.Tensor:
-    xyz = [v for row in display.rgb2xyz for v in row]
-    return ops.cvvdp_linear_dkl(image, display.peak_luminance, display.black_level, display.reflected,
-                             display.exposure, xyz)
+    return ops.cvvdp_linear_dkl(image, *dkl_scalars(display))
 
 
 def _pixels_per_level(height: int, width: int, n_levels: int) -> tuple[int, ...]:
@@ -292,10 +303,16 @@ def cvvdp(ref: torch.Tensor, dist: torch.Tensor, *, display: str = "standard_4k"
     video ``dim_order="BFCHW", frames_per_second=fps``).
 
     Args:
-        ref, dist: sRGB images (N, 3, H, W) or (3, H, W), uint8 0..255 or floating in [0, 1]; at least 2 px per
-            side.
-        display: a display model of pycvvdp's ``display_models.json`` with an sRGB EOTF (``standard_4k``,
-            ``standard_fhd``, ``standard_phone``, ...; an unknown name lists them).
+        ref, dist: images (N, 3, H, W) or (3, H, W), at least 2 px per side, encoded as the display's EOTF
+            says (:mod:`.inputs`): sRGB displays take uint8 0..255 or floating in [0, 1]; PQ displays floating PQ
+            (SMPTE ST 2084) code values in [0, 1]; HLG displays floating HLG code values in [0, 1]; linear displays
+            floating absolute linear RGB in cd/m². Integer input for a non-sRGB display raises ``TypeError``;
+            out-of-range values (PQ/HLG outside [0, 1], linear non-finite) ``ValueError`` on CPU tensors (GPU
+            tensors are not read; PQ/HLG values there are clamped to [0, 1], as pycvvdp does).
+        display: a display model of pycvvdp's ``display_models.json``: sRGB ones (``standard_4k``,
+            ``standard_fhd``, ``standard_phone``, ...), PQ (``standard_hdr_pq``, ``65inch_hdr_pq_1Knit``, ...),
+            HLG (``standard_hdr_hlg``, ``iphone_14_pro_hdr``, ...) and linear (``standard_hdr_linear``, ...); an
+            unknown name lists them.
         peak_luminance, contrast, e_ambient, k_refl, exposure: override the display's photometry: peak
             luminance (cd/m²), contrast (x:1, sets the black level), ambient illuminance (lux) and screen
             reflectivity (reflected light ``e_ambient / pi * k_refl``), exposure multiplier of linear values.
@@ -303,7 +320,8 @@ def cvvdp(ref: torch.Tensor, dist: torch.Tensor, *, display: str = "standard_4k"
             or the screen resolution (W, H), viewing distance and diagonal from which it is derived (the model's
             value for any not given); ``ppd`` with any of the other three raises ``ValueError``.
         return_map: also return the per-pixel difference map (for video the heat-map video (N, T, 1, H, W)).
-        fps: frames per second of video input: ``ref``, ``dist`` (N, T, 3, H, W) clips, or two iterables of frames
+        fps: frames per second of video input (encoded as for images): ``ref``, ``dist`` (N, T, 3, H, W) clips, or
+            two iterables of frames
             (3, H, W) or frame blocks (B, 3, H, W) / (N, B, 3, H, W), scored as they come with memory bounded in the
             clip's length (the temporal channels; a clip of one frame is a still image, as in pycvvdp).
         frames_per_block: video frames processed together (default: about 16 Mpixel per block).
@@ -361,7 +379,7 @@ def _shape_of(x: object) -> str:
 def _cvvdp_display_image(ref, dist, disp: CVVDPDisplay, return_map: bool):
     """The still-image metric on a resolved display (see :func:`cvvdp`)."""
     dtype = torch.float64 if isinstance(ref, torch.Tensor) and ref.dtype == torch.float64 else torch.float32
-    pair = _checked_pair(ref, dist, dtype)
+    pair = _checked_pair(ref, dist, dtype, disp)
     r, d = _working(pair.ref), _working(pair.dist)
     grad = torch.is_grad_enabled() and (r.requires_grad or d.requires_grad)
     if _fused(r, grad):
@@ -383,7 +401,7 @@ def prepare_cvvdp(ref: torch.Tensor, *, display: str = "standard_4k", peak_lumin
                                   "k_refl": k_refl, "exposure": exposure, "ppd": ppd, "resolution": resolution,
                                   "viewing_distance_m": viewing_distance_m, "diagonal_inches": diagonal_inches})
     dtype = torch.float64 if isinstance(ref, torch.Tensor) and ref.dtype == torch.float64 else torch.float32
-    image, batched = _checked_image(ref, "ref", dtype)
+    image, batched = _checked_image(ref, "ref", dtype, disp)
     image = _working(image)
     bands, sens = _prepare(image, disp, torch.is_grad_enabled() and image.requires_grad)
     return CVVDPReference(tuple(bands), tuple(sens), disp, tuple(image.shape), batched, _compute_dtype(image),
@@ -401,7 +419,7 @@ def score_prepared_cvvdp(state: CVVDPReference, dist: torch.Tensor) -> torch.Ten
     if not isinstance(dist, torch.Tensor):
         raise TypeError(f"{_NAME}: dist must be a torch.Tensor; got {type(dist).__name__}")
     ref_grad = torch.is_grad_enabled() and any(b.requires_grad for b in state.bands)
-    image, batched = _checked_image(dist, "dist", state.dtype, ref_grad)
+    image, batched = _checked_image(dist, "dist", state.dtype, state.display, ref_grad)
     ref_shape = state.shape
     if image.shape[1:] != ref_shape[1:] or (image.shape[0] != ref_shape[0] and ref_shape[0] != 1):
         shape = tuple(dist.shape)

@@ -3,10 +3,13 @@
 The JSON files are copies of those in the ``cvvdp`` 0.5.7 wheel (MIT licence; see ``data/cvvdp/LICENSE.md``).
 This module only reads them and resolves a display model into the numbers the metric uses; it imports no torch.
 
-Display model (pycvvdp's ``vvdp_display_photo_eotf`` with an sRGB EOTF): display-encoded V in [0, 1] emits
-``L = (Y_peak - Y_black) * srgb2lin(V) + Y_black + Y_refl`` cd/m² with ``Y_black = Y_peak / contrast`` and the
-reflected ambient light ``Y_refl = E_ambient / pi * k_refl``; with ``exposure != 1`` the linear value is
-``clip(srgb2lin(V) * exposure, 0, 1)``. Geometry gives the pixels per degree at the centre of the screen:
+Display model (pycvvdp's ``vvdp_display_photo_eotf``): the colour space of the model (``color_spaces.json``) names
+its EOTF and RGB -> XYZ rows; ``Y_black = Y_peak / contrast`` and the reflected ambient light
+``Y_refl = E_ambient / pi * k_refl``. Four EOTFs are used by the shipped models (their formulas:
+:mod:`fusedsim.families.cvvdp.eotf`): ``sRGB`` (display-encoded V in [0, 1]), ``PQ`` (SMPTE ST 2084 code values V
+in [0, 1], absolute), ``HLG`` (BT.2100 HLG V in [0, 1], relative, with the system gamma of
+:attr:`CVVDPDisplay.hlg_gamma`) and ``linear`` (absolute linear RGB in cd/m²). Geometry gives the pixels per degree
+at the centre of the screen:
 ``1 / (2 atan(0.5 * width_m / width_px / distance_m))`` in degrees, with the screen size from its diagonal and
 aspect ratio, or from a diagonal field of view (head-mounted displays), or a fixed ``pixels_per_degree``.
 """
@@ -27,9 +30,14 @@ __all__ = [
     "csf_lut",
     "cvvdp_display",
     "cvvdp_params",
+    "EOTFS",
+    "display_eotf",
     "known_displays",
     "supported_displays",
 ]
+
+#: The EOTFs the display model implements (pycvvdp's ``vvdp_display_photo_eotf`` branches used by its models).
+EOTFS = ("sRGB", "PQ", "HLG", "linear")
 
 _DATA = Path(__file__).resolve().parents[2] / "data" / "cvvdp"
 _INCH = 0.0254
@@ -53,10 +61,20 @@ class CVVDPDisplay:
     exposure: float
     ppd: float
     rgb2xyz: tuple[tuple[float, float, float], ...]
+    eotf: str = "sRGB"
 
     @property
     def black_level(self) -> float:
         return self.peak_luminance / self.contrast
+
+    @property
+    def hlg_gamma(self) -> float:
+        """HLG system gamma as pycvvdp 0.5.7 sets it: 1.2 up to 1000 cd/m², above that
+        ``1.2 + 0.42 log10(Y_peak / 1000) - 0.07623 log10(E_ambient / 5)`` (BT.2100 and BBC WHP 369's ambient
+        term). Only meaningful for ``eotf == "HLG"``."""
+        if self.peak_luminance <= 1000:
+            return 1.2
+        return 1.2 + 0.42 * math.log10(self.peak_luminance / 1000) - 0.07623 * math.log10(self.e_ambient / 5)
 
     @property
     def reflected(self) -> float:
@@ -100,9 +118,18 @@ def _colour_space(model: dict[str, Any]) -> dict[str, Any]:
 
 
 def supported_displays() -> tuple[str, ...]:
-    """The display models with an sRGB EOTF (those that take sRGB-encoded input)."""
+    """The display models whose EOTF is implemented (:data:`EOTFS`: every model pycvvdp 0.5.7 ships)."""
     models = _json("display_models.json")
-    return tuple(name for name, m in models.items() if _colour_space(m)["EOTF"] == "sRGB")
+    return tuple(name for name, m in models.items() if _colour_space(m)["EOTF"] in EOTFS)
+
+
+def display_eotf(display: str) -> str:
+    """The EOTF (``sRGB``, ``PQ``, ``HLG``, ``linear``) of a display model's colour space, i.e. the encoding of the
+    input it takes."""
+    models = _json("display_models.json")
+    if display not in models:
+        raise ValueError(f"cvvdp: unknown display {display!r}; known displays: {', '.join(supported_displays())}")
+    return _colour_space(models[display])["EOTF"]
 
 
 def _ppd(model: dict[str, Any]) -> float:
@@ -140,7 +167,8 @@ def cvvdp_display(display: str = "standard_4k", **overrides: Any) -> CVVDPDispla
     """Resolve a display model by name, with optional overrides of its fields.
 
     Args:
-        display: a name from ``display_models.json`` whose colour space has an sRGB EOTF.
+        display: a name from ``display_models.json`` (:func:`supported_displays`); its colour space's EOTF says
+            which input it takes (:attr:`CVVDPDisplay.eotf`).
         overrides: any of ``peak_luminance`` (cd/m²), ``contrast`` (x:1), ``e_ambient`` (lux), ``k_refl``,
             ``exposure``, ``ppd`` (pixels per degree; wins over the geometry), ``resolution`` ((W, H) of the
             screen), ``viewing_distance_m``, ``diagonal_inches``. ``None`` keeps the model's value.
@@ -151,8 +179,8 @@ def cvvdp_display(display: str = "standard_4k", **overrides: Any) -> CVVDPDispla
     if display not in models:
         raise ValueError(f"cvvdp: unknown display {display!r}; known displays: {', '.join(supported_displays())}")
     if display not in supported_displays():
-        raise ValueError(f"cvvdp: display {display!r} takes {_colour_space(models[display])['EOTF']}-encoded input, "
-                         f"not sRGB; supported displays: {', '.join(supported_displays())}")
+        raise ValueError(f"cvvdp: display {display!r} has the EOTF {_colour_space(models[display])['EOTF']!r}, which "
+                         f"is not implemented; supported displays: {', '.join(supported_displays())}")
     unknown = set(overrides) - set(_OVERRIDES)
     if unknown:
         raise TypeError(f"cvvdp: unknown display parameter(s) {sorted(unknown)}; known: {', '.join(_OVERRIDES)}")
@@ -182,7 +210,7 @@ def cvvdp_display(display: str = "standard_4k", **overrides: Any) -> CVVDPDispla
     else:
         contrast = model.get("contrast", 500)
     cs = _colour_space(model)
-    return CVVDPDisplay(
+    resolved = CVVDPDisplay(
         name=display,
         peak_luminance=float(given.get("peak_luminance", model["max_luminance"])),
         contrast=float(given.get("contrast", contrast)),
@@ -191,7 +219,13 @@ def cvvdp_display(display: str = "standard_4k", **overrides: Any) -> CVVDPDispla
         exposure=float(given.get("exposure", model.get("exposure", 1))),
         ppd=float(given["ppd"]) if "ppd" in given else _ppd(model),
         rgb2xyz=(tuple(cs["RGB2X"]), tuple(cs["RGB2Y"]), tuple(cs["RGB2Z"])),
+        eotf=cs["EOTF"],
     )
+    if resolved.eotf == "HLG" and resolved.peak_luminance > 1000 and resolved.e_ambient <= 0:
+        # pycvvdp's gamma takes log10(E_ambient / 5) above 1000 cd/m² (a math domain error at 0 lux)
+        raise ValueError(f"cvvdp: display {display!r} (HLG) with peak_luminance > 1000 needs e_ambient > 0 for its "
+                         f"system gamma; got e_ambient={resolved.e_ambient!r}")
+    return resolved
 
 
 @cached(maxsize=1)

@@ -169,27 +169,49 @@ def _cvvdp_band_pool_fake(vblurred, band, blur, with_map):
 
 
 def cvvdp_linear_dkl_codes_ref(rgb: torch.Tensor, peak_luminance: float, black_level: float, reflected: float,
-                               exposure: float, rgb2xyz: list[float]) -> torch.Tensor:
-    """Twin of ``cvvdp_linear_dkl``: uint8 codes are first converted as the metric's input (``code / 255``,
-    float32)."""
+                               exposure: float, rgb2xyz: list[float], eotf: int = 0,
+                               hlg_gamma: float = 1.2) -> torch.Tensor:
+    """Twin of ``cvvdp_linear_dkl``: uint8 codes (sRGB only) are first converted as the metric's input
+    (``code / 255``, float32)."""
     if rgb.dtype == torch.uint8:
         rgb = rgb.to(torch.float32) / 255.0
-    return cvvdp_linear_dkl_op_ref(rgb, peak_luminance, black_level, reflected, exposure, rgb2xyz)
+    return cvvdp_linear_dkl_op_ref(rgb, peak_luminance, black_level, reflected, exposure, rgb2xyz, eotf, hlg_gamma)
+
+
+def dkl_scalars(display) -> tuple:
+    """``cvvdp_linear_dkl``'s arguments after the image for a :class:`~.data.CVVDPDisplay`: photometry, the RGB ->
+    XYZ rows flattened, the EOTF's index in :data:`~.data.EOTFS` and the HLG system gamma (1.2 when unused)."""
+    from fusedsim.families.cvvdp.data import EOTFS
+
+    gamma = display.hlg_gamma if display.eotf == "HLG" else 1.2
+    return (display.peak_luminance, display.black_level, display.reflected, display.exposure,
+            [v for row in display.rgb2xyz for v in row], EOTFS.index(display.eotf), gamma)
 
 
 def _cvvdp_dkl_examples(device: torch.device) -> list[Example]:
     """sRGB values over [0, 1] with dark ones (the linear segment) and a few outside (clamped); standard_4k's
     photometry, and a darker display with exposure 0.5 (the clip branch); uint8 codes (every one of them), read
-    without a float copy."""
+    without a float copy. HDR: PQ and HLG code values over [0, 1] (a few outside, clamped; HLG's two segments and
+    black pixels), with and without exposure, HLG at 1000 cd/m² (gamma 1.2) and 1500 (ambient-dependent gamma);
+    linear light from below the black level to above the peak."""
     from fusedsim.families.cvvdp.data import cvvdp_display
 
     out = []
-    for i, (shape, kwargs) in enumerate([((1, 3, 7, 13), {}), ((2, 3, 5, 9), {"exposure": 0.5, "contrast": 100.0})]):
+    cases = [((1, 3, 7, 13), "standard_4k", {}), ((2, 3, 5, 9), "standard_4k", {"exposure": 0.5, "contrast": 100.0}),
+             ((1, 3, 7, 13), "standard_hdr_pq", {}), ((2, 3, 5, 9), "65inch_hdr_pq_1Knit", {"exposure": 2.0}),
+             ((1, 3, 7, 13), "standard_hdr_hlg", {}), ((2, 3, 5, 9), "standard_hdr_hlg",
+                                                        {"exposure": 1.5, "peak_luminance": 1000.0})]
+    for i, (shape, name, kwargs) in enumerate(cases):
         gen = torch.Generator().manual_seed(220 + i)
         rgb = torch.rand(shape, generator=gen, dtype=torch.float64) ** 3 * 1.1 - 0.02
-        d = cvvdp_display("standard_4k", **kwargs)
-        scalars = (d.peak_luminance, d.black_level, d.reflected, d.exposure, [v for row in d.rgb2xyz for v in row])
-        out.append(Example((rgb.to(device),), scalars, note=f"{shape} {kwargs}"))
+        if i == 4:
+            rgb[..., 0, :] = 0.0  # black pixels: HLG's OOTF of a zero luminance
+        out.append(Example((rgb.to(device),), dkl_scalars(cvvdp_display(name, **kwargs)),
+                           note=f"{name} {shape} {kwargs}"))
+    gen = torch.Generator().manual_seed(230)
+    lum = 10.0 ** (torch.rand((1, 3, 7, 13), generator=gen, dtype=torch.float64) * 6 - 3) - 0.01  # ~0 to 1000 cd/m²
+    for name, kwargs in (("standard_hdr_linear", {}), ("standard_hdr_linear_dark", {"exposure": 3.0})):
+        out.append(Example((lum.to(device),), dkl_scalars(cvvdp_display(name, **kwargs)), note=f"{name} {kwargs}"))
     codes = torch.randperm(3 * 96, generator=torch.Generator().manual_seed(222)).remainder(256).to(torch.uint8)
     out.append(Example((codes.view(1, 3, 8, 12).to(device),), out[0].scalars, note="uint8 codes"))
     return out
@@ -198,7 +220,7 @@ def _cvvdp_dkl_examples(device: torch.device) -> list[Example]:
 cvvdp_linear_dkl = register_op(KernelOp(
     name="cvvdp_linear_dkl",
     schema="(Tensor rgb, float peak_luminance, float black_level, float reflected, float exposure, "
-           "float[] rgb2xyz) -> Tensor",
+           "float[] rgb2xyz, int eotf, float hlg_gamma) -> Tensor",
     n_tensors=1,
     load_triton=_import_triton,
     reference=cvvdp_linear_dkl_codes_ref,
@@ -206,7 +228,8 @@ cvvdp_linear_dkl = register_op(KernelOp(
     examples=_cvvdp_dkl_examples,
     differentiable=False,
     tolerance=CVVDP_TOLERANCE,
-    doc="ColorVideoVDP's display model: sRGB (floating or uint8 codes) -> emitted light in DKL d65 (N, 3, H, W).",
+    doc="ColorVideoVDP's display model: input encoded with the display's EOTF (eotf: index into data.EOTFS: sRGB "
+        "floating or uint8 codes, PQ, HLG, linear cd/m²) -> emitted light in DKL d65 (N, 3, H, W).",
 ))
 
 cvvdp_reduce = register_op(KernelOp(

@@ -2,8 +2,9 @@
 
 Pipeline for one (reference, test) pair, every step differentiable (constants: :mod:`.cvvdp_data`):
 
-1. Display model: sRGB V in [0, 1] -> absolute linear RGB ``L = (Y_peak - Y_black) srgb2lin(V) + Y_black +
-   Y_refl`` -> DKL (d65) through ``LMS2006_to_DKLd65 @ XYZ_to_LMS2006 @ RGB_to_XYZ`` (one 3x3 matrix).
+1. Display model: input V encoded with the display's EOTF -> absolute linear RGB (:mod:`.eotf`; for sRGB
+   ``L = (Y_peak - Y_black) srgb2lin(V) + Y_black + Y_refl``) -> DKL (d65) through ``LMS2006_to_DKLd65 @
+   XYZ_to_LMS2006 @ RGB_to_XYZ`` (one 3x3 matrix, the colour space's primaries).
 2. Decimated Laplacian pyramid per channel with the 5-tap kernel [0.05, 0.25, 0.4, 0.25, 0.05]: ``reduce`` is a
    stride-2 filter with symmetric edges (pycvvdp decides the *column* edge rule from the number of *rows*; kept),
    ``expand`` interleaves zeros, copies the first/last sample into the pad and filters with twice the kernel.
@@ -37,11 +38,13 @@ import torch.nn.functional as F
 
 from fusedsim.core.state import cached
 from fusedsim.families.cvvdp.data import (
+    EOTFS,
     CVVDPDisplay,
     CVVDPParams,
     csf_lut,
     cvvdp_params,
 )
+from fusedsim.families.cvvdp.eotf import emitted_light_ref
 
 __all__ = [
     "cvvdp_band_diff_ref",
@@ -117,22 +120,17 @@ def dkl_matrix(rgb2xyz, like: torch.Tensor) -> torch.Tensor:
 
 
 def cvvdp_linear_dkl_ref(rgb: torch.Tensor, display: CVVDPDisplay) -> torch.Tensor:
-    """sRGB (N, 3, H, W) in [0, 1] -> DKL d65 (N, 3, H, W) of the light the display emits (cd/m² units)."""
+    """Display-encoded input (N, 3, H, W) (the display's EOTF) -> DKL d65 (N, 3, H, W) of the light the display
+    emits (cd/m² units)."""
     lum = cvvdp_luminance_ref(rgb, display)
     m = dkl_matrix(display.rgb2xyz, rgb)
     return torch.cat([(lum * m[c].view(1, 3, 1, 1)).sum(dim=1, keepdim=True) for c in range(3)], dim=1)
 
 
 def cvvdp_luminance_ref(rgb: torch.Tensor, display: CVVDPDisplay) -> torch.Tensor:
-    """The display model's emitted linear RGB (cd/m²) of sRGB values ``rgb`` in [0, 1] (any shape)."""
-    v = rgb.clamp(0.0, 1.0)
-    lin = torch.where(v > 0.04045, ((v + 0.055) / 1.055) ** 2.4, v / 12.92)
-    y_black, y_refl = display.black_level, display.reflected
-    if display.exposure == 1:
-        lum = (display.peak_luminance - y_black) * lin + y_black + y_refl
-    else:
-        lum = (display.peak_luminance - y_black) * (lin * display.exposure).clip(0.0, 1.0) + y_black + y_refl
-    return lum
+    """The display model's emitted linear RGB (cd/m²) of input values ``rgb`` (N, 3, ...) encoded with the display's
+    EOTF (sRGB, PQ or HLG in [0, 1], or linear cd/m²; :func:`.eotf.emitted_light_ref`)."""
+    return emitted_light_ref(rgb, display)
 
 
 # ------------------------------------------------------------------------------------------------------- pyramid
@@ -416,11 +414,14 @@ def cvvdp_expand_op_ref(x: torch.Tensor, height: int, width: int) -> torch.Tenso
 
 
 def cvvdp_linear_dkl_op_ref(rgb: torch.Tensor, peak_luminance: float, black_level: float, reflected: float,
-                            exposure: float, rgb2xyz: list[float]) -> torch.Tensor:
+                            exposure: float, rgb2xyz: list[float], eotf: int = 0,
+                            hlg_gamma: float = 1.2) -> torch.Tensor:
     """:func:`cvvdp_linear_dkl_ref` with the display's photometry as numbers (the op's signature); ``rgb2xyz``
-    holds the 3 x 3 matrix row by row."""
+    holds the 3 x 3 matrix row by row, ``eotf`` indexes :data:`.data.EOTFS` and ``hlg_gamma`` is the HLG system
+    gamma (read for HLG only)."""
     display = SimpleNamespace(peak_luminance=peak_luminance, black_level=black_level, reflected=reflected,
-                              exposure=exposure, rgb2xyz=tuple(tuple(rgb2xyz[3 * r:3 * r + 3]) for r in range(3)))
+                              exposure=exposure, rgb2xyz=tuple(tuple(rgb2xyz[3 * r:3 * r + 3]) for r in range(3)),
+                              eotf=EOTFS[eotf], hlg_gamma=hlg_gamma)
     return cvvdp_linear_dkl_ref(rgb, display)
 
 

@@ -33,6 +33,7 @@ import fusedsim.families.cvvdp.twin as spec
 from fusedsim.core.state import cached
 from fusedsim.families.cvvdp import ops
 from fusedsim.families.cvvdp.data import CVVDPDisplay, cvvdp_params
+from fusedsim.families.cvvdp.inputs import check_display_input
 from fusedsim.families.cvvdp.video_twin import (cvvdp_frame_quality_ref, cvvdp_temporal_filters, cvvdp_video_pool_ref,
                                                cvvdp_video_running_jod_ref)
 
@@ -44,8 +45,9 @@ _NAME = "cvvdp"
 BLOCK_PIXELS = 1 << 24
 
 
-def _frames(x: Any, name: str) -> torch.Tensor:
-    """A block of frames as (N, B, 3, H, W): (N, B, 3, H, W), (B, 3, H, W) of one clip, or one frame (3, H, W)."""
+def _frames(x: Any, name: str, display: CVVDPDisplay) -> torch.Tensor:
+    """A block of frames as (N, B, 3, H, W): (N, B, 3, H, W), (B, 3, H, W) of one clip, or one frame (3, H, W);
+    HDR displays' input checked as for images (:func:`.inputs.check_display_input`)."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{_NAME}: {name} frames must be torch tensors; got {type(x).__name__}")
     if x.dim() == 3:
@@ -55,6 +57,7 @@ def _frames(x: Any, name: str) -> torch.Tensor:
     if x.dim() != 5 or x.shape[2] != 3:
         raise ValueError(f"{_NAME}: {name} must be frames (N, T, 3, H, W), (T, 3, H, W) or (3, H, W) of sRGB; got "
                          f"shape {tuple(x.shape)}")
+    check_display_input(x, name, display)
     if x.dtype != torch.uint8 and not x.dtype.is_floating_point:
         raise TypeError(f"{_NAME}: {name} must be uint8 codes or floating values in [0, 1]; got {x.dtype}")
     if x.shape[-1] < 2 or x.shape[-2] < 2:
@@ -92,7 +95,7 @@ class CVVDPVideoStream:
         return self._filters_cpu.shape[-1]
 
     def push(self, ref: Any, dist: Any) -> torch.Tensor | None:
-        r, d = _frames(ref, "ref"), _frames(dist, "dist")
+        r, d = _frames(ref, "ref", self.display), _frames(dist, "dist", self.display)
         if r.shape != d.shape or r.device != d.device or r.dtype != d.dtype:
             raise ValueError(f"{_NAME}: ref and dist frames must have the same shape, dtype and device; got "
                              f"{tuple(r.shape)} {r.dtype} on {r.device} and {tuple(d.shape)} {d.dtype} on {d.device}")
@@ -116,10 +119,7 @@ class CVVDPVideoStream:
         flat = x.reshape(n * b, 3, h, w)
         if flat.dtype != torch.uint8:
             flat = flat.float()
-        disp = self.display
-        xyz = [v for row in disp.rgb2xyz for v in row]
-        out = ops.cvvdp_linear_dkl(flat, disp.peak_luminance, disp.black_level, disp.reflected, disp.exposure, xyz)
-        return out.view(n, b, 3, h, w)
+        return ops.cvvdp_linear_dkl(flat, *ops.dkl_scalars(self.display)).view(n, b, 3, h, w)
 
     def _temporal(self, x: torch.Tensor, which: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Temporal channels (N, B, 4, H, W) of a block of frames, and the ring's next content: uint8 codes where
@@ -265,7 +265,7 @@ def cvvdp_video(ref: Any, dist: Any, display: CVVDPDisplay, fps: float, return_m
         raise ValueError(f"{_NAME}: frames_per_block must be a positive int; got {frames_per_block!r}")
     stream = CVVDPVideoStream(display, fps, return_map)
     if isinstance(ref, torch.Tensor) and isinstance(dist, torch.Tensor):
-        r, d = _frames(ref, "ref"), _frames(dist, "dist")
+        r, d = _frames(ref, "ref", display), _frames(dist, "dist", display)
         if r.shape != d.shape:
             raise ValueError(f"{_NAME}: ref and dist must have the same shape; got {tuple(r.shape)} and "
                              f"{tuple(d.shape)}")

@@ -36,7 +36,6 @@ import fusedsim.families.cvvdp.twin as spec
 from fusedsim.families.cvvdp import ops
 from fusedsim.families.cvvdp.data import CVVDPDisplay, cvvdp_display, cvvdp_params
 from fusedsim.families.cvvdp.inputs import check_display_input
-from fusedsim.families.cvvdp.ops import dkl_scalars
 
 __all__ = ["CVVDPLoss", "CVVDPReference", "CVVDPResult", "check_cvvdp_params", "cvvdp", "cvvdp_stream",
            "prepare_cvvdp", "score_prepared_cvvdp"]
@@ -160,7 +159,7 @@ def _working(x: torch.Tensor) -> torch.Tensor:
 
 
 def _dkl(image: torch.Tensor, display: CVVDPDisplay) -> torch.Tensor:
-    return ops.cvvdp_linear_dkl(image, *dkl_scalars(display))
+    return ops.display_model(image, display)
 
 
 def _pixels_per_level(height: int, width: int, n_levels: int) -> tuple[int, ...]:

@@ -119,7 +119,7 @@ class CVVDPVideoStream:
         flat = x.reshape(n * b, 3, h, w)
         if flat.dtype != torch.uint8:
             flat = flat.float()
-        return ops.cvvdp_linear_dkl(flat, *ops.dkl_scalars(self.display)).view(n, b, 3, h, w)
+        return ops.display_model(flat, self.display).view(n, b, 3, h, w)
 
     def _temporal(self, x: torch.Tensor, which: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Temporal channels (N, B, 4, H, W) of a block of frames, and the ring's next content: uint8 codes where

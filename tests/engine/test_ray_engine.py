@@ -9,6 +9,7 @@ Expected PSNR values come from numpy in float64 on the PNG files (independent of
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import math
 import os
@@ -123,6 +124,41 @@ def test_scoring_worker_streams_chunks_and_keeps_the_reference(tmp_path):
     # one call after the other: the second chunk continues the first's reference, which stays prepared
     worker = ScoringWorker(["psnr"], ["psnr"], "cpu", "auto")
     assert [worker.score(tasks[2 * k:2 * k + 2]).prepared for k in range(4)] == [1, 0, 1, 0]
+
+
+def test_scoring_worker_counts_its_streams(tmp_path):
+    """A chunk that arrives while the scoring thread works joins its stream; one after an empty inbox starts a new
+    stream (the earlier one read every value back: a drained GPU queue), and the results count them."""
+    from fusedsim.engine.ray_actor import ScoringWorker
+
+    pairs = _images(tmp_path, 2, 4)
+    tasks = _tasks(tmp_path, pairs)
+    worker = ScoringWorker(["psnr"], ["psnr"], "cpu", "auto")
+    gate, holding, real = threading.Event(), threading.Event(), worker.runner.run_all
+
+    def gated(stream, *args):  # hold the stream after its first pair until the second chunk is queued
+        stream = iter(stream)
+        first = next(stream)
+        holding.set()
+        gate.wait(30)
+        yield from real(itertools.chain([first], stream), *args)
+
+    worker.runner.run_all = gated
+    results: dict[int, object] = {}
+    threads = [threading.Thread(target=lambda k=k: results.__setitem__(k, worker.score(tasks[2 * k:2 * k + 2])))
+               for k in range(2)]
+    threads[0].start()
+    assert holding.wait(30)  # the scoring thread has the first chunk
+    threads[1].start()
+    deadline = time.monotonic() + 30
+    while worker._inbox.empty() and time.monotonic() < deadline:  # the second chunk waits in the inbox
+        time.sleep(0.01)
+    gate.set()
+    for t in threads:
+        t.join(30)
+    assert sum(r.streams for r in results.values()) == 1
+    worker.runner.run_all = real
+    assert [worker.score(tasks[2 * k:2 * k + 2]).streams for k in range(2, 4)] == [1, 1]  # one after the other
 
 
 # ------------------------------------------------------------------------------------------- on a local cluster

@@ -355,7 +355,8 @@ def _run_batch(args, table, sink, engine, score_columns, stats) -> int:
     if not args.quiet and args.engine == "ray" and "idle_s" in stats:  # where a Ray run's time went
         print(f"fusedsim batch: Ray: {len(engine.actors)} actors on {', '.join(sorted(set(engine.devices)))}; "
               f"decoding {stats['decode_s']:.1f} CPU-s; scoring threads idle {stats['idle_s']:.1f} s (waiting for "
-              f"decoded pairs); chunks retried {stats['retried']}, actors lost {stats['actors_lost']}",
+              f"decoded pairs) in {stats['streams']} streams; chunks retried {stats['retried']}, actors lost "
+              f"{stats['actors_lost']}",
               file=sys.stderr)
     if stopped:
         print(f"fusedsim batch: stopped at the first failed pair (--fail-fast): {stopped}", file=sys.stderr)

@@ -30,13 +30,15 @@ __all__ = ["ChunkResult", "ScoringWorker"]
 @dataclass
 class ChunkResult:
     """What :meth:`ScoringWorker.score` returns: the chunk's outcomes (in its order), references prepared while
-    scoring it, the seconds its decoding took, and the scoring thread's idle seconds since the last result (waiting
-    for decoded pairs: the decode bound shows here)."""
+    scoring it, the seconds its decoding took, the scoring thread's idle seconds since the last result (waiting
+    for decoded pairs: the decode bound shows here) and the streams it started since then (each start follows an
+    empty inbox, whose stream ended by reading every queued value back: the GPU's queue drained)."""
 
     outcomes: list[PairOutcome]
     prepared: int = 0
     decode_s: float = 0.0
     idle_s: float = 0.0
+    streams: int = 0
 
 
 @dataclass
@@ -46,6 +48,7 @@ class _Job:
     outcomes: list[PairOutcome] = field(default_factory=list)
     prepared: int = 0
     idle_s: float = 0.0
+    streams: int = 0
     error: BaseException | None = None
     done: threading.Event = field(default_factory=threading.Event)
 
@@ -61,6 +64,7 @@ class ScoringWorker:
         self._inbox: queue.Queue[_Job] = queue.Queue()
         self._reported = 0  # runner.prepared already reported
         self._idle_s = 0.0
+        self._streams = 0  # streams started since the last result
         threading.Thread(target=self._loop, name="fusedsim-scoring", daemon=True).start()
 
     def ready(self) -> dict[str, Any]:
@@ -86,13 +90,14 @@ class ScoringWorker:
         job.done.wait()
         if job.error is not None:
             raise job.error
-        return ChunkResult(job.outcomes, job.prepared, chunk.decode_s, job.idle_s)
+        return ChunkResult(job.outcomes, job.prepared, chunk.decode_s, job.idle_s, job.streams)
 
     def _loop(self) -> None:
         while True:
             start = time.perf_counter()
             first = self._inbox.get()
             self._idle_s += time.perf_counter() - start
+            self._streams += 1
             open_jobs: deque[_Job] = deque()
             try:
                 for outcome in self.runner.run_all(self._stream(first, open_jobs)):
@@ -121,4 +126,5 @@ class ScoringWorker:
     def _finish(self, job: _Job) -> None:
         job.prepared, self._reported = self.runner.prepared - self._reported, self.runner.prepared
         job.idle_s, self._idle_s = self._idle_s, 0.0
+        job.streams, self._streams = self._streams, 0
         job.done.set()

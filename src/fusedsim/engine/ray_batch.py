@@ -248,7 +248,8 @@ class RayBatch:
     def outcomes(self, tasks: Sequence[PairTask], stats: dict[str, Any]) -> Iterator[PairOutcome]:
         """Score ``tasks``; outcomes in the order chunks finish. ``stats`` gets ``prepared`` (references
         prepared), ``decode_s`` (decoding seconds, all tasks), ``idle_s`` (actors' scoring threads waiting for
-        decoded pairs), ``retried`` (chunks sent again after an actor died) and ``actors_lost``."""
+        decoded pairs), ``streams`` (scoring streams the actors started: each restart drained a GPU's queue),
+        ``retried`` (chunks sent again after an actor died) and ``actors_lost``."""
         ray = self.ray
         from ray.exceptions import RayActorError
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -257,7 +258,7 @@ class RayBatch:
         if not queue:
             return
         depth = self.depth(tasks)
-        for key in ("prepared", "decode_s", "idle_s", "retried", "actors_lost"):
+        for key in ("prepared", "decode_s", "idle_s", "streams", "retried", "actors_lost"):
             stats.setdefault(key, 0)
         live = list(range(len(self.actors)))
         held: dict[int, str] = {}  # actor -> reference path its last chunk ended with
@@ -323,6 +324,7 @@ class RayBatch:
                     stats["prepared"] += result.prepared
                     stats["decode_s"] += result.decode_s
                     stats["idle_s"] += result.idle_s
+                    stats["streams"] += result.streams
                     yield from result.outcomes
                 fill()
         finally:

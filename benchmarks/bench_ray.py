@@ -6,9 +6,10 @@ Every run is ``fusedsim batch`` as a fresh process, as a user runs it; pairs/s i
 first pair to its last: engine start-up excluded), and the process's wall time is kept too. Runs are interleaved
 round by round (``--rounds``): the GPU machines' hosts drift. The decode bound is decoding alone in worker
 processes, one per core but one (``bench_batch.decode_seconds``), counted from the first decoded pair (the workers'
-start-up, which imports torch in every process, is not decoding). Each run also records the mean busy share of the
-host's CPUs (``/proc/stat``) and each GPU's mean utilisation (``nvidia-smi``, every 0.5 s): a run short of linear
-with idle GPUs and busy CPUs is host-bound, with idle CPUs it waits on something else.
+start-up, which imports torch in every process, is not decoding); that reader hands pairs over in order, so the
+host's capacity is measured too: the same processes decoding chunks of 8 pairs in any order, as Ray's tasks do.
+Each run also records the mean busy share of the host's CPUs (``/proc/stat``) and each GPU's mean utilisation
+(``nvidia-smi``, every 0.5 s): a run short of linear with idle GPUs and busy CPUs is host-bound, with idle CPUs it waits on something else.
 
 * ``local``: the local engine, ``CUDA_VISIBLE_DEVICES`` = the first GPU.
 * ``ray1`` / ``ray2`` / ``rayN``: ``--engine ray``, the driver starts Ray with the first GPU / the first two /
@@ -50,7 +51,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import metadata, smoke_dir, write_json  # noqa: E402
-from bench_batch import decode_seconds, write_images, write_table  # noqa: E402
+from bench_batch import decode_seconds, table_tasks, write_images, write_table  # noqa: E402
 
 PERCEPTUAL = "butteraugli,ssimulacra2,dssim,cvvdp,iw-ssim"
 RUNS = ("local", "ray1", "ray2", "nodes2", "cold", "warmup", "warm")  # and rayN for any N
@@ -139,6 +140,35 @@ def _cpu_times() -> tuple[int, int] | None:
         return None
     idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle and iowait
     return sum(values) - idle, sum(values)
+
+
+def _decode_only(tasks: list) -> int:
+    """Decode (and hash the references of) ``tasks`` as the Ray engine's decoding tasks do; the pixels stay here."""
+    from fusedsim.engine.batch_pairs import read_distorted, read_reference
+
+    ref = None
+    for task in tasks:
+        if task.ref != ref:
+            ref = task.ref
+            read_reference(task.ref)
+        read_distorted(task.dist)
+    return len(tasks)
+
+
+def cores_decode_bound(table: Path, workers: int, chunk: int = 8) -> float:
+    """Pairs/s that ``workers`` processes decode, in chunks of ``chunk`` pairs taken in any order (as the Ray
+    engine's tasks): the host's decoding capacity, without the local engine's in-order hand-over. The processes
+    are started and warmed first."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    tasks = table_tasks(table)
+    parts = [tasks[i:i + chunk] for i in range(0, len(tasks), chunk)]
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        list(pool.map(_decode_only, [tasks[:1]] * workers))  # imports done in every process
+        start = time.perf_counter()
+        done = sum(pool.map(_decode_only, parts))
+        return done / (time.perf_counter() - start)
 
 
 def _free_port() -> int:
@@ -286,6 +316,10 @@ def main(argv: list[str] | None = None) -> None:
                  "pairs_s": bound, "first_pair_s": first, "whole_s": dec})
     print(f"decode bound (processes, {workers} workers): {bound:.1f} pairs/s after the first pair "
           f"({pool / dec:.1f} with the workers' start-up)", flush=True)
+    cores = cores_decode_bound(pool_table, workers)
+    rows.append({"run": "decode-bound-cores", "pairs": pool, "size": args.size, "layout": args.layout,
+                 "workers": workers, "pairs_s": cores})
+    print(f"decode bound (the cores: {workers} processes, chunks of 8 in any order): {cores:.1f} pairs/s", flush=True)
     for _ in range(args.rounds):
         if "local" in runs:
             timed("local", 1, *table_for(1), dict(env, CUDA_VISIBLE_DEVICES="0"), device)

@@ -9,7 +9,8 @@ processes, one per core but one (``bench_batch.decode_seconds``), counted from t
 start-up, which imports torch in every process, is not decoding); that reader hands pairs over in order, so the
 host's capacity is measured too: the same processes decoding chunks of 8 pairs in any order, as Ray's tasks do.
 Each run also records the mean busy share of the host's CPUs (``/proc/stat``) and each GPU's mean utilisation
-(``nvidia-smi``, every 0.5 s): a run short of linear with idle GPUs and busy CPUs is host-bound, with idle CPUs it waits on something else.
+(``nvidia-smi``, every 0.5 s) and its time to the first row: a run short of linear with idle GPUs and busy CPUs
+is host-bound, with idle CPUs it waits on something else.
 
 * ``local``: the local engine, ``CUDA_VISIBLE_DEVICES`` = the first GPU.
 * ``ray1`` / ``ray2`` / ``rayN``: ``--engine ray``, the driver starts Ray with the first GPU / the first two /

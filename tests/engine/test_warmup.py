@@ -136,9 +136,21 @@ def test_batch_warms_what_a_fresh_cache_lacks_before_scoring(monkeypatch, tmp_pa
     for changed in ({"warmup": "never"}, {"device": "cpu"}, {"engine": "ray", "address": "10.0.0.1:6379"}):
         assert batch.cold_warmup_plan(argparse.Namespace(**{**vars(args), **changed}), table, ["psnr"], {}) is None
     asked = []
-    monkeypatch.setattr(warmup_module, "warmup", lambda metrics, device, h, w, params=None: asked.append(
-        (metrics, device, h, w)) or [warmup_module.WarmupResult(m, 0.1, device) for m in metrics])
+    monkeypatch.setattr(warmup_module, "warmup", lambda metrics, device, h, w, jobs=None, params=None: asked.append(
+        (metrics, device, h, w, jobs)) or [warmup_module.WarmupResult(m, 0.1, device) for m in metrics])
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda *a: (3 << 30, 80 << 30))
     batch._warm_cold_kernels(args, table, ["dssim", "psnr"], {})
-    assert asked == [(["dssim", "psnr"], "cuda", 24, 40)]
+    assert asked == [(["dssim", "psnr"], "cuda", 24, 40, warmup_module.gpu_jobs(["dssim", "psnr"], 24, 40, 3 << 30))]
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert batch.cold_warmup_plan(args, table, ["psnr"], {}) is None
+
+
+def test_warmup_processes_fit_the_gpus_free_memory():
+    from fusedsim.engine.batch_pairs import GROUP
+    from fusedsim.engine.warmup import PROCESS_OVERHEAD_BYTES, gpu_jobs
+    from fusedsim.metrics.registry import get_metric
+
+    one = GROUP * get_metric("cvvdp").working_set_bytes(1080, 1920, 3) + PROCESS_OVERHEAD_BYTES
+    assert one > GROUP * get_metric("psnr").working_set_bytes(1080, 1920, 3) + PROCESS_OVERHEAD_BYTES
+    assert gpu_jobs(["psnr", "cvvdp"], 1080, 1920, 5 * one + 1) == 5  # the largest working set sizes every process
+    assert gpu_jobs(["psnr", "cvvdp"], 1080, 1920, one - 1) == 1  # never none

@@ -235,13 +235,16 @@ def _warm_cold_kernels(args: argparse.Namespace, table: Any, metric_names: list[
     if plan is None:
         return
     cold, height, width = plan
-    from fusedsim.engine.warmup import triton_cache_dir, warmup
+    import torch
 
+    from fusedsim.engine.warmup import gpu_jobs, triton_cache_dir, warmup
+
+    jobs = gpu_jobs(cold, height, width, torch.cuda.mem_get_info()[0])  # the processes share the GPU's memory
     if not args.quiet:
-        print(f"fusedsim batch: compiling the kernels of {', '.join(cold)} at {width}x{height} in parallel "
-              f"processes (not in {triton_cache_dir()} yet; --warmup never skips this)", file=sys.stderr)
+        print(f"fusedsim batch: compiling the kernels of {', '.join(cold)} at {width}x{height} in up to {jobs} "
+              f"parallel processes (not in {triton_cache_dir()} yet; --warmup never skips this)", file=sys.stderr)
     start = time.perf_counter()
-    for result in warmup(cold, "cuda", height, width, params=params):
+    for result in warmup(cold, "cuda", height, width, jobs=jobs, params=params):
         if result.error:
             print(f"fusedsim batch: warm-up of {result.metric} failed: {result.error}", file=sys.stderr)
     if not args.quiet:

@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PHASES", "WarmupResult", "cold_metrics", "marker_path", "triton_cache_dir", "warm_metric", "warmup"]
+__all__ = ["PHASES", "WarmupResult", "cold_metrics", "gpu_jobs", "marker_path", "triton_cache_dir", "warm_metric",
+           "warmup"]
 
 #: the calls a batch makes, each warmed in a process of its own: one pair, a group of pairs against one shared
 #: reference, a group of pairs with their own references (the last two for metrics that score groups)
@@ -117,6 +118,21 @@ def cold_metrics(metrics: Sequence[str], device: str, height: int, width: int,
     return [m for m in metrics
             if not all(marker_path(m, device, height, width, params.get(m), phase).exists()
                        for phase in _phases(m, device))]
+
+
+#: a warm-up process's own device memory beside its pairs (CUDA context, kernels, allocator slack)
+PROCESS_OVERHEAD_BYTES = 1 << 30
+
+
+def gpu_jobs(metrics: Sequence[str], height: int, width: int, free_bytes: int) -> int:
+    """Warm-up processes that fit ``free_bytes`` of device memory at once: each holds a group of the largest
+    working set among ``metrics`` (``GROUP`` pairs of ``height`` x ``width``) and :data:`PROCESS_OVERHEAD_BYTES`;
+    at least one (a process that runs out of memory reports it, and the batch then compiles as it goes)."""
+    from fusedsim.engine.batch_pairs import GROUP
+    from fusedsim.metrics.registry import get_metric
+
+    largest = max(get_metric(m).working_set_bytes(height, width, 3) for m in metrics)
+    return max(1, free_bytes // (GROUP * largest + PROCESS_OVERHEAD_BYTES))
 
 
 def warm_metric(metric: str, device: str = "auto", height: int = 1024, width: int = 1024,

@@ -99,6 +99,26 @@ def test_an_error_reported_when_reading_back_fails_only_its_pair():
     assert [o.values["ssim"] for o in (outcomes[0], outcomes[2])] == [0.0, 2.0] and not outcomes[2].error
 
 
+def test_a_missing_module_stops_the_run_instead_of_failing_every_row(monkeypatch):
+    """An ImportError is the installation's fault, which every pair would meet: the runner stops with it (the rows
+    already read back are out), wherever it is raised; a pair's own error still fails only that pair."""
+    scorer = _Recording()
+    real = scorer.submit_prepared
+
+    def submit(dist):
+        if scorer.count == 2:
+            scorer.count += 1
+            raise ModuleNotFoundError("No module named 'platformdirs'")
+        return real(dist)
+
+    monkeypatch.setattr(scorer, "submit_prepared", submit)
+    outcomes = []
+    with pytest.raises(RuntimeError, match="every pair would fail the same way.*No module named 'platformdirs'"):
+        for outcome in PairRunner(scorer, ["ssim"]).run_all(iter(_pairs(5)), ahead=0):
+            outcomes.append(outcome)
+    assert [o.values["ssim"] for o in outcomes] == [0.0, 1.0]
+
+
 def test_stopping_early_stops_queuing():
     scorer = _Recording()
     outcomes = PairRunner(scorer, ["ssim"]).run_all(iter(_pairs(6)), ahead=1)

@@ -277,6 +277,14 @@ RUN_AHEAD = 2
 GROUP = 8
 
 
+def stop_if_systemic(exc: BaseException) -> None:
+    """Raise a ``RuntimeError`` for an error that every pair would meet (a missing module: an installation fault,
+    not the pair's), so the run stops at its first pair instead of writing the same error into every row."""
+    if isinstance(exc, ImportError):
+        raise RuntimeError(f"every pair would fail the same way, so the run stops here: {error_text(exc)} (a "
+                           "missing or broken installation; fix it and run again)") from exc
+
+
 class PairRunner:
     """Scores decoded pairs with one ``scorer`` for the output ``columns`` (see :func:`metric_columns`)."""
 
@@ -370,7 +378,11 @@ class PairRunner:
         try:
             pending = self.scorer.submit_group(pairs)
         except Exception as exc:  # e.g. a metric's minimum size: every pair of the group fails the same way
+            stop_if_systemic(exc)
             return [(m.task, error_text(exc)) for m in members]
+        for p in pending:
+            if isinstance(p, Exception):
+                stop_if_systemic(p)
         return [(m.task, p if not isinstance(p, Exception) else error_text(p)) for m, p in zip(members, pending)]
 
     def _reference(self, pair: DecodedPair) -> ImageData:
@@ -395,6 +407,7 @@ class PairRunner:
                 self.scorer.set_reference(self._reference(pair))
             return pair.task, self.scorer.submit_prepared(pair.dist)
         except Exception as exc:  # one bad pair must not stop the batch
+            stop_if_systemic(exc)
             return pair.task, error_text(exc)
 
     def _outcome(self, submitted: tuple[PairTask, Any]) -> PairOutcome:
@@ -404,6 +417,7 @@ class PairRunner:
         try:
             result = pending.result()
         except Exception as exc:  # an error the device reported while computing this pair
+            stop_if_systemic(exc)
             return self._failed(task, error_text(exc))
         values = {c: math.nan for c in self.columns}
         for name, value in result.values.items():

@@ -5,12 +5,15 @@ float32. Each input's bytes are checked against the SHA-256 the fixture stores."
 
 from __future__ import annotations
 
-import hashlib
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
 import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+from cvvdp_video_clips import hash32, sha256  # noqa: E402, F401  (the video fixtures' hash and digest)
 
 FIXTURES = Path(__file__).with_name("cvvdp_hdr_fixtures.json")
 SCENE_MAX = 4000.0  # cd/m²: the scene's brightest light (HLG signals are relative to it)
@@ -21,18 +24,9 @@ def load_fixtures() -> dict:
         return json.load(f)
 
 
-def sha256(*arrays: torch.Tensor) -> str:
-    h = hashlib.sha256()
-    for a in arrays:
-        h.update(a.contiguous().numpy().tobytes())
-    return h.hexdigest()
-
-
 def _hash(t, c, y, x, seed: int) -> np.ndarray:
-    """Deterministic pseudo-random values in [-1, 1) from the sample's coordinates (an integer hash)."""
-    v = (t * 73856093 + c * 19349663 + y * 83492791 + x * 2654435761 + seed * 97) & 0xFFFFFFFF
-    v = (v ^ (v >> 13)) * 1274126177 & 0xFFFFFFFF
-    return (((v ^ (v >> 16)) & 0xFFFF).astype(np.float64) - 32768) / 32768
+    """Deterministic pseudo-random values in [-1, 1) from the sample's coordinates (the video clips' hash)."""
+    return ((hash32(t, c, y, x, seed) & 0xFFFF).astype(np.float64) - 32768) / 32768
 
 
 def _scene(frames: int, height: int, width: int) -> tuple[np.ndarray, ...]:

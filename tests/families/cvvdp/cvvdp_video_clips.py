@@ -28,11 +28,16 @@ def sha256(*arrays: torch.Tensor) -> str:
     return h.hexdigest()
 
 
-def _hash_noise(t, c, y, x, seed: int) -> np.ndarray:
-    """Deterministic pseudo-random integers 0..255 from the sample's coordinates (an integer hash, no RNG)."""
+def hash32(t, c, y, x, seed: int) -> np.ndarray:
+    """Deterministic pseudo-random 32-bit integers from the sample's coordinates (an integer hash, no RNG)."""
     v = (t * 73856093 + c * 19349663 + y * 83492791 + x * 2654435761 + seed * 97) & 0xFFFFFFFF
     v = (v ^ (v >> 13)) * 1274126177 & 0xFFFFFFFF
-    return ((v ^ (v >> 16)) & 0xFF).astype(np.int64)
+    return v ^ (v >> 16)
+
+
+def _hash_noise(t, c, y, x, seed: int) -> np.ndarray:
+    """Deterministic pseudo-random integers 0..255 from the sample's coordinates."""
+    return (hash32(t, c, y, x, seed) & 0xFF).astype(np.int64)
 
 
 def synthetic_clip(kind: str, frames: int = 10, height: int = 48, width: int = 64) -> tuple[torch.Tensor, torch.Tensor]:

@@ -84,6 +84,28 @@ def test_perceptual_metrics_warm_in_three_processes_others_in_one():
     assert _phases("psnr", "cuda") == ("one",)  # image metrics are never grouped
 
 
+def test_auto_warms_groups_only_where_a_gpu_scores_them(monkeypatch):
+    from fusedsim.engine.warmup import PHASES, _phases
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert _phases("ssimulacra2", "auto") == ("one",)  # no process started for calls the CPU never makes
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert _phases("ssimulacra2", "auto") == PHASES
+
+
+def test_a_cache_folder_that_refuses_markers_costs_only_the_hint(monkeypatch, tmp_path):
+    from fusedsim.engine.warmup import cold_metrics, leave_markers
+
+    blocker = tmp_path / "cache"
+    blocker.write_text("a file where the cache folder would be")
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(blocker))
+    leave_markers("psnr", 16, 16, None, ["one"])  # no error
+    assert cold_metrics(["psnr"], "cuda", 16, 16) == ["psnr"]
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "ok"))
+    leave_markers("psnr", 16, 16, None, ["one"])
+    assert cold_metrics(["psnr"], "cuda", 16, 16) == []
+
+
 def test_warm_metric_runs_only_its_phase(monkeypatch):
     from fusedsim.engine import scorer
 

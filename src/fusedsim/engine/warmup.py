@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PHASES", "WarmupResult", "cold_metrics", "gpu_jobs", "marker_path", "triton_cache_dir", "warm_metric",
-           "warmup"]
+__all__ = ["PHASES", "WarmupResult", "cold_metrics", "gpu_jobs", "leave_markers", "marker_path", "triton_cache_dir",
+           "warm_metric", "warmup"]
 
 #: the calls a batch makes, each warmed in a process of its own: one pair, a group of pairs against one shared
 #: reference, a group of pairs with their own references (the last two for metrics that score groups)
@@ -101,13 +101,32 @@ def marker_path(metric: str, device: str, height: int, width: int, params: dict[
     return triton_cache_dir() / "fusedsim-warm" / name
 
 
+def leave_markers(metric: str, height: int, width: int, params: dict[str, Any] | None,
+                  phases: Sequence[str]) -> None:
+    """The markers of ``metric``'s ``phases`` that ran on a GPU. A cache folder that cannot take them (read-only,
+    full) loses only the hint: the kernels are compiled all the same, and a later batch warms up again."""
+    for phase in phases:
+        marker = marker_path(metric, "cuda", height, width, params, phase)
+        try:
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.touch()
+        except OSError:
+            return
+
+
 def _phases(metric: str, device: str) -> tuple[str, ...]:
-    """The phases ``metric`` runs: all three where it scores groups on ``device``, else ``one``."""
+    """The phases ``metric`` runs: all three where it scores groups on ``device`` (``auto``: the GPU when there is
+    one, as the Scorer chooses), else ``one``."""
+    import torch
+
     from fusedsim.engine.scorer import GROUP_DEVICES
     from fusedsim.metrics.registry import get_metric
 
     spec = get_metric(metric)
-    groups = spec.kind == "srgb" and spec.cached_reference and device.split(":")[0] in (*GROUP_DEVICES, "auto")
+    kind = device.split(":")[0]
+    if kind == "auto":
+        kind = "cuda" if torch.cuda.is_available() else "cpu"
+    groups = spec.kind == "srgb" and spec.cached_reference and kind in GROUP_DEVICES
     return PHASES if groups else PHASES[:1]
 
 
@@ -162,10 +181,7 @@ def warm_metric(metric: str, device: str = "auto", height: int = 1024, width: in
             import torch
 
             torch.cuda.synchronize()
-            for name in run:
-                marker = marker_path(metric, "cuda", height, width, params, name)
-                marker.parent.mkdir(parents=True, exist_ok=True)
-                marker.touch()
+            leave_markers(metric, height, width, params, run)
         return WarmupResult(metric, time.perf_counter() - start, str(scorer.device))
     except Exception as exc:  # one metric's failure must not hide the others' results
         return WarmupResult(metric, time.perf_counter() - start, device, f"{type(exc).__name__}: {exc}")

@@ -18,6 +18,7 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from fusedsim.engine.machine import CacheFileWarning, cache_path, load_json, save_json
@@ -124,8 +125,24 @@ def validate_ladder(data: dict[str, Any]) -> str | None:
     return None
 
 
+_LOADED: dict[Path, tuple[tuple[int, ...] | None, dict[str, Any]]] = {}  # path -> (inode, mtime, size), its data
+
+
 def _load_ladder() -> dict[str, Any]:
-    return load_json(cache_path("ladder"), validate_ladder)
+    """This machine's ladder file, read again only when it changed (a ``stat`` per lookup: every group a batch
+    scores looks it up, and another process may record a failure meanwhile)."""
+    path = cache_path("ladder")
+    try:
+        info = path.stat()
+        stamp: tuple[int, ...] | None = (info.st_ino, info.st_mtime_ns, info.st_size)  # a write replaces the file
+    except OSError:
+        stamp = None
+    known = _LOADED.get(path)
+    if known is not None and known[0] == stamp:
+        return known[1]
+    data = load_json(path, validate_ladder)
+    _LOADED[path] = (stamp, data)
+    return data
 
 
 def recorded_failure(metric: str, step: Step, height: int, width: int, channels: int) -> dict[str, Any] | None:

@@ -53,7 +53,9 @@ def cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("fusedsim"))
 
 
+@cached(maxsize=1)
 def _cpu_model() -> str:
+    """The CPU's model name (read once: every scoring call's ladder lookup names the machine)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
             for line in f:

@@ -181,3 +181,19 @@ def test_direct_launch_on_the_gpu():
         finally:
             hook.remove(seen.append)
         assert len(seen) == 1
+
+
+def test_a_launch_that_a_cache_hook_skipped_is_not_kept(on_device_zero):
+    """The warm-up's shared compilations (fusedsim.engine.compile_claims) skip launches other processes compile:
+    Triton then returns None instead of a compiled kernel, and the next launch must ask Triton again."""
+    calls = []
+
+    class Skipped:
+        def __getitem__(self, grid):
+            return lambda *args, **options: calls.append(args)  # returns None, as a skipped launch does
+
+    launcher = _launch.Launcher(Skipped(), (1,))
+    launcher._fast, launcher._tensor_pos, launcher._first = True, (0,), 0
+    for _ in range(2):
+        launcher._launch((FakeTensor(32), 4), 0)
+    assert len(calls) == 2 and launcher._compiled == {}

@@ -150,7 +150,8 @@ class Launcher:
         entry = self._compiled.get(aligned)
         if entry is None:
             compiled = self.kernel[self.grid](*args, **self.options)
-            self._compiled[aligned] = _launch_entry(compiled)
+            if compiled is not None:  # None: a jit_cache_hook skipped it (the warm-up's shared compilations)
+                self._compiled[aligned] = _launch_entry(compiled)
             return
         direct, compiled = entry
         stream = self._stream_of(device)

@@ -6,10 +6,16 @@ Strategies (each on its own empty ``TRITON_CACHE_DIR``, as a fresh machine):
   say whether one compilation uses more than one core (then parallel processes gain less than their count).
 * ``phase``: one process per (metric, phase), every process compiling what it launches (the scheme before
   shared compilations).
-* ``phase-claims``: the same processes, each compilation claimed by one of them (:mod:`fusedsim.engine.
-  compile_claims`); a process stops after its own (metric, phase).
-* ``shared``: what :func:`fusedsim.engine.warmup.warmup` does on a GPU: one process per core, each running every
-  (metric, phase) from a different one, compilations claimed.
+  This is what :func:`fusedsim.engine.warmup.warmup` does on a GPU.
+* ``phase-claims``: the same processes, each compilation claimed by one of them (:func:`claim_hook`: the first
+  process to reach a specialisation creates a file named after it; the others skip that launch through Triton's
+  ``jit_cache_hook``); a process stops after its own (metric, phase).
+* ``shared``: one process per core, each running every (metric, phase) from a different one, compilations
+  claimed, so a metric's kernels spread over processes.
+
+A skipped launch leaves its output unwritten, so the processes that skip compute on stale memory: measured on 4x
+H200, a stale index reached a torch indexing op (a device-side assert that ends the process's CUDA context) and
+the warm-up lost its later phases. The two claiming strategies are measured here, not used.
 
 Per strategy: wall seconds (pool start to last result), the processes' CPU seconds (``RUSAGE_CHILDREN``: Triton's
 compiler and ``ptxas`` included), and per process its seconds, compilations and compile seconds (Triton's JIT
@@ -38,13 +44,26 @@ from _harness import metadata, write_json  # noqa: E402
 STRATEGIES = ("single", "phase", "phase-claims", "shared")
 
 
+def claim_hook(folder: Path):
+    """A ``jit_cache_hook`` that lets this process compile a specialisation only when it is the first to claim it
+    (creating ``folder/<hash>`` exclusively); True (skip the compilation and the launch) otherwise."""
+    import hashlib
+
+    def hook(*, key, fn, **_):
+        name = hashlib.sha1(f"{fn.module}.{fn.name}|{key!r}".encode()).hexdigest()
+        try:
+            os.close(os.open(folder / name, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+        except FileExistsError:
+            return True
+        return False
+
+    return hook
+
+
 def _worker(items: list[tuple[str, str]], size: int, claims: str | None) -> dict:
     """Run ``items`` in this process (claiming in ``claims`` when given); its timings and compilations."""
-    import time
-
     from triton import knobs
 
-    from fusedsim.engine.compile_claims import claim_hook
     from fusedsim.engine.warmup import warm_metric
 
     started: dict[str, float] = {}
@@ -67,7 +86,7 @@ def _worker(items: list[tuple[str, str]], size: int, claims: str | None) -> dict
     t0 = time.perf_counter()
     runs = []
     for metric, phase in items:
-        r = warm_metric(metric, "cuda", size, size, None, phase, mark=False)
+        r = warm_metric(metric, "cuda", size, size, None, phase)  # markers land in this strategy's own cache
         runs.append({"metric": metric, "phase": phase, "seconds": round(r.seconds, 2), "error": r.error[:200]})
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return {"pid": os.getpid(), "seconds": round(time.perf_counter() - t0, 2), "runs": runs,

@@ -184,8 +184,9 @@ def test_direct_launch_on_the_gpu():
 
 
 def test_a_launch_that_a_cache_hook_skipped_is_not_kept(on_device_zero):
-    """The warm-up's shared compilations (fusedsim.engine.compile_claims) skip launches other processes compile:
-    Triton then returns None instead of a compiled kernel, and the next launch must ask Triton again."""
+    """A ``jit_cache_hook`` that returns True skips a compilation and its launch (benchmarks/bench_warmup.py's
+    claiming strategies do): Triton then returns None instead of a compiled kernel, and the next launch must ask
+    Triton again."""
     calls = []
 
     class Skipped:

@@ -13,8 +13,8 @@ from fusedsim.core.device import DEVICE_HELP
 
 DESCRIPTION = """\
 Compile every kernel that `fusedsim batch` (or `score`) launches for the
-metrics, on synthetic pairs of --size, in parallel processes that share
-the compilations out (on a GPU: one per CPU core), and keep them in Triton's on-disk cache (TRITON_CACHE_DIR, default
+metrics, on synthetic pairs of --size, one process per metric in parallel,
+and keep them in Triton's on-disk cache (TRITON_CACHE_DIR, default
 ~/.triton/cache). Later runs on this machine, or on every machine that
 shares the cache folder (set TRITON_CACHE_DIR to a shared path on each
 node; `batch --engine ray` passes the driver's on to its workers), load the
@@ -44,8 +44,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         help="size of the synthetic pairs (default 1024: kernels are compiled per size class)")
     parser.add_argument("--device", type=parse_device, default="auto", help=f"{DEVICE_HELP} (auto: cuda when available)")
     parser.add_argument("--jobs", type=int, default=None,
-                        help="processes compiling at once (default: one per CPU core on a GPU; elsewhere one per metric "
-                             "and call kind, at most the CPU count)")
+                        help="processes compiling at once (default: one per metric, at most the CPU count)")
     parser.set_defaults(run=run)
 
 

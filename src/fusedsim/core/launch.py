@@ -150,7 +150,7 @@ class Launcher:
         entry = self._compiled.get(aligned)
         if entry is None:
             compiled = self.kernel[self.grid](*args, **self.options)
-            if compiled is not None:  # None: a jit_cache_hook skipped it (the warm-up's shared compilations)
+            if compiled is not None:  # None: a jit_cache_hook skipped the compilation and the launch
                 self._compiled[aligned] = _launch_entry(compiled)
             return
         direct, compiled = entry

@@ -1,28 +1,26 @@
-"""Compile what a metric set needs before the first real pair, in parallel processes.
+"""Compile what a metric set needs before the first real pair: one process per metric, in parallel.
 
 A fresh machine (a new cloud node, a container) has an empty Triton cache: ``fusedsim batch`` with the five
 perceptual metrics spent about 90 s compiling kernels one after the other before its first pair. Triton compiles
-in the thread that launches, holding the GIL, so a process compiles one kernel at a time. :func:`warmup` scores
-synthetic pairs as ``fusedsim batch`` does (:class:`~fusedsim.engine.batch_pairs.PairRunner`) in several processes:
-every kernel a batch run launches is compiled and written to Triton's on-disk cache (``TRITON_CACHE_DIR``, default
-``~/.triton/cache``), where later processes load it in milliseconds. Each metric makes three kinds of calls
-(:data:`PHASES`: one pair, a group against a shared reference, a group with their own references; stacked calls
-specialise kernels on other sizes).
+in the thread that launches, and a process compiles one kernel at a time, so :func:`warmup` scores synthetic pairs
+in one process per metric (``jobs`` at once): every kernel a batch run launches is compiled and written to
+Triton's on-disk cache (``TRITON_CACHE_DIR``, default ``~/.triton/cache``), where later processes load it in
+milliseconds. Each process runs what ``fusedsim batch`` runs (:class:`~fusedsim.engine.batch_pairs.PairRunner`):
+one pair, a group against a shared reference and a group of pairs with their own references (stacked calls
+specialise kernels on other sizes), at the size asked for.
 
-On a GPU every process runs every (metric, phase), each starting at another one, and the compilations are shared
-out as they are reached (:mod:`fusedsim.engine.compile_claims`): a process compiles only the specialisations it
-claims first and skips the launches others compile, so the wall time is the whole set's compile time divided by
-the processes (one process per phase, the earlier scheme, waited for the slowest phase: ~31 s for the five
-perceptual metrics on an H200). When every process ran every phase of a metric, the metric gets its markers in
+The three kinds of calls compile mostly different specialisations (a stacked call of 8 images is another
+kernel than a call of 1), so a perceptual metric's three phases run in processes of their own (:data:`PHASES`):
+the wall time is the slowest phase's, not the metric's sum. A phase that succeeds on a GPU leaves a marker in
 the cache directory (:func:`marker_path`), so ``fusedsim batch`` knows which metrics a fresh cache lacks and
 compiles them this way before scoring (:func:`cold_metrics`; its ``--warmup never`` does not).
 
 A cache directory on a shared file system, set as ``TRITON_CACHE_DIR`` on every node, is filled once; the Ray
 engine passes the driver's ``TRITON_CACHE_DIR`` on to its workers (:data:`~fusedsim.engine.ray_batch.
-FORWARDED_ENV`). Without a GPU the metrics' CPU paths run, one process per (metric, phase) (numba compiles what it
-caches).
+FORWARDED_ENV`). Without a GPU the metrics' CPU paths run (numba compiles what it caches).
 
-The workers are started with ``spawn`` (a CUDA context does not survive ``fork``).
+The parent process never touches CUDA: the workers are started with ``spawn`` (a CUDA context does not survive
+``fork``).
 """
 
 from __future__ import annotations
@@ -36,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PHASES", "WarmupResult", "cold_metrics", "gpu_jobs", "leave_markers", "marker_path", "summarize",
-           "triton_cache_dir", "warm_metric", "warmup"]
+__all__ = ["PHASES", "WarmupResult", "cold_metrics", "gpu_jobs", "leave_markers", "marker_path", "triton_cache_dir",
+           "warm_metric", "warmup"]
 
 #: the calls a batch makes, each warmed in a process of its own: one pair, a group of pairs against one shared
 #: reference, a group of pairs with their own references (the last two for metrics that score groups)
@@ -145,29 +143,22 @@ def cold_metrics(metrics: Sequence[str], device: str, height: int, width: int,
 PROCESS_OVERHEAD_BYTES = 1 << 30
 
 
-def _cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
-def gpu_jobs(metrics: Sequence[str], height: int, width: int, free_bytes: int, cores: int | None = None) -> int:
-    """Warm-up processes for a GPU: one per core (``cores``, default this machine's: each compiles on one), as
-    many as fit ``free_bytes`` of device memory at once, each holding a group of the largest working set among
-    ``metrics`` (``GROUP`` pairs of ``height`` x ``width``) and :data:`PROCESS_OVERHEAD_BYTES`; at least one (a
-    process that runs out of memory reports it, and the batch then compiles as it goes)."""
+def gpu_jobs(metrics: Sequence[str], height: int, width: int, free_bytes: int) -> int:
+    """Warm-up processes that fit ``free_bytes`` of device memory at once: each holds a group of the largest
+    working set among ``metrics`` (``GROUP`` pairs of ``height`` x ``width``) and :data:`PROCESS_OVERHEAD_BYTES`;
+    at least one (a process that runs out of memory reports it, and the batch then compiles as it goes)."""
     from fusedsim.engine.batch_pairs import GROUP
     from fusedsim.metrics.registry import get_metric
 
     largest = max(get_metric(m).working_set_bytes(height, width, 3) for m in metrics)
-    fit = free_bytes // (GROUP * largest + PROCESS_OVERHEAD_BYTES)
-    return max(1, min(fit, cores or _cores()))
+    return max(1, free_bytes // (GROUP * largest + PROCESS_OVERHEAD_BYTES))
 
 
 def warm_metric(metric: str, device: str = "auto", height: int = 1024, width: int = 1024,
-                params: dict[str, Any] | None = None, phase: str | None = None, mark: bool = True) -> WarmupResult:
+                params: dict[str, Any] | None = None, phase: str | None = None) -> WarmupResult:
     """Score synthetic ``height`` x ``width`` pairs with ``metric`` as ``fusedsim batch`` would (one pair, a group
     against one reference, a group of own references; only ``phase`` of :data:`PHASES` when given), in this
-    process. Errors are returned, not raised. On a GPU each phase that ran leaves its marker, unless ``mark`` is
-    False (a process that shared the compilations out compiled only part of them)."""
+    process. Errors are returned, not raised. On a GPU each phase that ran leaves its marker."""
     if phase is not None and phase not in PHASES:
         raise ValueError(f"phase must be one of {', '.join(PHASES)}; got {phase!r}")
     start = time.perf_counter()
@@ -190,81 +181,35 @@ def warm_metric(metric: str, device: str = "auto", height: int = 1024, width: in
             import torch
 
             torch.cuda.synchronize()
-            if mark:
-                leave_markers(metric, height, width, params, run)
+            leave_markers(metric, height, width, params, run)
         return WarmupResult(metric, time.perf_counter() - start, str(scorer.device))
     except Exception as exc:  # one metric's failure must not hide the others' results
         return WarmupResult(metric, time.perf_counter() - start, device, f"{type(exc).__name__}: {exc}")
 
 
-def _warm_shared(work: Sequence[tuple[str, str]], device: str, height: int, width: int,
-                 params: dict[str, dict[str, Any]], claims: str, first: int) -> list[tuple[str, str, WarmupResult]]:
-    """One of the processes that share compilations: every (metric, phase) of ``work``, from index ``first`` on
-    (the processes start at different ones), compiling only what it claims in ``claims``."""
-    from fusedsim.engine.compile_claims import share_compilations
-
-    share_compilations(Path(claims))
-    order = list(work[first % len(work):]) + list(work[:first % len(work)])
-    return [(m, phase, warm_metric(m, device, height, width, params.get(m), phase, mark=False))
-            for m, phase in order]
-
-
-def _gpu(device: str) -> bool:
-    import torch
-
-    return device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())
-
-
 def warmup(metrics: Sequence[str], device: str = "auto", height: int = 1024, width: int = 1024,
            jobs: int | None = None, params: dict[str, dict[str, Any]] | None = None) -> list[WarmupResult]:
-    """Compile what ``fusedsim batch`` launches for ``metrics`` on ``device`` at ``height`` x ``width``, in
-    ``jobs`` processes (default: the CPU count). On a GPU every process runs every (metric, phase) and they share
-    the compilations out (see the module docstring); elsewhere each (metric, phase) runs in a process of its own.
-    One result per metric, in the order of ``metrics``: its slowest run's seconds, and an error when it failed
-    in every process that ran it (a process computing on launches that others compiled may fail on those
-    values; that is not the metric's error)."""
+    """:func:`warm_metric` for every metric of ``metrics``, each phase (:data:`PHASES`) in its own process,
+    ``jobs`` at a time (default: one per phase, at most the CPU count). One result per metric, in the order of
+    ``metrics``: its slowest phase's seconds and its first error."""
     if not metrics:
         raise ValueError("metrics must name at least one metric")
     if height < 1 or width < 1:
         raise ValueError(f"size must be positive; got {width}x{height}")
-    if jobs is not None and jobs < 1:
-        raise ValueError(f"jobs must be >= 1; got {jobs}")
-    cores = _cores()
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     work = [(m, phase) for m in metrics for phase in _phases(m, device)]
+    jobs = jobs or max(1, min(len(work), cores))
+    if jobs < 1:
+        raise ValueError(f"jobs must be >= 1; got {jobs}")
     params = params or {}
-    spawn = multiprocessing.get_context("spawn")
-    shared = _gpu(device)
-    if shared:
-        import tempfile
-
-        jobs = jobs or cores
-        with tempfile.TemporaryDirectory(prefix="fusedsim-claims-") as claims, \
-                ProcessPoolExecutor(jobs, mp_context=spawn) as pool:
-            futures = [pool.submit(_warm_shared, work, device, height, width, params, claims, i)
-                       for i in range(jobs)]
-            done = [(m, r) for f in futures for m, _, r in f.result()]
-    else:
-        jobs = jobs or max(1, min(len(work), cores))
-        with ProcessPoolExecutor(jobs, mp_context=spawn) as pool:
-            futures = [(m, pool.submit(warm_metric, m, device, height, width, params.get(m), phase))
-                       for m, phase in work]
-            done = [(m, f.result()) for m, f in futures]
-    results = summarize(metrics, done, shared)
-    if shared:
-        for r in results:
-            if r.device.startswith("cuda") and all(not d.error for m, d in done if m == r.metric):
-                leave_markers(r.metric, height, width, params.get(r.metric), _phases(r.metric, device))
-    return results
-
-
-def summarize(metrics: Sequence[str], done: Sequence[tuple[str, WarmupResult]], shared: bool) -> list[WarmupResult]:
-    """One result per metric of ``metrics`` from its runs in ``done``: the slowest run's seconds and an error.
-    With ``shared`` compilations the error is the metric's only when every run failed (a process may fail on
-    values that the launches it skipped left unwritten); otherwise any run's error is."""
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [(m, pool.submit(warm_metric, m, device, height, width, params.get(m), phase))
+                   for m, phase in work]
+        done = [(m, f.result()) for m, f in futures]
     results = []
     for metric in metrics:
         mine = [r for m, r in done if m == metric]
         errors = [r.error for r in mine if r.error]
-        error = errors[0] if errors and (len(errors) == len(mine) or not shared) else ""
-        results.append(WarmupResult(metric, max(r.seconds for r in mine), mine[0].device, error))
+        results.append(WarmupResult(metric, max(r.seconds for r in mine), mine[0].device,
+                                    errors[0] if errors else ""))
     return results

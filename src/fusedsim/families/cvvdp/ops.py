@@ -188,22 +188,10 @@ def dkl_scalars(display) -> tuple:
             [v for row in display.rgb2xyz for v in row], EOTFS.index(display.eotf), gamma)
 
 
-#: the display model's PQ, HLG and linear branches equal the twin under Triton's interpreter but have not run on a
-#: GPU yet: until they have, ``auto`` computes an HDR display's model with the twin on CUDA tensors (forcing the
-#: ``triton`` backend runs the kernel). The sRGB branch is validated on the GPU.
-HDR_KERNEL_ON_AUTO = False
-
-
 def display_model(rgb: torch.Tensor, display) -> torch.Tensor:
-    """``cvvdp_linear_dkl`` of ``rgb`` (N, 3, H, W) for a :class:`~.data.CVVDPDisplay`, with an HDR display's
-    kernel branch kept off ``auto`` (:data:`HDR_KERNEL_ON_AUTO`)."""
-    from fusedsim.core.backend import requested_backend
-
-    scalars = dkl_scalars(display)
-    if (display.eotf != "sRGB" and not HDR_KERNEL_ON_AUTO and requested_backend() == "auto"
-            and cvvdp_linear_dkl.backend_for(rgb, compiled_cpu=False) == "triton"):
-        return cvvdp_linear_dkl.reference(rgb, *scalars)
-    return cvvdp_linear_dkl(rgb, *scalars)
+    """``cvvdp_linear_dkl`` of ``rgb`` (N, 3, H, W) for a :class:`~.data.CVVDPDisplay` (its EOTF, photometry and
+    colour space as the kernel's scalars)."""
+    return cvvdp_linear_dkl(rgb, *dkl_scalars(display))
 
 
 def _cvvdp_dkl_examples(device: torch.device) -> list[Example]:

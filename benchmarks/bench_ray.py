@@ -244,6 +244,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pairs-per-gpu", type=int, default=None,
                         help="each run scores this many pairs per GPU (instead of --pairs or the probe's estimate)")
     parser.add_argument("--pool", type=int, default=2000, help="image pairs written; the table cycles through them")
+    parser.add_argument("--skip-decode-bound", action="store_true",
+                        help="leave out the two decode-bound measurements (a run that only adds GPU counts)")
     args = parser.parse_args(argv)
     if args.quick:
         args.pairs, args.size = 24, 256
@@ -308,19 +310,21 @@ def main(argv: list[str] | None = None) -> None:
         record(name, result | usage.fields(), pairs)
 
     # the decode bound on the pool's pairs, every core but one decoding, counted from the first decoded pair
-    workers = max(1, cpus - 1)
-    pool_table = write_table(folder, pool, args.layout, pool)
-    decode_seconds(write_table(folder, 2, 1), 2, "processes")  # the fork server's first start
-    dec, first = decode_seconds(pool_table, workers, "processes")
-    bound = (pool - 1) / max(dec - first, 1e-9)
-    rows.append({"run": "decode-bound", "pairs": pool, "size": args.size, "layout": args.layout, "workers": workers,
-                 "pairs_s": bound, "first_pair_s": first, "whole_s": dec})
-    print(f"decode bound (processes, {workers} workers): {bound:.1f} pairs/s after the first pair "
-          f"({pool / dec:.1f} with the workers' start-up)", flush=True)
-    cores = cores_decode_bound(pool_table, workers)
-    rows.append({"run": "decode-bound-cores", "pairs": pool, "size": args.size, "layout": args.layout,
-                 "workers": workers, "pairs_s": cores})
-    print(f"decode bound (the cores: {workers} processes, chunks of 8 in any order): {cores:.1f} pairs/s", flush=True)
+    if not args.skip_decode_bound:
+        workers = max(1, cpus - 1)
+        pool_table = write_table(folder, pool, args.layout, pool)
+        decode_seconds(write_table(folder, 2, 1), 2, "processes")  # the fork server's first start
+        dec, first = decode_seconds(pool_table, workers, "processes")
+        bound = (pool - 1) / max(dec - first, 1e-9)
+        rows.append({"run": "decode-bound", "pairs": pool, "size": args.size, "layout": args.layout,
+                     "workers": workers, "pairs_s": bound, "first_pair_s": first, "whole_s": dec})
+        print(f"decode bound (processes, {workers} workers): {bound:.1f} pairs/s after the first pair "
+              f"({pool / dec:.1f} with the workers' start-up)", flush=True)
+        cores = cores_decode_bound(pool_table, workers)
+        rows.append({"run": "decode-bound-cores", "pairs": pool, "size": args.size, "layout": args.layout,
+                     "workers": workers, "pairs_s": cores})
+        print(f"decode bound (the cores: {workers} processes, chunks of 8 in any order): {cores:.1f} pairs/s",
+              flush=True)
     for _ in range(args.rounds):
         if "local" in runs:
             timed("local", 1, *table_for(1), dict(env, CUDA_VISIBLE_DEVICES="0"), device)

@@ -6,6 +6,7 @@ Building the parser imports neither torch nor a metric; ``run`` imports them.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections import Counter
@@ -108,6 +109,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         help="local: this process; ray: one actor per GPU (or CPU actors) of a Ray cluster")
     parser.add_argument("--address", default=None,
                         help="Ray cluster address (--engine ray; default: start a local Ray instance)")
+    parser.add_argument("--ship-kernels", choices=("auto", "never"), default="auto",
+                        help="--engine ray --address: auto ships this machine's Triton kernel cache with the job "
+                             "when it is warm for the metrics (after `fusedsim warmup`), so fresh nodes load the "
+                             "kernels instead of compiling them; never: the nodes use their own caches (e.g. a "
+                             "TRITON_CACHE_DIR on a file system they share, which the driver forwards)")
     parser.add_argument("--quiet", action="store_true", help="no progress (a bar on a terminal, else a line every few "
                                                               "seconds) and no summary")
     parser.set_defaults(run=run)
@@ -251,6 +257,29 @@ def _warm_cold_kernels(args: argparse.Namespace, table: Any, metric_names: list[
         print(f"fusedsim batch: kernels ready in {time.perf_counter() - start:.1f} s", file=sys.stderr)
 
 
+def kernels_to_ship(args: argparse.Namespace, table: Any, metric_names: list[str],
+                    params: dict[str, dict[str, Any]]) -> Any:
+    """The Triton cache folder to ship with a Ray job to a cluster (``--ship-kernels auto``, ``--address`` of a
+    cluster, a GPU device), when it is warm for the metrics at the first pair's size; None otherwise (saying why
+    unless ``--quiet``)."""
+    remote = args.engine == "ray" and args.address and args.address.strip().lower() != "local"
+    if not remote or args.ship_kernels != "auto" or args.device == "cpu":
+        return None
+    size = first_pair_size(table)
+    if size is None:
+        return None
+    from fusedsim.engine.kernel_cache import cache_to_ship, folder_bytes
+
+    folder, why = cache_to_ship(metric_names, *size, params)
+    if not args.quiet:
+        if folder is None:
+            print(f"fusedsim batch: not shipping kernels to the Ray nodes: {why}", file=sys.stderr)
+        else:
+            print(f"fusedsim batch: shipping the kernel cache {folder} ({folder_bytes(folder) / 2**20:.1f} MiB) to the "
+                  "Ray nodes (--ship-kernels never keeps their own)", file=sys.stderr)
+    return folder
+
+
 def _locked_run(args: argparse.Namespace, table: Any, sink: Any, metric_names: list[str],
                 score_columns: list[str], params: dict[str, dict[str, Any]]) -> int:
     """The run once the output's lock is held: refuse to clobber earlier results, build the engine, score."""
@@ -272,7 +301,8 @@ def _locked_run(args: argparse.Namespace, table: Any, sink: Any, metric_names: l
         from fusedsim.engine.ray_batch import RayBatch
 
         engine: Any = RayBatch(metric_names, score_columns, device=args.device, memory=args.memory,
-                               address=args.address, workers=args.workers, prefetch=args.prefetch, params=params)
+                               address=args.address, workers=args.workers, prefetch=args.prefetch, params=params,
+                               kernel_cache=kernels_to_ship(args, table, metric_names, params))
     else:
         from fusedsim.engine import Scorer
 
@@ -356,10 +386,14 @@ def _run_batch(args, table, sink, engine, score_columns, stats) -> int:
               f"{elapsed:.1f} s ({rate:.2f} pairs/s); references prepared: {stats['prepared']}; backends: {used}; "
               f"output: {args.output}", file=sys.stderr)
     if not args.quiet and args.engine == "ray" and "idle_s" in stats:  # where a Ray run's time went
+        shipped = sum(1 for c in engine.kernel_caches if c and engine.shipped_name and
+                      os.path.basename(c) == engine.shipped_name)
+        kernels = f"; shipped kernels used by {shipped} of {len(engine.kernel_caches)} actors" if engine.shipped_name \
+            else ""
         print(f"fusedsim batch: Ray: {len(engine.actors)} actors on {', '.join(sorted(set(engine.devices)))}; "
               f"decoding {stats['decode_s']:.1f} CPU-s; scoring threads idle {stats['idle_s']:.1f} s (waiting for "
               f"decoded pairs) in {stats['streams']} streams; chunks retried {stats['retried']}, actors lost "
-              f"{stats['actors_lost']}",
+              f"{stats['actors_lost']}{kernels}",
               file=sys.stderr)
     if stopped:
         print(f"fusedsim batch: stopped at the first failed pair (--fail-fast): {stopped}", file=sys.stderr)

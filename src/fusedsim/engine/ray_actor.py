@@ -58,8 +58,10 @@ class ScoringWorker:
 
     def __init__(self, metrics: Sequence[str], columns: Sequence[str], device: str, memory: str,
                  params: dict[str, dict[str, Any]] | None = None) -> None:
+        from fusedsim.engine.kernel_cache import adopt_shipped_cache
         from fusedsim.engine.scorer import Scorer
 
+        adopt_shipped_cache()  # before any kernel compiles: the driver's kernels, when it shipped them
         self.runner = PairRunner(Scorer(list(metrics), device=device, memory=memory, params=params), list(columns))
         self._inbox: queue.Queue[_Job] = queue.Queue()
         self._reported = 0  # runner.prepared already reported
@@ -68,7 +70,8 @@ class ScoringWorker:
         threading.Thread(target=self._loop, name="fusedsim-scoring", daemon=True).start()
 
     def ready(self) -> dict[str, Any]:
-        """The actor's device, node and process (the driver places decoding next to it; tests kill it)."""
+        """The actor's device, node, process (the driver places decoding next to it; tests kill it) and kernel
+        cache folder ("" when Triton's default)."""
         node = ""
         try:
             import ray
@@ -76,7 +79,8 @@ class ScoringWorker:
             node = ray.get_runtime_context().get_node_id()
         except Exception:  # outside Ray (tests of the plain class)
             pass
-        return {"device": str(self.runner.scorer.device), "node": node, "pid": os.getpid()}
+        return {"device": str(self.runner.scorer.device), "node": node, "pid": os.getpid(),
+                "kernel_cache": os.environ.get("TRITON_CACHE_DIR", "")}
 
     def score(self, tasks: Sequence[PairTask], decoded: WireChunk | None = None) -> ChunkResult:
         """Outcomes of ``tasks``, decoded by a CPU task (``decoded``) or, when None, here in the calling thread

@@ -45,6 +45,7 @@ import socket
 import sys
 from collections import deque
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from fusedsim.engine.batch_pairs import GROUP, PairOutcome, PairTask, image_bytes_estimate, plan
@@ -142,18 +143,30 @@ def forwarded_env(environ: dict[str, str] | None = None) -> dict[str, str]:
     return {k: environ[k] for k in FORWARDED_ENV if environ.get(k)}
 
 
-def job_runtime_env(ship_code: bool, environ: dict[str, str] | None = None) -> dict[str, Any]:
-    """The Ray job's runtime environment: :func:`forwarded_env`, and with ``ship_code`` this package's own code
+def job_runtime_env(ship_code: bool, environ: dict[str, str] | None = None,
+                    kernel_cache: Path | None = None) -> dict[str, Any]:
+    """The Ray job's runtime environment: :func:`forwarded_env`; with ``ship_code`` this package's own code
     (``py_modules``: Ray uploads it once per version, ~3 MB, and every worker imports it first), so the nodes of
-    a cluster run the driver's fusedsim, whatever version they have installed (they need its dependencies)."""
+    a cluster run the driver's fusedsim, whatever version they have installed (they need its dependencies); with
+    ``kernel_cache`` that Triton cache folder too, which the actors then use (:mod:`fusedsim.engine.kernel_cache`;
+    the driver's ``TRITON_CACHE_DIR`` is then not forwarded: it names a folder of the driver's machine)."""
+    from fusedsim.engine.kernel_cache import SHIPPED_ENV
+
     runtime_env: dict[str, Any] = {}
     env = forwarded_env(environ)
+    modules = []
+    if kernel_cache is not None:
+        env.pop("TRITON_CACHE_DIR", None)
+        env[SHIPPED_ENV] = kernel_cache.name
+        modules.append(str(kernel_cache))
     if env:
         runtime_env["env_vars"] = env
     if ship_code:
         import fusedsim
 
-        runtime_env["py_modules"] = [os.path.dirname(os.path.abspath(fusedsim.__file__))]
+        modules.insert(0, os.path.dirname(os.path.abspath(fusedsim.__file__)))
+    if modules:
+        runtime_env["py_modules"] = modules
         runtime_env["excludes"] = ["__pycache__", "*.pyc"]
     return runtime_env
 
@@ -172,22 +185,28 @@ class RayBatch:
             :func:`in_flight_depth`).
         chunk: pairs per task (:data:`CHUNK`).
         params: the Scorer's per-metric parameters.
+        kernel_cache: a Triton cache folder shipped with the job to the nodes (with ``address``;
+            :func:`~fusedsim.engine.kernel_cache.cache_to_ship`); ``kernel_caches`` then says which folder each
+            actor uses.
     """
 
     def __init__(self, metrics: Sequence[str], columns: Sequence[str], *, device: str = "auto",
                  memory: str = "auto", address: str | None = None, workers: int | None = None,
                  prefetch: int | None = None, chunk: int = CHUNK,
-                 params: dict[str, dict[str, Any]] | None = None) -> None:
+                 params: dict[str, dict[str, Any]] | None = None, kernel_cache: Path | None = None) -> None:
         if chunk < 1:
             raise ValueError(f"chunk must be >= 1; got {chunk}")
         ray = self.ray = _import_ray()
         self._started = False
+        self.shipped_name = ""  # the kernel cache folder shipped with the job, when this object started Ray
         if not ray.is_initialized():
             check_address(address or os.environ.get("RAY_ADDRESS"))
             kwargs: dict[str, Any] = {"address": address} if address else {}
             if not address and workers:
                 kwargs["num_cpus"] = workers
-            runtime_env = job_runtime_env(ship_code=bool(address) and address.strip().lower() != "local")
+            remote = bool(address) and address.strip().lower() != "local"
+            runtime_env = job_runtime_env(ship_code=remote, kernel_cache=kernel_cache if remote else None)
+            self.shipped_name = kernel_cache.name if remote and kernel_cache is not None else ""
             if runtime_env:
                 kwargs["runtime_env"] = runtime_env
             ray.init(include_dashboard=False, logging_level="ERROR", **kwargs)
@@ -236,6 +255,7 @@ class RayBatch:
         self.devices = [info["device"] for info in infos]
         self.nodes = [info["node"] for info in infos]
         self.pids = [info["pid"] for info in infos]
+        self.kernel_caches = [info.get("kernel_cache", "") for info in infos]
 
     def depth(self, tasks: Sequence[PairTask]) -> int:
         """Chunks in flight per actor for ``tasks`` (:func:`in_flight_depth`; the first pair's file headers size a

@@ -64,10 +64,7 @@ def _stop(node: subprocess.Popen) -> None:
         node.wait(20)
     except subprocess.TimeoutExpired:
         pass
-    try:
-        os.killpg(node.pid, signal.SIGKILL)  # whatever of the node is left
-    except ProcessLookupError:
-        pass
+    _crash(node)  # whatever of the node is left, its workers included
     node.wait()
 
 
@@ -96,6 +93,29 @@ def two_nodes(tmp_path):
         for node in reversed(nodes):
             if node.poll() is None:
                 _stop(node)
+
+
+def _session(node: subprocess.Popen) -> list[int]:
+    """The processes of ``node``'s session: its raylet, object store and workers. Ray starts each worker in a process
+    group of its own, so killing the node's group would leave its actor running."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.getsid(int(entry)) == node.pid:
+                    pids.append(int(entry))
+            except OSError:  # gone meanwhile
+                pass
+    return pids
+
+
+def _crash(node: subprocess.Popen) -> None:
+    """Kill every process of ``node`` at once, as a machine that goes down."""
+    for pid in _session(node):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def _wait_for(ready, seconds: float, what: str) -> None:
@@ -133,7 +153,7 @@ def test_second_node_killed_mid_run(tmp_path, two_nodes):
     _wait_for(lambda: out.exists() and out.read_text().count("\n") >= 6 or driver.poll() is not None, 300,
               "the first rows")
     assert driver.poll() is None, "the run ended before the node could be killed: give it more pairs"
-    os.killpg(other.pid, signal.SIGKILL)  # the second node crashes: raylet, object store, actor, decoding tasks
+    _crash(other)  # the second node crashes: raylet, object store, actor, decoding tasks
     _, err = driver.communicate(timeout=600)
     assert driver.returncode == 0, err[-3000:]
     assert "died" in err  # the driver said which actor it lost

@@ -262,8 +262,9 @@ def kernels_to_ship(args: argparse.Namespace, table: Any, metric_names: list[str
     """The Triton cache folder to ship with a Ray job to a cluster (``--ship-kernels auto``, ``--address`` of a
     cluster, a GPU device), when it is warm for the metrics at the first pair's size; None otherwise (saying why
     unless ``--quiet``)."""
-    remote = args.engine == "ray" and args.address and args.address.strip().lower() != "local"
-    if not remote or args.ship_kernels != "auto" or args.device == "cpu":
+    from fusedsim.engine.ray_batch import remote_cluster
+
+    if args.engine != "ray" or not remote_cluster(args.address) or args.ship_kernels != "auto" or args.device == "cpu":
         return None
     size = first_pair_size(table)
     if size is None:

@@ -25,7 +25,6 @@ __all__ = ["SHIPPED_ENV", "SHIP_LIMIT_BYTES", "adopt_shipped_cache", "cache_to_s
 
 SHIPPED_ENV = "FUSEDSIM_SHIPPED_KERNELS"  # the shipped folder's name, set in the job's environment
 SHIP_LIMIT_BYTES = 256 << 20  # a larger cache is not shipped (Ray keeps job packages in its head node's memory)
-_MARKERS = "fusedsim-warm"  # the warm-up's marker folder inside a cache (:func:`fusedsim.engine.warmup.marker_path`)
 
 
 def folder_bytes(folder: Path) -> int:
@@ -64,13 +63,15 @@ def adopt_shipped_cache(paths: Iterable[str] | None = None, environ: dict[str, s
     """On a Ray worker: point ``TRITON_CACHE_DIR`` at the kernel cache shipped with the job (the folder named by
     :data:`SHIPPED_ENV` on ``paths``, default ``sys.path``, where Ray unpacks ``py_modules``), and return it; None
     when nothing was shipped or it is not found (the worker then uses its own cache)."""
+    from fusedsim.engine.warmup import MARKER_FOLDER
+
     environ = os.environ if environ is None else environ
     name = environ.get(SHIPPED_ENV)
     if not name:
         return None
     for entry in sys.path if paths is None else paths:
         candidate = Path(entry or ".") / name
-        if (candidate / _MARKERS).is_dir():
+        if (candidate / MARKER_FOLDER).is_dir():
             environ["TRITON_CACHE_DIR"] = str(candidate)
             return candidate
     return None

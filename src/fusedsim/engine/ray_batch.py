@@ -51,7 +51,7 @@ from typing import Any
 from fusedsim.engine.batch_pairs import GROUP, PairOutcome, PairTask, image_bytes_estimate, plan
 
 __all__ = ["ADDRESS_TIMEOUT_S", "ATTEMPTS", "CHUNK", "FORWARDED_ENV", "RayBatch", "check_address", "chunks",
-           "forwarded_env", "in_flight_depth", "job_runtime_env"]
+           "forwarded_env", "in_flight_depth", "job_runtime_env", "remote_cluster"]
 
 ADDRESS_TIMEOUT_S = 5.0  # a cluster head that does not accept a connection in this time is reported unreachable
 _RAY_CLIENT_PORT = 10001  # the default port of ``ray://`` addresses
@@ -100,6 +100,12 @@ def _host_port(address: str) -> tuple[str, int]:
         raise ValueError(f"--address {address}: a Ray cluster address is HOST:PORT (the head's GCS port, 6379 by "
                          "default), ray://HOST[:PORT] (Ray Client), auto or local")
     return host, int(port)
+
+
+def remote_cluster(address: str | None) -> bool:
+    """Whether ``address`` names a running cluster whose nodes may be other machines (not None or ``local``: Ray
+    started on this machine)."""
+    return bool(address) and address.strip().lower() != "local"
 
 
 def check_address(address: str | None, timeout_s: float = ADDRESS_TIMEOUT_S) -> None:
@@ -204,7 +210,7 @@ class RayBatch:
             kwargs: dict[str, Any] = {"address": address} if address else {}
             if not address and workers:
                 kwargs["num_cpus"] = workers
-            remote = bool(address) and address.strip().lower() != "local"
+            remote = remote_cluster(address)
             runtime_env = job_runtime_env(ship_code=remote, kernel_cache=kernel_cache if remote else None)
             self.shipped_name = kernel_cache.name if remote and kernel_cache is not None else ""
             if runtime_env:

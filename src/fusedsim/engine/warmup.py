@@ -34,8 +34,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PHASES", "WarmupResult", "cold_metrics", "gpu_jobs", "leave_markers", "marker_path", "triton_cache_dir",
+__all__ = ["MARKER_FOLDER", "PHASES", "WarmupResult", "cold_metrics", "gpu_jobs", "leave_markers", "marker_path", "triton_cache_dir",
            "warm_metric", "warmup"]
+
+MARKER_FOLDER = "fusedsim-warm"  # the markers' folder inside a Triton cache folder
 
 #: the calls a batch makes, each warmed in a process of its own: one pair, a group of pairs against one shared
 #: reference, a group of pairs with their own references (the last two for metrics that score groups)
@@ -98,7 +100,7 @@ def marker_path(metric: str, device: str, height: int, width: int, params: dict[
     key = json.dumps([fusedsim.__version__, triton.__version__, torch.__version__, device.split(":")[0], metric,
                       params or {}, height, width, phase], sort_keys=True, default=str)
     name = f"{metric}-{hashlib.sha256(key.encode()).hexdigest()[:24]}-{phase}"
-    return triton_cache_dir() / "fusedsim-warm" / name
+    return triton_cache_dir() / MARKER_FOLDER / name
 
 
 def leave_markers(metric: str, height: int, width: int, params: dict[str, Any] | None,

@@ -6,12 +6,15 @@ frame, and a copy with temporal noise and a brightness flicker) is scored whole 
     fusedsim.cvvdp(ref, dist, fps=fps, display=display)                 # (1, T, 3, H, W)
     pycvvdp.cvvdp(display_name=display, device=cuda).predict(dist, ref, dim_order="BFCHW", frames_per_second=fps)
 
-after a warm-up call on a short clip each (compilation). Reported: wall seconds and frames/s (median of
+after a warm-up call on a short clip each (compilation). With ``--vship libvship.so`` Vship's CVVDP (its C API,
+built from its public source) scores the same frames too: one handler at the clip's frame rate and display
+(``resizeToDisplay`` off), frames handed one by one from pinned host memory as planar 8-bit sRGB (staged before
+the timer), the JOD after the last frame; its memory is the drop in the GPU's free memory while its handler lives. Reported: wall seconds and frames/s (median of
 ``--rounds``), peak GPU memory above the inputs, the JODs and their difference. pycvvdp sizes its frame blocks
 from the free GPU memory (its ``estimate_block_N``), as its users run it.
 
     PYTHONPATH=src python benchmarks/bench_cvvdp_video.py [--frames 300] [--size 1080x1920] [--fps 30]
-        [--display standard_4k] [--rounds 3] [--skip pycvvdp] [--frames-per-block N]
+        [--display standard_4k] [--rounds 3] [--skip pycvvdp] [--frames-per-block N] [--vship libvship.so]
     PYTHONPATH=src python benchmarks/bench_cvvdp_video.py --device cpu --quick     # smoke run, numbers mean nothing
 
 pycvvdp needs ``cvvdp==0.5.7`` (pure Python) and its imports: torchvision (the build matching torch), einops,
@@ -91,6 +94,41 @@ def _provider(name: str, fn, warm, ref, device: str, rounds: int) -> dict:
     return row
 
 
+def _vship_provider(lib: str, ref: torch.Tensor, dist: torch.Tensor, fps: float, display: str, rounds: int) -> dict:
+    from _vship import Vship, srgb_rgb8
+
+    vship = Vship(lib)
+    frames, _, height, width = ref.shape[1:]
+    ref_h, dist_h = (x[0].cpu().pin_memory() for x in (ref, dist))  # (T, 3, H, W): what a decoder hands over
+    space = srgb_rgb8(width, height)
+
+    def clip(n: int) -> tuple[float, int]:
+        free_before = torch.cuda.mem_get_info()[0]
+        handle = vship.handler("cvvdp", space, fps=fps, display=display)
+        try:
+            value = None
+            for t in range(n):
+                value = vship.score("cvvdp", handle, ref_h[t], dist_h[t])[0]
+            used = free_before - torch.cuda.mem_get_info()[0]
+        finally:
+            vship.free("cvvdp", handle)
+        return value, used
+
+    clip(8)  # CUDA modules loaded
+    times, value, used = [], None, 0
+    for _ in range(rounds):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        value, used = clip(frames)
+        times.append(time.perf_counter() - start)
+    wall = statistics.median(times)
+    row = {"provider": "vship", "seconds": wall, "seconds_all": times, "frames_per_s": frames / wall,
+           "peak_extra_mib": used / 2**20, "jod": float(value)}
+    print(f"{'vship':10s} {wall:8.3f} s  {frames / wall:9.2f} frames/s  memory {used / 2**20:.0f} MiB  "
+          f"JOD {value:.6f}", flush=True)
+    return row
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--frames", type=int, default=300)
@@ -101,6 +139,7 @@ def main() -> None:
     ap.add_argument("--frames-per-block", type=int, default=None)
     ap.add_argument("--skip", default="", help="comma-separated providers to skip: fusedsim, pycvvdp")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--vship", default=None, help="libvship.so: also score the clip with Vship's CVVDP")
     ap.add_argument("--quick", action="store_true", help="a smoke run: 12 frames of 96x128, one round")
     args = ap.parse_args()
     if args.quick:
@@ -125,10 +164,17 @@ def main() -> None:
             with torch.no_grad():
                 return metric.predict(d, r, dim_order="BFCHW", frames_per_second=args.fps)[0]
         rows.append(_provider("pycvvdp", peer, lambda: peer(warm_ref, warm_dist), ref, args.device, args.rounds))
+    if args.vship:
+        rows.append(_vship_provider(args.vship, ref, dist, args.fps, args.display, args.rounds))
     payload = {"meta": {**h.metadata(args.device), "frames": args.frames, "size": [height, width], "fps": args.fps,
                         "display": args.display, "pycvvdp": h.version_of("cvvdp")}, "rows": rows}
-    if len(rows) == 2:
-        ours_row, peer_row = rows
+    by = {row["provider"]: row for row in rows}
+    if "vship" in by and "fusedsim" in by:
+        payload["speedup_vs_vship"] = by["vship"]["seconds"] / by["fusedsim"]["seconds"]
+        payload["abs_djod_vship"] = abs(by["vship"]["jod"] - by["fusedsim"]["jod"])
+        print(f"vs Vship: speed-up {payload['speedup_vs_vship']:.2f}x, |dJOD| {payload['abs_djod_vship']:.2e}")
+    if "fusedsim" in by and "pycvvdp" in by:
+        ours_row, peer_row = by["fusedsim"], by["pycvvdp"]
         payload["speedup"] = peer_row["seconds"] / ours_row["seconds"]
         payload["memory_ratio"] = (ours_row["peak_extra_mib"] / peer_row["peak_extra_mib"]
                                    if ours_row["peak_extra_mib"] and peer_row["peak_extra_mib"] else None)

@@ -14,12 +14,21 @@ Measured, each in frames/s over the whole clip:
   and decoder (both clips decoded, R'G'B' conversion, the metric, values back on the host), after a 16-frame
   warm-up run that compiles the kernels.
 
+* the CLI as a whole process: ``fusedsim video REF DIST -m METRIC --json FILE -q`` (interpreter start-up, import,
+  kernel loads from the warm cache, decoding, scoring, writing), CPU decoder, default options;
+* the FFVship-equivalent peer (``--vship libvship.so``, SSIMULACRA2 and Butteraugli): the same files decoded by
+  PyAV (one thread per clip, FFmpeg's own threads inside, as FFVship's default ``-t 1`` decodes) into 4:2:0 planes
+  handed to Vship's C API with the clip's matrix, range and siting, on 8 handlers in 8 threads (FFVship's default
+  ``-g 8``); frames/s from opening the clips to the last value, after a 16-frame warm-up run. Its mean value is
+  printed next to ours: Vship converts YUV to RGB itself (its own chroma upsampling), so means differ slightly.
+
 Goals (issue 35, H100-class GPU): SSIMULACRA2 >= 1,000 frames/s or the decode bound measured here, Butteraugli
->= 500, VMAF >= 1,500. Peers (Vship/FFVship on the same decoded frames, FFmpeg's libvmaf filter) are not run by
-this script: PyAV's FFmpeg has no libvmaf filter.
+>= 500, VMAF >= 1,500; >= 3x the FFVship-equivalent frames/s. FFmpeg's libvmaf filter is not run: PyAV's FFmpeg
+has none.
 
 Run: ``PYTHONPATH=src python benchmarks/bench_video.py [--frames 1200] [--dir /tmp/videobench]
-[--metrics ssimulacra2,butteraugli,vmaf] [--decoders cpu,nvdec] [--batch-frames 8] [--codecs h264,av1]``;
+[--metrics ssimulacra2,butteraugli,vmaf] [--decoders cpu,nvdec] [--batch-frames 8] [--codecs h264,av1]
+[--vship libvship.so] [--skip-cli]``;
 ``--quick`` is a small CPU smoke run (48 frames at 640x360). JSON goes to ``benchmarks/results/`` (and ``$OUT``).
 """
 
@@ -27,7 +36,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import queue
+import subprocess
 import sys
+import threading
 import time
 from importlib import resources
 from pathlib import Path
@@ -164,12 +176,119 @@ def score_rates(ref: Path, dist: Path, metrics: list[str], decoders: list[str], 
     return rows
 
 
+def cli_rates(ref: Path, dist: Path, metrics: list[str], folder: Path) -> list[dict]:
+    """``fusedsim video`` as a user runs it, one whole process per metric (the kernel cache is warm by now)."""
+    rows = []
+    for metric in metrics:
+        out = folder / f"cli_{metric}.json"
+        command = [sys.executable, "-m", "fusedsim", "video", str(ref), str(dist), "-m", metric, "--json", str(out),
+                   "-q"]
+        start = time.perf_counter()
+        done = subprocess.run(command, capture_output=True, text=True)
+        seconds = time.perf_counter() - start
+        row = {"clip": dist.name, "metric": metric, "decoder": "cli", "command": " ".join(command[1:])}
+        if done.returncode != 0:
+            row["error"] = f"exit {done.returncode}: {done.stderr.strip()[-400:]}"
+        else:
+            import json
+
+            frames = len(json.loads(out.read_text())["frames"])
+            row.update(frames=frames, seconds=seconds, fps=frames / seconds)
+        rows.append(row)
+        print(_row_text(row), flush=True)
+    return rows
+
+
+def _vship_run(vship, metric: str, ref: Path, dist: Path, gpu_threads: int, limit: int | None) -> tuple[int, float]:
+    """FFVship's pipeline on Vship's C API: both clips decoded in a thread each, pairs scored by ``gpu_threads``
+    handlers in as many threads. Returns (frames, mean of the first value)."""
+    from _vship import yuv420
+
+    from fusedsim.io.compressed import open_compressed
+
+    readers = [open_compressed(ref), open_compressed(dist)]
+    spaces = []
+    for r in readers:
+        c, f = r.info.colour, r.fmt
+        spaces.append(yuv420(f.width, f.height, f.bit_depth, c.matrix, c.range, c.siting))
+    handlers = [vship.handler(metric, *spaces) for _ in range(gpu_threads)]
+    pairs: queue.Queue = queue.Queue(maxsize=4 * gpu_threads)
+    values: dict[int, float] = {}
+    errors: list[BaseException] = []
+
+    def decode(reader, out: queue.Queue) -> None:
+        try:
+            for frame in reader.frames(("y", "u", "v"), limit=limit):
+                out.put([frame.y, frame.u, frame.v])
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+        out.put(None)
+
+    def pair_up(a: queue.Queue, b: queue.Queue) -> None:
+        index = 0
+        while True:
+            x, y = a.get(), b.get()
+            if x is None or y is None:
+                break
+            pairs.put((index, x, y))
+            index += 1
+        for _ in handlers:
+            pairs.put(None)
+
+    def score(h) -> None:
+        try:
+            while (item := pairs.get()) is not None:
+                index, x, y = item
+                values[index] = vship.score(metric, h, x, y)[0]
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+            while pairs.get() is not None:
+                pass
+
+    frames_q = [queue.Queue(maxsize=8), queue.Queue(maxsize=8)]
+    threads = [threading.Thread(target=decode, args=(r, q)) for r, q in zip(readers, frames_q)]
+    threads.append(threading.Thread(target=pair_up, args=tuple(frames_q)))
+    threads += [threading.Thread(target=score, args=(h,)) for h in handlers]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        for h in handlers:
+            vship.free(metric, h)
+    if errors:
+        raise errors[0]
+    return len(values), float(np.mean([values[i] for i in sorted(values)]))
+
+
+def vship_rates(lib: str, ref: Path, dist: Path, metrics: list[str], gpu_threads: int = 8) -> list[dict]:
+    from _vship import Vship
+
+    vship = Vship(lib)
+    rows = []
+    for metric in (m for m in metrics if m in ("ssimulacra2", "butteraugli")):
+        row = {"clip": dist.name, "metric": metric, "decoder": "vship", "gpu_threads": gpu_threads}
+        try:
+            _vship_run(vship, metric, ref, dist, gpu_threads, limit=16)  # CUDA modules loaded, buffers sized
+            start = time.perf_counter()
+            frames, mean = _vship_run(vship, metric, ref, dist, gpu_threads, limit=None)
+            seconds = time.perf_counter() - start
+            row.update(frames=frames, seconds=seconds, fps=frames / seconds, mean=mean)
+        except Exception as exc:  # noqa: BLE001 - one failing row must not lose the others
+            row["error"] = f"{type(exc).__name__}: {exc}"
+        rows.append(row)
+        print(_row_text(row), flush=True)
+    return rows
+
+
 def _row_text(row: dict) -> str:
     if "error" in row:
         return f"{row['clip']:<28} {row.get('metric', row.get('planes', '')):<12} {row['decoder']:<6} {row['error']}"
     what = row.get("metric", row.get("planes"))
+    mean = f"  mean {row['mean']:.6f}" if row.get("mean") is not None else ""
     return (f"{row['clip']:<28} {what:<12} {row['decoder']:<6} {row['frames']:>6} frames "
-            f"{row['seconds']:8.2f} s {row['fps']:9.1f} frames/s")
+            f"{row['seconds']:8.2f} s {row['fps']:9.1f} frames/s{mean}")
 
 
 def main() -> int:
@@ -182,6 +301,8 @@ def main() -> int:
     parser.add_argument("--batch-frames", type=int, default=8)
     parser.add_argument("--codecs", default="h264,av1", help="distorted clips: h264, av1")
     parser.add_argument("--device", default=None)
+    parser.add_argument("--vship", default=None, help="libvship.so: also run the FFVship-equivalent peer")
+    parser.add_argument("--skip-cli", action="store_true", help="no whole-process `fusedsim video` rows")
     parser.add_argument("--quick", action="store_true", help="CPU smoke run: 48 frames at 640x360")
     args = parser.parse_args()
     import torch
@@ -202,6 +323,10 @@ def main() -> int:
     for name, path in clips.items():
         if name != "ref":
             payload["score"].extend(score_rates(clips["ref"], path, metrics, decoders, device, args.batch_frames))
+            if not args.skip_cli:
+                payload["score"].extend(cli_rates(clips["ref"], path, metrics, args.dir))
+            if args.vship:
+                payload["score"].extend(vship_rates(args.vship, clips["ref"], path, metrics))
     out = write_json("video", payload, os.environ.get("OUT"), results_dir=smoke_dir() if args.quick else
                      Path(__file__).resolve().parent / "results")
     print(f"wrote {out}")

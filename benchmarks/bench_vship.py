@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import ctypes
 import statistics
 import sys
 import threading
@@ -32,96 +31,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import metadata, uint8_pair, write_json  # noqa: E402
+from _vship import Handler, Vship, srgb_rgb8  # noqa: E402
 
 import fusedsim  # noqa: E402
 
 REFDATA = Path(__file__).resolve().parents[2] / "shared" / "refdata" / "perceptual"
 BATCH = 8  # pairs per call in the batched row (default of --batch)
-
-
-# ----------------------------------------------------------------------------------------------- libvship ABI
-class _Colorspace(ctypes.Structure):
-    """``Vship_Colorspace_t`` (VshipColor.h), nested structs flattened (same layout: ints only)."""
-
-    _fields_ = [("width", ctypes.c_int64), ("height", ctypes.c_int64), ("target_width", ctypes.c_int64),
-                ("target_height", ctypes.c_int64), ("sample", ctypes.c_int), ("range", ctypes.c_int),
-                ("subw", ctypes.c_int), ("subh", ctypes.c_int), ("chroma_location", ctypes.c_int),
-                ("color_family", ctypes.c_int), ("yuv_matrix", ctypes.c_int), ("transfer", ctypes.c_int),
-                ("primaries", ctypes.c_int), ("crop_top", ctypes.c_int), ("crop_bottom", ctypes.c_int),
-                ("crop_left", ctypes.c_int), ("crop_right", ctypes.c_int)]
-
-
-class _Handler(ctypes.Structure):
-    _fields_ = [("id", ctypes.c_uint)]
-
-
-class _ButterScore(ctypes.Structure):
-    _fields_ = [("norm_q", ctypes.c_double), ("norm3", ctypes.c_double), ("norm_inf", ctypes.c_double)]
-
-
-_SAMPLE_UINT8, _RANGE_FULL, _FAMILY_RGB, _MATRIX_RGB, _TRC_SRGB, _PRIMARIES_BT709 = 2, 1, 1, 0, 13, 1
-_Planes = ctypes.c_void_p * 3
-_Strides = ctypes.c_int64 * 3
-
-
-def _srgb_rgb8(width: int, height: int) -> _Colorspace:
-    """Full-range 8-bit planar sRGB (BT.709 primaries), no resize, no crop."""
-    return _Colorspace(width, height, -1, -1, _SAMPLE_UINT8, _RANGE_FULL, 0, 0, 0, _FAMILY_RGB, _MATRIX_RGB,
-                       _TRC_SRGB, _PRIMARIES_BT709, 0, 0, 0, 0)
-
-
-class Vship:
-    """The few libvship entry points used here; every error raises with Vship's own message."""
-
-    def __init__(self, path: str) -> None:
-        self.lib = ctypes.CDLL(path)
-        lib = self.lib
-        for name, args in (
-            ("Vship_SSIMU2Init", [ctypes.POINTER(_Handler), _Colorspace, _Colorspace]),
-            ("Vship_SSIMU2Free", [_Handler]),
-            ("Vship_ComputeSSIMU2", [_Handler, ctypes.POINTER(ctypes.c_double), _Planes, _Planes, _Strides,
-                                     _Strides]),
-            ("Vship_ButteraugliInit", [ctypes.POINTER(_Handler), _Colorspace, _Colorspace, ctypes.c_int,
-                                       ctypes.c_float]),
-            ("Vship_ButteraugliFree", [_Handler]),
-            ("Vship_ComputeButteraugli", [_Handler, ctypes.POINTER(_ButterScore), ctypes.c_void_p, ctypes.c_int64,
-                                          _Planes, _Planes, _Strides, _Strides]),
-        ):
-            fn = getattr(lib, name)
-            fn.argtypes, fn.restype = args, ctypes.c_int
-        lib.Vship_GetDetailedLastError.argtypes = [ctypes.c_char_p, ctypes.c_int]
-
-    def check(self, code: int, what: str) -> None:
-        if code != 0:
-            buf = ctypes.create_string_buffer(1024)
-            self.lib.Vship_GetDetailedLastError(buf, 1024)
-            raise RuntimeError(f"Vship {what} failed ({code}): {buf.value.decode(errors='replace')}")
-
-    def handler(self, metric: str, width: int, height: int) -> _Handler:
-        h, cs = _Handler(), _srgb_rgb8(width, height)
-        if metric == "ssimulacra2":
-            self.check(self.lib.Vship_SSIMU2Init(ctypes.byref(h), cs, cs), "SSIMU2Init")
-        else:  # intensity multiplier 80 nits = butteraugli_main's default intensity target
-            self.check(self.lib.Vship_ButteraugliInit(ctypes.byref(h), cs, cs, 2, 80.0), "ButteraugliInit")
-        return h
-
-    def free(self, metric: str, h: _Handler) -> None:
-        (self.lib.Vship_SSIMU2Free if metric == "ssimulacra2" else self.lib.Vship_ButteraugliFree)(h)
-
-    def score(self, metric: str, h: _Handler, ref: torch.Tensor, dist: torch.Tensor) -> tuple[float, ...]:
-        """ref, dist: (3, H, W) uint8 contiguous host tensors (pinned for speed)."""
-        _, height, width = ref.shape
-        planes = [_Planes(*(t.data_ptr() + c * height * width for c in range(3))) for t in (ref, dist)]
-        strides = _Strides(width, width, width)
-        if metric == "ssimulacra2":
-            value = ctypes.c_double()
-            self.check(self.lib.Vship_ComputeSSIMU2(h, ctypes.byref(value), planes[0], planes[1], strides, strides),
-                       "ComputeSSIMU2")
-            return (value.value,)
-        out = _ButterScore()
-        self.check(self.lib.Vship_ComputeButteraugli(h, ctypes.byref(out), None, 0, planes[0], planes[1], strides,
-                                                     strides), "ComputeButteraugli")
-        return out.norm_inf, out.norm3
 
 
 # ------------------------------------------------------------------------------------------------- agreement
@@ -160,7 +75,7 @@ def agreement(vship: Vship, refdata: Path) -> dict:
         per_pair = []
         for row in rows:
             ref, dist = load_chw(images / row["ref"]), load_chw(images / row["dist"])
-            h = vship.handler(metric, ref.shape[2], ref.shape[1])
+            h = vship.handler(metric, srgb_rgb8(ref.shape[2], ref.shape[1]))
             try:
                 theirs = vship.score(metric, h, ref.pin_memory(), dist.pin_memory())
             finally:
@@ -194,13 +109,13 @@ def per_frame_ms(fn, frames: int) -> float:
 def vship_threaded_ms(vship: Vship, metric: str, ref: torch.Tensor, dist: torch.Tensor, frames: int,
                       threads: int = 3) -> float:
     """Frames scored by ``threads`` handlers on as many threads (ctypes releases the GIL during each call)."""
-    handlers = [vship.handler(metric, ref.shape[2], ref.shape[1]) for _ in range(threads)]
+    handlers = [vship.handler(metric, srgb_rgb8(ref.shape[2], ref.shape[1])) for _ in range(threads)]
     try:
         for h in handlers:
             vship.score(metric, h, ref, dist)
         per_thread = max(1, frames // threads)
 
-        def work(h: _Handler) -> None:
+        def work(h: Handler) -> None:
             for _ in range(per_thread):
                 vship.score(metric, h, ref, dist)
 
@@ -229,7 +144,7 @@ def time_metric(vship: Vship, metric: str, ref_h: torch.Tensor, dist_h: torch.Te
     def ours_host_queued() -> None:
         compute(ref_h.cuda(non_blocking=True)[None], dist_h.cuda(non_blocking=True)[None])
 
-    h = vship.handler(metric, width, height)
+    h = vship.handler(metric, srgb_rgb8(width, height))
     try:
         vship_ms = per_frame_ms(lambda: vship.score(metric, h, ref_h, dist_h), frames)
     finally:

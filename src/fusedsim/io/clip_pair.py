@@ -22,12 +22,12 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
 from fusedsim.io.compressed import CompressedReader, is_compressed, open_compressed
 from fusedsim.io.frame_selection import FramePlan, plan_frames
+from fusedsim.io.staged_batches import StagingRing, stacked_batches, upload
 from fusedsim.io.video import VideoFormat, VideoReader, open_video
 from fusedsim.io.yuv_rgb import Colour, rgb_float, rgb_uint8
 
@@ -37,6 +37,7 @@ DECODERS = ("auto", "cpu", "nvdec")
 #: scalers for ``scale=``: torch.nn.functional.interpolate modes (align_corners=False; antialias when shrinking)
 SCALERS = ("bicubic", "bilinear")
 _PLANES = ("y", "u", "v")
+_AHEAD = 2  # batches decoded ahead of the one in use, per clip
 
 
 @dataclass(frozen=True)
@@ -182,7 +183,7 @@ class _Source:
                 for f in nvdec_frames(self.reader, planes, device=self.device, limit=limit):
                     yield f.index, f.y, f.u, f.v
             else:
-                for f in self.reader.frames(planes, limit=limit):
+                for f in self.reader.frames(planes, limit=limit, copy=False):
                     yield f.index, f.y, f.u, f.v
             return
         chroma = any(p in planes for p in ("u", "v"))
@@ -273,18 +274,6 @@ def _read_ahead(items: Iterator[Any], depth: int) -> Iterator[Any]:
             close()
 
 
-def _stack(frames: list[tuple], k: int, device: torch.device) -> torch.Tensor | None:
-    parts = [f[k] for f in frames]
-    if parts[0] is None:
-        return None
-    if isinstance(parts[0], torch.Tensor):
-        return torch.stack(parts).to(device)
-    host = torch.from_numpy(np.stack(parts))
-    if device.type == "cuda":
-        return host.pin_memory().to(device, non_blocking=True)
-    return host
-
-
 def _scale(plane: torch.Tensor | None, size: tuple[int, int], mode: str, bit_depth: int) -> torch.Tensor | None:
     """``plane`` ``(n, h, w)`` resized to ``size`` (h, w), rounded back to codes of ``bit_depth`` bits."""
     if plane is None or tuple(plane.shape[-2:]) == size:
@@ -329,25 +318,30 @@ class ClipPair:
         """The frame pairs in order, ``batch_frames`` at a time (the last batch may be shorter)."""
         if isinstance(batch_frames, bool) or not isinstance(batch_frames, int) or batch_frames < 1:
             raise ValueError(f"batch_frames must be a positive integer; got {batch_frames!r}")
-        ref_src, dist_src = self._sources
-        depth = 2 * batch_frames
-        ref_frames = _read_ahead(_selected(ref_src, self.plan.ref_indices, self.planes, self._crops[0]), depth)
-        dist_frames = _read_ahead(_selected(dist_src, self.plan.dist_indices, self.planes, self._crops[1]), depth)
         pairs = self.plan.pairs
+        chunks = [pairs[lo:lo + batch_frames] for lo in range(0, len(pairs), batch_frames)]
+        sizes = [len(c) for c in chunks]
+        # each clip is decoded and stacked on its own thread, two batches ahead, into page-locked slots when the
+        # frames go from the host to a GPU (a slot is refilled once its copy has finished)
+        rings = [StagingRing(_AHEAD + 2) if self.device.type == "cuda" else None for _ in self._sources]
+        sides = [_read_ahead(stacked_batches(_selected(src, indices, self.planes, crop), sizes, ring), _AHEAD)
+                 for src, indices, crop, ring in zip(self._sources, (self.plan.ref_indices, self.plan.dist_indices),
+                                                     self._crops, rings)]
         try:
-            for lo in range(0, len(pairs), batch_frames):
-                chunk = pairs[lo:lo + batch_frames]
-                refs = [next(ref_frames) for _ in chunk]
-                dists = [next(dist_frames) for _ in chunk]
-                yield self._batch(chunk, refs, dists)
+            for chunk in chunks:
+                ref, dist = (upload(next(side), self.device, ring) for side, ring in zip(sides, rings))
+                yield self._batch(chunk, ref, dist)
         finally:
-            ref_frames.close()
-            dist_frames.close()
+            for ring in rings:
+                if ring is not None:
+                    ring.close()  # a decoding thread waiting for a slot stops
+            for side in sides:
+                side.close()
 
-    def _batch(self, chunk: Sequence[tuple[int, int]], refs: list[tuple], dists: list[tuple]) -> PairBatch:
+    def _batch(self, chunk: Sequence[tuple[int, int]], refs: tuple, dists: tuple) -> PairBatch:
         ref_fmt, dist_fmt = self.ref.fmt, self.dist.fmt
-        ref = FramePlanes(*(_stack(refs, k, self.device) for k in range(3)), ref_fmt.bit_depth)
-        dist = FramePlanes(*(_stack(dists, k, self.device) for k in range(3)), dist_fmt.bit_depth)
+        ref = FramePlanes(*refs, ref_fmt.bit_depth)
+        dist = FramePlanes(*dists, dist_fmt.bit_depth)
         if self._scale is not None:  # same chroma layout (checked on opening): chroma goes to the ref's chroma size
             size = tuple(ref.y.shape[-2:])
             chroma = tuple(ref.u.shape[-2:]) if ref.u is not None else size

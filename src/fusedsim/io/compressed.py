@@ -286,9 +286,12 @@ class CompressedReader:
     def __repr__(self) -> str:
         return f"CompressedReader({str(self.path)!r}, {self.info.codec}, {self.fmt.describe()})"
 
-    def frames(self, planes: Sequence[str] = ("y", "u", "v"), *, limit: int | None = None) -> Iterator[DecodedFrame]:
+    def frames(self, planes: Sequence[str] = ("y", "u", "v"), *, limit: int | None = None,
+               copy: bool = True) -> Iterator[DecodedFrame]:
         """Decode the clip from its first frame, in presentation order; ``planes`` names what is copied out
-        (``("y",)``: luma only). Corrupt data raises ValueError naming the file and the frame."""
+        (``("y",)``: luma only). ``copy=False`` yields views of the decoder's buffers (row strides kept) instead of
+        contiguous copies, for a consumer that copies each frame before asking for the next one. Corrupt data
+        raises ValueError naming the file and the frame."""
         av = import_av()
         want_chroma = any(p in planes for p in ("u", "v"))
         dtype = np.uint8 if self.fmt.bit_depth == 8 else np.dtype("<u2")
@@ -304,9 +307,9 @@ class CompressedReader:
                 if frame.is_corrupt:
                     raise ValueError(f"{self.path}: frame {index} is corrupt (the decoder reported damaged data)")
                 self._check_frame(frame, index)
-                y = _plane(frame.planes[0], dtype)
-                u = _plane(frame.planes[1], dtype) if want_chroma else None
-                v = _plane(frame.planes[2], dtype) if want_chroma else None
+                y = _plane(frame.planes[0], dtype, copy)
+                u = _plane(frame.planes[1], dtype, copy) if want_chroma else None
+                v = _plane(frame.planes[2], dtype, copy) if want_chroma else None
                 time = float(frame.time) if frame.time is not None else None
                 yield DecodedFrame(index, time, y, u, v)
                 index += 1
@@ -355,11 +358,12 @@ def _decode(av: Any, container: Any, stream: Any, path: Path) -> Iterator[Any]:
         raise ValueError(f"{path}: decoding failed ({exc}): the file is corrupt or truncated") from None
 
 
-def _plane(plane: Any, dtype: np.dtype) -> np.ndarray:
-    """A plane's samples ``(height, width)`` without its row padding (a copy: the frame's buffer is reused)."""
+def _plane(plane: Any, dtype: np.dtype, copy: bool = True) -> np.ndarray:
+    """A plane's samples ``(height, width)`` without its row padding: a contiguous copy, or with ``copy=False`` a
+    strided view of the frame's buffer."""
     itemsize = np.dtype(dtype).itemsize
-    rows = np.frombuffer(plane, dtype=dtype).reshape(plane.height, plane.line_size // itemsize)
-    return np.ascontiguousarray(rows[:, :plane.width])
+    rows = np.frombuffer(plane, dtype=dtype).reshape(plane.height, plane.line_size // itemsize)[:, :plane.width]
+    return np.ascontiguousarray(rows) if copy else rows
 
 
 def open_compressed(path: str | os.PathLike, *, threads: int = 0) -> CompressedReader:

@@ -34,11 +34,12 @@ _BLOCK = 512
 
 
 @triton.jit
-def _temporal_kernel(X, F, OUT, HW, n_taps, frames, sn, ss, sc, BLOCK: tl.constexpr):
-    nb = tl.program_id(1).to(tl.int64)
+def _temporal_kernel(X, F, OUT, HW, n_taps, frames, NB, sn, ss, sc, BLOCK: tl.constexpr):
+    pid = tl.program_id(0).to(tl.int64)
+    nb = pid % NB
     n = nb // frames
     b = nb % frames
-    p = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    p = (pid // NB) * BLOCK + tl.arange(0, BLOCK)
     ok = p < HW
     acc0 = tl.zeros((BLOCK,), dtype=tl.float32)
     acc1 = tl.zeros((BLOCK,), dtype=tl.float32)
@@ -63,7 +64,7 @@ def _temporal_kernel(X, F, OUT, HW, n_taps, frames, sn, ss, sc, BLOCK: tl.conste
 
 @cached(maxsize=32)
 def _launcher(n: int, frames: int, hw: int) -> Launcher:
-    return Launcher(_temporal_kernel, (triton.cdiv(hw, _BLOCK), n * frames), num_warps=4)
+    return Launcher(_temporal_kernel, (triton.cdiv(hw, _BLOCK) * n * frames,), num_warps=4)
 
 
 @cvvdp_temporal.triton_launcher
@@ -78,18 +79,19 @@ def cvvdp_temporal_fwd(window: torch.Tensor, filters: torch.Tensor) -> torch.Ten
                          f"{tuple(window.shape)} and {tuple(filters.shape)}")
     frames = s - n_taps + 1
     out = torch.empty((n, frames, 4, h, w), dtype=torch.float32, device=window.device)
-    _launcher(n, frames, h * w)(window, filters, out, h * w, n_taps, frames, window.stride(0), window.stride(1),
-                                window.stride(2), _BLOCK)
+    _launcher(n, frames, h * w)(window, filters, out, h * w, n_taps, frames, n * frames, window.stride(0),
+                                window.stride(1), window.stride(2), _BLOCK)
     return out
 
 
 @triton.jit
-def _temporal_codes_kernel(X, LUM, F, OUT, HW, n_taps, frames, sn, ss, sc, M00, M01, M02, M10, M11, M12, M20, M21,
+def _temporal_codes_kernel(X, LUM, F, OUT, HW, n_taps, frames, NB, sn, ss, sc, M00, M01, M02, M10, M11, M12, M20, M21,
                            M22, BLOCK: tl.constexpr):
-    nb = tl.program_id(1).to(tl.int64)
+    pid = tl.program_id(0).to(tl.int64)
+    nb = pid % NB
     n = nb // frames
     b = nb % frames
-    p = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    p = (pid // NB) * BLOCK + tl.arange(0, BLOCK)
     ok = p < HW
     acc0 = tl.zeros((BLOCK,), dtype=tl.float32)
     acc1 = tl.zeros((BLOCK,), dtype=tl.float32)
@@ -127,7 +129,7 @@ def _luminance_table(peak: float, black: float, refl: float, exposure: float, de
 @cached(maxsize=32)
 def _codes_launcher(n: int, frames: int, hw: int, rgb2xyz: tuple) -> tuple[Launcher, tuple]:
     m = dkl_matrix(tuple(rgb2xyz[3 * r:3 * r + 3] for r in range(3)), torch.empty(0, dtype=torch.float32))
-    launch = Launcher(_temporal_codes_kernel, (triton.cdiv(hw, _BLOCK), n * frames), num_warps=4)
+    launch = Launcher(_temporal_codes_kernel, (triton.cdiv(hw, _BLOCK) * n * frames,), num_warps=4)
     return launch, tuple(float(v) for v in m.reshape(-1))
 
 
@@ -147,6 +149,6 @@ def cvvdp_temporal_codes_fwd(codes: torch.Tensor, filters: torch.Tensor, peak_lu
     launch, matrix = _codes_launcher(n, frames, h * w, tuple(float(v) for v in rgb2xyz))
     lum = _luminance_table(float(peak_luminance), float(black_level), float(reflected), float(exposure), codes.device)
     out = torch.empty((n, frames, 4, h, w), dtype=torch.float32, device=codes.device)
-    launch(codes, lum, filters, out, h * w, n_taps, frames, codes.stride(0), codes.stride(1), codes.stride(2),
-           *matrix, _BLOCK)
+    launch(codes, lum, filters, out, h * w, n_taps, frames, n * frames, codes.stride(0), codes.stride(1),
+           codes.stride(2), *matrix, _BLOCK)
     return out

@@ -122,6 +122,8 @@ def test_cpu_implementation_matches_its_twin(op, index):
 def test_forced_reference_runs_the_twin_not_the_cpu_implementation(monkeypatch):
     op = next(op for op in OPS if op.has_cpu_kernel)
     example = op.examples(torch.device("cpu"))[0]
+    if op.cpu_impl() is None:  # loaded first: loading its module later would register over the stand-in below
+        pytest.skip(f"{op.name}'s CPU implementation does not import here")
     calls = []
     monkeypatch.setattr(op, "_cpu_fn", lambda *args: calls.append(args) or op.reference(*args))
     with use_backend("reference"):

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import fusedsim
+from fusedsim.core.backend import use_backend
 from fusedsim.families.cvvdp.video_twin import cvvdp_temporal_filters, cvvdp_temporal_length
 
 from cvvdp_video_clips import load_fixtures, make_clip, sha256
@@ -151,3 +152,43 @@ def test_stream_pushes_blocks_and_returns_their_maps():
     assert abs(stream.finish().item() - expected) <= JOD_TOL
     with pytest.raises(ValueError, match="fps"):
         fusedsim.cvvdp_stream(fps=-1)
+
+
+def test_one_reference_scores_several_distorted_clips():
+    """The video cached reference: ref (1, T, ...) against dist (K, T, ...) is the batch with the reference
+    repeated, value for value (the CPU twin repeats it), and K separate calls up to float32 summation order."""
+    ref, dist_a, _ = _synthetic("noise")
+    _, dist_b, _ = _synthetic("flicker")
+    dists = torch.cat([dist_a, dist_b])
+    shared = fusedsim.cvvdp(ref, dists, fps=30)
+    assert torch.equal(shared, fusedsim.cvvdp(ref.repeat(2, 1, 1, 1, 1), dists, fps=30))
+    separate = torch.cat([fusedsim.cvvdp(ref, d, fps=30) for d in (dist_a, dist_b)])
+    torch.testing.assert_close(shared, separate, atol=1e-6, rtol=0)  # float32 sums over a batch of other size
+    maps = fusedsim.cvvdp(ref, dists, fps=30, return_map=True).diff_map
+    assert maps.shape == (2, *dist_b.shape[1:2], 1, *dist_b.shape[-2:])
+    torch.testing.assert_close(maps[1:], fusedsim.cvvdp(ref, dist_b, fps=30, return_map=True).diff_map, atol=1e-6,
+                               rtol=0)
+    one_frame = fusedsim.cvvdp(ref[:, :1], dists[:, :1], fps=30)  # a clip of one frame is a still image
+    torch.testing.assert_close(one_frame, fusedsim.cvvdp(ref[0, :1].expand(2, -1, -1, -1), dists[:, 0]), atol=0,
+                               rtol=0)
+
+
+def test_shared_reference_through_the_fused_kernels_equals_the_repeated_reference():
+    """The GPU path's shared reference (its levels made once, each clip's bands scored against them), run by the
+    Triton interpreter on small frames: bit-identical to the same kernels given the reference repeated per clip."""
+    import fusedsim.families.cvvdp.video as video
+
+    gen = torch.Generator().manual_seed(3)
+    ref = torch.rand(1, 4, 14, 12, generator=gen) * 50 + 1  # small: the interpreter runs each program in Python
+    test = torch.cat([ref + torch.randn(1, 4, 14, 12, generator=gen), ref * 1.1])
+    with use_backend("triton"):
+        shared, shared_map = video._frame_quality_fused(test, ref, 30.0, return_map=True)
+        repeated, repeated_map = video._frame_quality_fused(test, ref.repeat(2, 1, 1, 1), 30.0,
+                                                                return_map=True)
+    assert torch.equal(shared, repeated) and torch.equal(shared_map, repeated_map)
+
+
+def test_mismatched_reference_clips_are_refused():
+    ref, dist, _ = _synthetic("noise")
+    with pytest.raises(ValueError, match="same shape"):
+        fusedsim.cvvdp(torch.cat([ref, ref]), torch.cat([dist, dist, dist]), fps=30)

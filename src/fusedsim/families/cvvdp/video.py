@@ -7,6 +7,11 @@ per-frame band pipeline with the block's frames as the batch; only the per-frame
 bands per frame) are kept, so memory is bounded in the clip's length. :func:`cvvdp_video` scores whole tensors or
 frame iterators with it, and :func:`score_clip` is the entry point for one decoded clip.
 
+One reference, several distorted clips (encodes of one source): a reference of one clip (1, T, 3, H, W) against
+distorted clips (K, T, 3, H, W) is the video form of the cached reference. The reference's display model, temporal
+filters and Gaussian pyramid are computed once per block and shared by the K clips (on the GPU; the CPU twin
+repeats the reference per clip), with the same JODs as K separate calls.
+
 Backends: on CUDA tensors every step is a registered op with a Triton kernel: for uint8 frames the display model
 and the temporal filters are one kernel (``cvvdp_temporal_codes``) over a ring of codes, for float frames the
 display model (``cvvdp_linear_dkl``) then the filters (``cvvdp_temporal``) over a ring of DKL frames; per band the
@@ -66,12 +71,22 @@ def _frames(x: Any, name: str, display: CVVDPDisplay) -> torch.Tensor:
     return x
 
 
+def _check_sides(r: torch.Tensor, d: torch.Tensor) -> None:
+    """Both clips' frames alike, or one reference clip for several distorted ones."""
+    shared = r.shape[0] == 1 and r.shape[1:] == d.shape[1:]
+    if (r.shape != d.shape and not shared) or r.device != d.device or r.dtype != d.dtype:
+        raise ValueError(f"{_NAME}: ref and dist frames must have the same shape (or ref one clip (1, T, 3, H, W) for "
+                         f"dist (K, T, 3, H, W)), dtype and device; got {tuple(r.shape)} {r.dtype} on {r.device} and "
+                         f"{tuple(d.shape)} {d.dtype} on {d.device}")
+
+
 class CVVDPVideoStream:
     """Scores a clip (or N clips of one size together) frame block by frame block, as pycvvdp's ``predict`` on the
     whole clip.
 
     ``push(ref, dist)`` takes the next frames of both clips, (N, B, 3, H, W), (B, 3, H, W) or (3, H, W), sRGB uint8
-    or float in [0, 1], the same shape for both and for every push; with ``return_map`` it returns the frames'
+    or float in [0, 1], the same shape for both and for every push, or one reference clip (1, B, 3, H, W) for K
+    distorted clips (K, B, 3, H, W) (the reference's side computed once); with ``return_map`` it returns the frames'
     heat maps (N, B', 1, H, W) (pycvvdp's raw heatmap), else ``None``. The first frame is held back until a second
     one arrives (a one-frame clip is a still image), so the first push of a single frame returns no map and the
     next push returns one more. ``finish()`` returns the JOD (N,) of the whole clip; :attr:`per_frame` holds the
@@ -96,15 +111,13 @@ class CVVDPVideoStream:
 
     def push(self, ref: Any, dist: Any) -> torch.Tensor | None:
         r, d = _frames(ref, "ref", self.display), _frames(dist, "dist", self.display)
-        if r.shape != d.shape or r.device != d.device or r.dtype != d.dtype:
-            raise ValueError(f"{_NAME}: ref and dist frames must have the same shape, dtype and device; got "
-                             f"{tuple(r.shape)} {r.dtype} on {r.device} and {tuple(d.shape)} {d.dtype} on {d.device}")
-        shape = (r.shape[0], *r.shape[2:], r.dtype, r.device)
+        _check_sides(r, d)
+        shape = (r.shape[0], d.shape[0], *r.shape[2:], r.dtype, r.device)
         if self._shape is None:
             self._shape = shape
         elif shape != self._shape:
-            raise ValueError(f"{_NAME}: frames (N, 3, H, W, dtype, device) = {shape} after {self._shape}: every push "
-                             f"of a stream must have the clips' shape, dtype and device")
+            raise ValueError(f"{_NAME}: frames (N ref, N dist, 3, H, W, dtype, device) = {shape} after {self._shape}: "
+                             f"every push of a stream must have the clips' shape, dtype and device")
         self.frames += r.shape[1]
         if self._held is not None:
             r, d = torch.cat([self._held[0], r], dim=1), torch.cat([self._held[1], d], dim=1)
@@ -139,12 +152,17 @@ class CVVDPVideoStream:
         return ops.cvvdp_temporal(window, self._filters), ring
 
     def _process(self, r: torch.Tensor, d: torch.Tensor) -> torch.Tensor | None:
-        n, b, _, h, w = r.shape
+        n, b, _, h, w = d.shape
         test, test_ring = self._temporal(d, 0)
         ref, ref_ring = self._temporal(r, 1)
         self._ring = (test_ring, ref_ring)
-        quality = _frame_quality_fused if _fused(test) else cvvdp_frame_quality_ref
-        out = quality(test.view(n * b, 4, h, w), ref.view(n * b, 4, h, w), self.display.ppd, self.return_map)
+        if _fused(test):  # a shared reference stays one clip: its pyramid is built once for the n clips
+            out = _frame_quality_fused(test.view(n * b, 4, h, w), ref.view(r.shape[0] * b, 4, h, w),
+                                       self.display.ppd, self.return_map)
+        else:
+            ref = ref.expand(n, -1, -1, -1, -1) if r.shape[0] != n else ref
+            out = cvvdp_frame_quality_ref(test.view(n * b, 4, h, w), ref.reshape(n * b, 4, h, w), self.display.ppd,
+                                          self.return_map)
         q, dmap = out if self.return_map else (out, None)
         self._q.append(q.view(n, b, *q.shape[1:]))
         return dmap.view(n, b, 1, h, w) if dmap is not None else None
@@ -163,7 +181,8 @@ class CVVDPVideoStream:
             import fusedsim.families.cvvdp.api as api  # the image path (api imports this module lazily)
 
             r, d = self._held
-            out = api._cvvdp_display_image(r[:, 0], d[:, 0], self.display, self.return_map)
+            ref_frame = r[:, 0].expand(d.shape[0], -1, -1, -1)  # a shared reference: one per distorted clip
+            out = api._cvvdp_display_image(ref_frame, d[:, 0], self.display, self.return_map)
             if self.return_map:
                 return out[0], out[1].unsqueeze(1)
             return out
@@ -215,24 +234,38 @@ def _frame_quality_fused(test: torch.Tensor, ref: torch.Tensor, ppd: float, retu
     """:func:`cvvdp_frame_quality_ref` through the fused kernels: per band the pyramid reductions, one kernel for
     both sides' contrast, CSF and masker input, the masking blur's vertical pass and one kernel for its horizontal
     pass, the masking and the per-row pooled sums; bands made and freed one at a time. The baseband (a few pixels)
-    and the pooling are the twin's PyTorch code."""
+    and the pooling are the twin's PyTorch code. ``ref`` holds the frames of ``test`` (M, 4, H, W), or of one clip
+    when ``test`` holds K clips' frames (K x M', 4, H, W), clip after clip: the reference's levels are then made
+    once and each clip's band is scored against them."""
     params = cvvdp_params()
     freqs = spec.cvvdp_bands(ref.shape[-2], ref.shape[-1], ppd)
+    per_clip = ref.shape[0]
+    clips = test.shape[0] // per_clip
     ref_g, test_g = ref, test
-    sums, diffs = [], []
+    sums: list[torch.Tensor] = []
+    diffs: list[torch.Tensor] = []
     for b in range(len(freqs) - 1):
         ref_next, test_next = ops.cvvdp_reduce(ref_g), ops.cvvdp_reduce(test_g)
-        band = ops.cvvdp_video_pair_band(ref_g, ref_next, test_g, test_next, freqs[b], 2.0 if b > 0 else 1.0)
-        ref_g, test_g = ref_next, test_next
-        blur = spec.masking_blur_applies(*band.shape[-2:])
-        masker = ops.cvvdp_video_masker_vblur(band[:, :4]) if blur else band[:, :4]
-        out = ops.cvvdp_video_band_pool(masker, band, blur, return_map)
-        del band, masker
-        sums.append(out[..., -1].sum(dim=-1))
+        band_sums, band_diffs = [], []
+        for k in range(clips):
+            part = slice(k * per_clip, (k + 1) * per_clip)
+            band = ops.cvvdp_video_pair_band(ref_g, ref_next, test_g[part], test_next[part], freqs[b],
+                                             2.0 if b > 0 else 1.0)
+            blur = spec.masking_blur_applies(*band.shape[-2:])
+            masker = ops.cvvdp_video_masker_vblur(band[:, :4]) if blur else band[:, :4]
+            out = ops.cvvdp_video_band_pool(masker, band, blur, return_map)
+            del band, masker
+            band_sums.append(out[..., -1].sum(dim=-1))
+            if return_map:
+                band_diffs.append(out[..., :-1])
+        sums.append(torch.cat(band_sums) if clips > 1 else band_sums[0])
         if return_map:
-            diffs.append(out[..., :-1])
+            diffs.append(torch.cat(band_diffs) if clips > 1 else band_diffs[0])
+        ref_g, test_g = ref_next, test_next
     ref_base, bkg = _baseband_contrast(ref_g)
     test_base, _ = _baseband_contrast(test_g)
+    if clips > 1:
+        ref_base, bkg = ref_base.repeat(clips, 1, 1, 1), bkg.repeat(clips, 1, 1, 1)
     d = (test_base - ref_base).abs() * spec.cvvdp_sensitivity_from_lut_ref(torch.log10(bkg),
                                                                            _baseband_lut(bkg.device), params)
     beta = spec._t(params.beta, d)
@@ -266,10 +299,8 @@ def cvvdp_video(ref: Any, dist: Any, display: CVVDPDisplay, fps: float, return_m
     stream = CVVDPVideoStream(display, fps, return_map)
     if isinstance(ref, torch.Tensor) and isinstance(dist, torch.Tensor):
         r, d = _frames(ref, "ref", display), _frames(dist, "dist", display)
-        if r.shape != d.shape:
-            raise ValueError(f"{_NAME}: ref and dist must have the same shape; got {tuple(r.shape)} and "
-                             f"{tuple(d.shape)}")
-        size = frames_per_block or _block_frames(tuple(r.shape))
+        _check_sides(r, d)
+        size = frames_per_block or _block_frames(tuple(d.shape))
         pairs: Iterable = zip(_blocks(r, size), _blocks(d, size))
     elif isinstance(ref, torch.Tensor) or isinstance(dist, torch.Tensor):
         raise TypeError(f"{_NAME}: ref and dist must both be tensors or both be iterables of frames")

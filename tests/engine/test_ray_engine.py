@@ -270,3 +270,32 @@ def test_killed_driver_resumes_without_loss_or_duplicates(tmp_path, cluster, tar
     for r in rows:
         assert float(r["psnr"]) == pytest.approx(_psnr(tmp_path / r["ref"], tmp_path / r["dist"]), rel=1e-6)
     assert time.monotonic() - start < 90
+
+
+def test_gpu_actors_get_the_nodes_cpus_per_gpu_for_their_host_work():
+    """Ray starts actors with OMP_NUM_THREADS=1 (torch: one intra-op thread); a GPU actor is given the fewest CPUs
+    per GPU over the alive GPU nodes instead, as the local engine has a machine's cores for its GPU."""
+    from fusedsim.engine.ray_actor import host_threads_per_gpu
+
+    nodes = [{"Alive": True, "Resources": {"CPU": 32.0, "GPU": 2.0}},
+             {"Alive": True, "Resources": {"CPU": 16.0, "GPU": 4.0}},
+             {"Alive": False, "Resources": {"CPU": 2.0, "GPU": 1.0}},  # dead: not counted
+             {"Alive": True, "Resources": {"CPU": 64.0}}]  # no GPU: not counted
+    assert host_threads_per_gpu(nodes) == 4
+    assert host_threads_per_gpu([{"Alive": True, "Resources": {"CPU": 1.0, "GPU": 8.0}}]) == 1
+    assert host_threads_per_gpu([{"Alive": True, "Resources": {"CPU": 8.0}}]) == 0
+
+
+def test_scoring_worker_sets_its_host_threads(tmp_path):
+    import torch
+
+    from fusedsim.engine.ray_actor import ScoringWorker
+
+    before = torch.get_num_threads()
+    try:
+        ScoringWorker(["psnr"], ["psnr"], "cpu", "auto", host_threads=1 if before > 1 else 2)
+        assert torch.get_num_threads() == (1 if before > 1 else 2)
+    finally:
+        torch.set_num_threads(before)
+    ScoringWorker(["psnr"], ["psnr"], "cpu", "auto")  # 0: left as it is
+    assert torch.get_num_threads() == before

@@ -8,6 +8,11 @@ run-ahead (the GPU computes a pair while the next ones are queued) carry across 
 local engine's one stream of pairs. The stream ends only when the inbox is empty (the last values are then read
 back), so a chunk never waits for one that has not come. The prepared reference stays with the thread: a chunk
 that continues the previous chunk's reference reuses it.
+
+Ray starts its workers with ``OMP_NUM_THREADS`` set to their CPU count (one here), so torch's intra-op pool in an
+actor had one thread where the local engine's scorer has the machine's cores (its copies of decoded images into
+pinned memory, for one, are parallel). A GPU actor is given ``host_threads`` (the node's CPUs shared by its GPUs,
+:func:`host_threads_per_gpu`) to run its host work as the local engine does.
 """
 
 from __future__ import annotations
@@ -24,7 +29,15 @@ from typing import Any
 from fusedsim.engine.batch_pairs import DecodedPair, PairOutcome, PairRunner, PairTask
 from fusedsim.engine.ray_wire import WireChunk, decode_chunk, decoded_pairs
 
-__all__ = ["ChunkResult", "ScoringWorker"]
+__all__ = ["ChunkResult", "ScoringWorker", "host_threads_per_gpu"]
+
+
+def host_threads_per_gpu(nodes: Sequence[dict[str, Any]]) -> int:
+    """Threads for a GPU actor's host work: the fewest CPUs per GPU over the cluster's alive GPU nodes (``nodes``
+    as ``ray.nodes()`` gives them), at least 1; 0 when no node has a GPU."""
+    shares = [int(n["Resources"].get("CPU", 1)) // int(n["Resources"]["GPU"]) for n in nodes
+              if n.get("Alive", True) and int(n.get("Resources", {}).get("GPU", 0)) > 0]
+    return max(1, min(shares)) if shares else 0
 
 
 @dataclass
@@ -57,10 +70,14 @@ class ScoringWorker:
     """A :class:`~fusedsim.engine.Scorer` with its scoring thread (see the module docstring)."""
 
     def __init__(self, metrics: Sequence[str], columns: Sequence[str], device: str, memory: str,
-                 params: dict[str, dict[str, Any]] | None = None) -> None:
+                 params: dict[str, dict[str, Any]] | None = None, host_threads: int = 0) -> None:
+        import torch
+
         from fusedsim.engine.kernel_cache import adopt_shipped_cache
         from fusedsim.engine.scorer import Scorer
 
+        if host_threads > 0:  # torch's intra-op pool as the local engine has it (see the module docstring)
+            torch.set_num_threads(host_threads)
         adopt_shipped_cache()  # before any kernel compiles: the driver's kernels, when it shipped them
         self.runner = PairRunner(Scorer(list(metrics), device=device, memory=memory, params=params), list(columns))
         self._inbox: queue.Queue[_Job] = queue.Queue()

@@ -225,7 +225,7 @@ class RayBatch:
             raise
 
     def _start_actors(self, metrics, columns, device, memory, workers, params) -> None:
-        from fusedsim.engine.ray_actor import ScoringWorker
+        from fusedsim.engine.ray_actor import ScoringWorker, host_threads_per_gpu
         from fusedsim.engine.ray_wire import decode_chunk
 
         ray = self.ray
@@ -248,7 +248,8 @@ class RayBatch:
         # score() calls wait in the actor's threads for their chunk's outcomes: one thread per chunk in flight
         options = {"num_gpus": 1 if actor_device == "cuda" else 0, "num_cpus": actor_cpus,
                    "max_concurrency": MAX_DEPTH + 2}
-        self.actors = [actor.options(**options).remote(metrics, columns, actor_device, memory, params)
+        threads = host_threads_per_gpu(ray.nodes()) if actor_device == "cuda" else 0
+        self.actors = [actor.options(**options).remote(metrics, columns, actor_device, memory, params, threads)
                        for _ in range(count)]
         self._decode = ray.remote(num_cpus=1)(decode_chunk) if self.free_cpus >= 1 else None
         # the decoding workers import torch and the image reader while the actors build their scorers (not waited

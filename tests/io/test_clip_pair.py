@@ -109,3 +109,64 @@ def test_bad_options(clips):
         open_pair(clips["ffv1"], clips["ffv1"], scale="lanczos")
     with pytest.raises(ValueError, match="decoder='nvdec'"):
         open_pair(clips["ffv1"], clips["ffv1"], device="cpu", decoder="nvdec")
+
+
+class _GpuLike:
+    """A device that takes the GPU path's staging ring (the copies are faked: no CUDA here)."""
+
+    type = "cuda"
+
+
+def _staged_on_host(monkeypatch, give_back: bool):
+    """The GPU path's staging (rings of ordinary memory), its uploads handing slots back only if ``give_back``."""
+    import fusedsim.io.clip_pair as clip_pair
+    from fusedsim.io.staged_batches import StagingRing
+
+    rings = []
+
+    def ring(slots):
+        rings.append(StagingRing(slots, pin=False))
+        return rings[-1]
+
+    def upload(batch, device, ring):
+        planes = tuple(None if p is None else p.clone() for p in batch.planes)
+        if give_back and batch.slot >= 0:
+            ring.give_back(batch.slot, None)
+        return planes
+
+    monkeypatch.setattr(clip_pair, "StagingRing", ring)
+    monkeypatch.setattr(clip_pair, "upload", upload)
+    return rings
+
+
+def test_staged_path_yields_the_clips_frames(clips, monkeypatch):
+    """The GPU path's batches (each clip stacked on its decoding thread into a ring of slots) hold the frames the
+    CPU path reads, in order, with Y4M on one side and a compressed clip on the other."""
+    _staged_on_host(monkeypatch, give_back=True)
+    with open_pair(clips["y4m"], clips["ffv1"], device="cpu") as pair:
+        pair.device = _GpuLike()
+        batches = list(pair.batches(4))
+    assert [b.ref_index for b in batches] == [[0, 1, 2, 3], [4, 5]]
+    for batch in batches:
+        for k, (r, d) in enumerate(zip(batch.ref_index, batch.dist_index)):
+            np.testing.assert_array_equal(batch.ref.y[k].numpy(), clips["planes"][r][0])
+            np.testing.assert_array_equal(batch.dist.v[k].numpy(), clips["planes"][d][2])
+
+
+def test_stopping_early_releases_a_decoder_waiting_for_a_slot(clips, monkeypatch):
+    """A consumer that stops while a decoding thread waits for a slot (none handed back) ends at once: closing the
+    batches closes the rings, the waiting thread stops, nothing hangs."""
+    import threading
+    import time
+
+    rings = _staged_on_host(monkeypatch, give_back=False)
+    with open_pair(clips["ffv1"], clips["ffv1"], device="cpu") as pair:
+        pair.device = _GpuLike()
+        batches = pair.batches(1)  # 6 batches of one frame, 4 slots a clip: the decoders run out of slots
+        next(batches)
+        time.sleep(0.3)
+        start = time.perf_counter()
+        batches.close()
+        assert time.perf_counter() - start < 5
+    assert rings and all(r._closed for r in rings)
+    assert not [t for t in threading.enumerate() if t.name == "fusedsim-decode"]

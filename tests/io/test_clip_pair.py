@@ -153,6 +153,19 @@ def test_staged_path_yields_the_clips_frames(clips, monkeypatch):
             np.testing.assert_array_equal(batch.dist.v[k].numpy(), clips["planes"][d][2])
 
 
+def test_staged_path_keeps_10_bit_samples(tmp_path, monkeypatch):
+    _staged_on_host(monkeypatch, give_back=True)
+    planes = photo_planes(3, "yuv420p10le")
+    clip = encode_planes(tmp_path / "ten.mkv", "ffv1", "yuv420p10le", planes)
+    with open_pair(clip, write_y4m(tmp_path / "ten.y4m", planes, 10), device="cpu") as pair:
+        pair.device = _GpuLike()
+        (batch,) = list(pair.batches(3))
+    assert batch.ref.y.dtype == torch.uint16 and batch.ref.bit_depth == 10
+    for k in range(3):
+        np.testing.assert_array_equal(batch.ref.y[k].numpy(), planes[k][0])
+        np.testing.assert_array_equal(batch.dist.u[k].numpy(), planes[k][1])
+
+
 def test_stopping_early_releases_a_decoder_waiting_for_a_slot(clips, monkeypatch):
     """A consumer that stops while a decoding thread waits for a slot (none handed back) ends at once: closing the
     batches closes the rings, the waiting thread stops, nothing hangs."""

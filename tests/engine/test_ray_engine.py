@@ -240,12 +240,9 @@ def _rows(path: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-# Parquet (rows in a side log until the end) runs in CI; CSV and JSONL (rows appended to OUT itself, as the local
-# engine's kill tests check) cost 10-20 s more of a 2-core CI machine and run with FUSEDSIM_RAY_SLOW_TESTS=1
-_SLOW = pytest.mark.skipif(not os.environ.get("FUSEDSIM_RAY_SLOW_TESTS"), reason="set FUSEDSIM_RAY_SLOW_TESTS=1")
-
-
-@pytest.mark.parametrize("target", [pytest.param("csv", marks=_SLOW), pytest.param("jsonl", marks=_SLOW), "parquet"])
+# Parquet keeps rows in a side log until the end; CSV and JSONL append them to OUT itself (as the local engine's
+# kill tests check). ~6 s each on a 2-core machine.
+@pytest.mark.parametrize("target", ["csv", "jsonl", "parquet"])
 def test_killed_driver_resumes_without_loss_or_duplicates(tmp_path, cluster, target):
     if target == "parquet":
         pytest.importorskip("pyarrow", reason="Parquet needs pyarrow (fusedsim[parquet])")

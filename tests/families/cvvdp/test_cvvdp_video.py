@@ -173,14 +173,15 @@ def test_one_reference_scores_several_distorted_clips():
                                rtol=0)
 
 
-def test_shared_reference_through_the_fused_kernels_equals_the_repeated_reference():
-    """The GPU path's shared reference (its levels made once, each clip's bands scored against them), run by the
-    Triton interpreter on small frames: bit-identical to the same kernels given the reference repeated per clip."""
+def test_shared_reference_through_the_fused_kernels_equals_the_repeated_reference(kernel_device):
+    """The GPU path's shared reference (its levels made once, each clip's bands scored against them), on small
+    frames (the interpreter without a GPU): bit-identical to the same kernels given the reference repeated."""
     import fusedsim.families.cvvdp.video as video
 
     gen = torch.Generator().manual_seed(3)
     ref = torch.rand(1, 4, 14, 12, generator=gen) * 50 + 1  # small: the interpreter runs each program in Python
     test = torch.cat([ref + torch.randn(1, 4, 14, 12, generator=gen), ref * 1.1])
+    ref, test = ref.to(kernel_device), test.to(kernel_device)
     with use_backend("triton"):
         shared, shared_map = video._frame_quality_fused(test, ref, 30.0, return_map=True)
         repeated, repeated_map = video._frame_quality_fused(test, ref.repeat(2, 1, 1, 1), 30.0,

@@ -9,12 +9,15 @@ frame, and a copy with temporal noise and a brightness flicker) is scored whole 
 after a warm-up call on a short clip each (compilation). With ``--vship libvship.so`` Vship's CVVDP (its C API,
 built from its public source) scores the same frames too: one handler at the clip's frame rate and display
 (``resizeToDisplay`` off), frames handed one by one from pinned host memory as planar 8-bit sRGB (staged before
-the timer), the JOD after the last frame; its memory is the drop in the GPU's free memory while its handler lives. Reported: wall seconds and frames/s (median of
+the timer), the JOD after the last frame; its memory is the drop in the GPU's free memory while its handler lives.
+With ``--encodes K`` (K > 1), K distorted clips against the one reference: one call sharing the reference's side
+(``fusedsim.cvvdp(ref, dists)``, ref (1, T, ...), dists (K, T, ...)) and K separate calls (their JODs summed). Reported: wall seconds and frames/s (median of
 ``--rounds``), peak GPU memory above the inputs, the JODs and their difference. pycvvdp sizes its frame blocks
 from the free GPU memory (its ``estimate_block_N``), as its users run it.
 
     PYTHONPATH=src python benchmarks/bench_cvvdp_video.py [--frames 300] [--size 1080x1920] [--fps 30]
         [--display standard_4k] [--rounds 3] [--skip pycvvdp] [--frames-per-block N] [--vship libvship.so]
+        [--encodes K]
     PYTHONPATH=src python benchmarks/bench_cvvdp_video.py --device cpu --quick     # smoke run, numbers mean nothing
 
 pycvvdp needs ``cvvdp==0.5.7`` (pure Python) and its imports: torchvision (the build matching torch), einops,
@@ -140,6 +143,8 @@ def main() -> None:
     ap.add_argument("--skip", default="", help="comma-separated providers to skip: fusedsim, pycvvdp")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--vship", default=None, help="libvship.so: also score the clip with Vship's CVVDP")
+    ap.add_argument("--encodes", type=int, default=1,
+                    help="also K distorted clips against the one reference: shared (one call) and K separate calls")
     ap.add_argument("--quick", action="store_true", help="a smoke run: 12 frames of 96x128, one round")
     args = ap.parse_args()
     if args.quick:
@@ -156,6 +161,14 @@ def main() -> None:
                 return fusedsim.cvvdp(r, d, fps=args.fps, display=args.display,
                                       frames_per_block=args.frames_per_block)
         rows.append(_provider("fusedsim", ours, lambda: ours(warm_ref, warm_dist), ref, args.device, args.rounds))
+        if args.encodes > 1:  # one reference, K encodes: shared (reference side once) against K separate calls
+            encodes = torch.cat([dist] + [make_clip(args.frames, height, width, args.device, seed=k)[1]
+                                          for k in range(2, args.encodes + 1)])
+            rows.append(_provider(f"fusedsim {args.encodes} encodes shared", lambda: ours(ref, encodes).sum(),
+                                  lambda: ours(warm_ref, encodes[:, :8].clone()), ref, args.device, args.rounds))
+            rows.append(_provider(f"fusedsim {args.encodes} encodes separate",
+                                  lambda: sum(ours(ref, e[None]) for e in encodes),
+                                  lambda: ours(warm_ref, warm_dist), ref, args.device, args.rounds))
     if "pycvvdp" not in skip:
         pycvvdp = _import_pycvvdp()
         metric = pycvvdp.cvvdp(display_name=args.display, device=torch.device(args.device), quiet=True)
@@ -169,6 +182,11 @@ def main() -> None:
     payload = {"meta": {**h.metadata(args.device), "frames": args.frames, "size": [height, width], "fps": args.fps,
                         "display": args.display, "pycvvdp": h.version_of("cvvdp")}, "rows": rows}
     by = {row["provider"]: row for row in rows}
+    if args.encodes > 1 and f"fusedsim {args.encodes} encodes shared" in by:
+        shared, separate = by[f"fusedsim {args.encodes} encodes shared"], by[f"fusedsim {args.encodes} encodes separate"]
+        payload["encodes_shared_speedup"] = separate["seconds"] / shared["seconds"]
+        print(f"{args.encodes} encodes: shared reference {payload['encodes_shared_speedup']:.2f}x separate calls, "
+              f"|dJOD sum| {abs(shared['jod'] - separate['jod']):.2e}")
     if "vship" in by and "fusedsim" in by:
         payload["speedup_vs_vship"] = by["vship"]["seconds"] / by["fusedsim"]["seconds"]
         payload["abs_djod_vship"] = abs(by["vship"]["jod"] - by["fusedsim"]["jod"])

@@ -106,10 +106,14 @@ def test_ring_size_is_checked(slots) -> None:
         StagingRing(slots)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-def test_pinned_slots_reach_the_gpu_intact() -> None:
+@pytest.mark.parametrize("device", ["cuda", "cuda:1"])
+def test_pinned_slots_reach_the_gpu_intact(device: str) -> None:
+    """Slots are refilled while earlier copies may still be queued: each waits for the event recorded on the
+    stream its copy went to (on a GPU that is not the current one too)."""
+    if torch.cuda.device_count() < (2 if device == "cuda:1" else 1):
+        pytest.skip(f"needs {device}")
     frames = _frames(64)
     ring = StagingRing(3)
-    out = [upload(b, torch.device("cuda"), ring)[0] for b in stacked_batches(iter(frames), [8] * 8, ring)]
-    torch.cuda.synchronize()
+    out = [upload(b, torch.device(device), ring)[0] for b in stacked_batches(iter(frames), [8] * 8, ring)]
+    torch.cuda.synchronize(device)
     assert torch.equal(torch.cat(out).cpu(), torch.from_numpy(np.stack([f[0] for f in frames])))

@@ -158,6 +158,6 @@ def upload(batch: StagedBatch, device: torch.device, ring: StagingRing | None) -
     planes = tuple(None if p is None else p.to(device, non_blocking=batch.slot >= 0) for p in batch.planes)
     if batch.slot >= 0 and ring is not None:
         event = torch.cuda.Event()
-        event.record()
+        event.record(torch.cuda.current_stream(device))  # the stream the copies went to (device may not be current)
         ring.give_back(batch.slot, event)
     return planes

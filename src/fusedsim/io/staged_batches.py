@@ -115,31 +115,34 @@ def _copy_into(dst: torch.Tensor, plane: Any) -> None:
 def stacked_batches(frames: Iterator[tuple[Any, Any, Any]], sizes: Iterable[int],
                     ring: StagingRing | None) -> Iterator[StagedBatch]:
     """``frames`` (y, u, v) (numpy arrays, possibly strided views, or device tensors; u/v may be None) grouped
-    into batches of ``sizes`` frames, each plane stacked ``(n, h, w)``: into a slot of ``ring`` for host frames
-    going to a GPU, by ``torch.stack`` for device frames, by ``numpy.stack`` for host frames staying on the host.
+    into batches of ``sizes`` frames, each plane stacked ``(n, h, w)``: host frames copied one by one as they come
+    into a slot of ``ring`` (going to a GPU) or a new host tensor (``ring`` None), device frames by
+    ``torch.stack``.
     Raises ValueError when the frames run out before the sizes do."""
     for n in sizes:
         first = next(frames, None)
         if first is None:
             raise ValueError(f"the clip ended before a batch of {n} frames")
-        if isinstance(first[0], torch.Tensor) or ring is None:
+        if isinstance(first[0], torch.Tensor):  # a GPU decoder's frames: already ours, stacked on the device
             chunk = [first, *_more(frames, n - 1)]
-            planes = tuple(None if first[k] is None else
-                           (torch.stack([f[k] for f in chunk]) if isinstance(first[k], torch.Tensor)
-                            else torch.from_numpy(np.stack([f[k] for f in chunk])))
-                           for k in range(3))
-            yield StagedBatch(planes, -1, n)
+            yield StagedBatch(tuple(None if first[k] is None else torch.stack([f[k] for f in chunk])
+                                    for k in range(3)), -1, n)
             continue
         shapes = [None if first[k] is None else (n, *first[k].shape) for k in range(3)]
-        index, slot = ring.take(shapes, _dtype_of(first[0]))
+        if ring is not None:
+            index, slot = ring.take(shapes, _dtype_of(first[0]))
+            buffers = slot.buffers
+        else:
+            index, buffers = -1, tuple(None if s is None else torch.empty(s, dtype=_dtype_of(first[0]))
+                                       for s in shapes)
         frame = first
         for i in range(n):
             if i:
                 frame = _more(frames, 1)[0]
-            for k in range(3):  # one copy per plane, as soon as it is decoded (a view may not outlive its frame)
-                if slot.buffers[k] is not None:
-                    _copy_into(slot.buffers[k][i], frame[k])
-        yield StagedBatch(slot.buffers, index, n)
+            for k in range(3):  # one copy per plane as soon as it is decoded: a decoder's view is not held
+                if buffers[k] is not None:
+                    _copy_into(buffers[k][i], frame[k])
+        yield StagedBatch(buffers, index, n)
 
 
 def _more(frames: Iterator[tuple[Any, Any, Any]], count: int) -> list[tuple[Any, Any, Any]]:

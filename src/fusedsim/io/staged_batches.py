@@ -61,7 +61,8 @@ class StagingRing:
         self._closed = False
 
     def take(self, shapes: Sequence[tuple[int, ...] | None], dtype: torch.dtype) -> tuple[int, _Slot]:
-        """A free slot whose buffers hold at least ``shapes`` (one per plane; None: no plane) of ``dtype``."""
+        """A free slot whose buffers have ``shapes`` (one per plane; None: no plane) and ``dtype`` (made anew when a
+        slot held other shapes, e.g. for the shorter last batch)."""
         if len(self._slots) < self._limit:
             index = len(self._slots)
             self._slots.append(_Slot(()))

@@ -35,6 +35,7 @@ Run: ``PYTHONPATH=src python benchmarks/bench_video.py [--frames 1200] [--dir /t
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import queue
 import subprocess
@@ -190,8 +191,6 @@ def cli_rates(ref: Path, dist: Path, metrics: list[str], folder: Path) -> list[d
         if done.returncode != 0:
             row["error"] = f"exit {done.returncode}: {done.stderr.strip()[-400:]}"
         else:
-            import json
-
             frames = len(json.loads(out.read_text())["frames"])
             row.update(frames=frames, seconds=seconds, fps=frames / seconds)
         rows.append(row)

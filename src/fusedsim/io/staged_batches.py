@@ -95,7 +95,7 @@ class StagingRing:
         self._closed = True
 
 
-_TORCH_DTYPES = {np.dtype(np.uint8): torch.uint8, np.dtype("<u2"): torch.uint16, np.dtype(np.uint16): torch.uint16}
+_TORCH_DTYPES = {np.dtype(np.uint8): torch.uint8, np.dtype(np.uint16): torch.uint16}
 
 
 def _dtype_of(plane: Any) -> torch.dtype:
@@ -125,7 +125,7 @@ def stacked_batches(frames: Iterator[tuple[Any, Any, Any]], sizes: Iterable[int]
         if first is None:
             raise ValueError(f"the clip ended before a batch of {n} frames")
         if isinstance(first[0], torch.Tensor):  # a GPU decoder's frames: already ours, stacked on the device
-            chunk = [first, *_more(frames, n - 1)]
+            chunk = [first, *(_next(frames) for _ in range(n - 1))]
             yield StagedBatch(tuple(None if first[k] is None else torch.stack([f[k] for f in chunk])
                                     for k in range(3)), -1, n)
             continue
@@ -139,21 +139,18 @@ def stacked_batches(frames: Iterator[tuple[Any, Any, Any]], sizes: Iterable[int]
         frame = first
         for i in range(n):
             if i:
-                frame = _more(frames, 1)[0]
+                frame = _next(frames)
             for k in range(3):  # one copy per plane as soon as it is decoded: a decoder's view is not held
                 if buffers[k] is not None:
                     _copy_into(buffers[k][i], frame[k])
         yield StagedBatch(buffers, index, n)
 
 
-def _more(frames: Iterator[tuple[Any, Any, Any]], count: int) -> list[tuple[Any, Any, Any]]:
-    out = []
-    for _ in range(count):
-        item = next(frames, None)
-        if item is None:
-            raise ValueError("the clip ended inside a batch")
-        out.append(item)
-    return out
+def _next(frames: Iterator[tuple[Any, Any, Any]]) -> tuple[Any, Any, Any]:
+    item = next(frames, None)
+    if item is None:
+        raise ValueError("the clip ended inside a batch")
+    return item
 
 
 def upload(batch: StagedBatch, device: torch.device, ring: StagingRing | None) -> tuple[torch.Tensor | None, ...]:

@@ -160,9 +160,8 @@ class CVVDPVideoStream:
             out = _frame_quality_fused(test.view(n * b, 4, h, w), ref.view(r.shape[0] * b, 4, h, w),
                                        self.display.ppd, self.return_map)
         else:
-            ref = ref.expand(n, -1, -1, -1, -1) if r.shape[0] != n else ref
-            out = cvvdp_frame_quality_ref(test.view(n * b, 4, h, w), ref.reshape(n * b, 4, h, w), self.display.ppd,
-                                          self.return_map)
+            ref = ref.expand(n, -1, -1, -1, -1).reshape(n * b, 4, h, w)  # a shared reference repeated per clip
+            out = cvvdp_frame_quality_ref(test.view(n * b, 4, h, w), ref, self.display.ppd, self.return_map)
         q, dmap = out if self.return_map else (out, None)
         self._q.append(q.view(n, b, *q.shape[1:]))
         return dmap.view(n, b, 1, h, w) if dmap is not None else None

@@ -15,6 +15,11 @@ the wall time is the slowest phase's, not the metric's sum. A phase that succeed
 the cache directory (:func:`marker_path`), so ``fusedsim batch`` knows which metrics a fresh cache lacks and
 compiles them this way before scoring (:func:`cold_metrics`; its ``--warmup never`` does not).
 
+A metric's first pair launches its kernels one after another, so a phase compiles them on one core (the slowest,
+Butteraugli's first pair, ~17 s of compiling). Where the package's manifest recorded a phase's compilations at this
+size (:mod:`~fusedsim.engine.kernel_specs`), :func:`warmup` compiles them without running the phase: each
+specialisation is a task of its own, longest first, over all the processes.
+
 A cache directory on a shared file system, set as ``TRITON_CACHE_DIR`` on every node, is filled once; the Ray
 engine passes the driver's ``TRITON_CACHE_DIR`` on to its workers (:data:`~fusedsim.engine.ray_batch.
 FORWARDED_ENV`). Without a GPU the metrics' CPU paths run (numba compiles what it caches).
@@ -189,28 +194,69 @@ def warm_metric(metric: str, device: str = "auto", height: int = 1024, width: in
         return WarmupResult(metric, time.perf_counter() - start, device, f"{type(exc).__name__}: {exc}")
 
 
+def _on_gpu(device: str) -> bool:
+    """Whether ``device`` (``auto``: the GPU when there is one) is a CUDA device."""
+    kind = device.split(":")[0]
+    if kind == "auto":
+        import torch
+
+        return torch.cuda.is_available()
+    return kind == "cuda"
+
+
 def warmup(metrics: Sequence[str], device: str = "auto", height: int = 1024, width: int = 1024,
-           jobs: int | None = None, params: dict[str, dict[str, Any]] | None = None) -> list[WarmupResult]:
-    """:func:`warm_metric` for every metric of ``metrics``, each phase (:data:`PHASES`) in its own process,
-    ``jobs`` at a time (default: one per phase, at most the CPU count). One result per metric, in the order of
-    ``metrics``: its slowest phase's seconds and its first error."""
+           jobs: int | None = None, params: dict[str, dict[str, Any]] | None = None,
+           manifest: dict[str, Any] | None | bool = True) -> list[WarmupResult]:
+    """Compile what ``metrics`` need at ``height`` x ``width`` in ``jobs`` processes (default: one per task, at most
+    the CPU count). On a GPU, a phase (:data:`PHASES`) whose compilations ``manifest`` recorded
+    (:mod:`~fusedsim.engine.kernel_specs`; True: the package's own, None/False: none) is compiled as one task per
+    recorded specialisation, longest first, spread over every process; the other phases run :func:`warm_metric`
+    in a process each, and so does a recorded phase when one of its kernels fails to compile. One result per
+    metric, in the order of ``metrics``: its slowest phase's seconds and its first error."""
     if not metrics:
         raise ValueError("metrics must name at least one metric")
     if height < 1 or width < 1:
         raise ValueError(f"size must be positive; got {width}x{height}")
+    if jobs is not None and jobs < 1:
+        raise ValueError(f"jobs must be >= 1; got {jobs}")
+    from fusedsim.engine.kernel_specs import compile_recorded, load_manifest, recorded_phase
+
+    params = params or {}
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     work = [(m, phase) for m in metrics for phase in _phases(m, device)]
-    jobs = jobs or max(1, min(len(work), cores))
-    if jobs < 1:
-        raise ValueError(f"jobs must be >= 1; got {jobs}")
-    params = params or {}
-    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = [(m, pool.submit(warm_metric, m, device, height, width, params.get(m), phase))
-                   for m, phase in work]
-        done = [(m, f.result()) for m, f in futures]
+    if manifest is True:
+        manifest = load_manifest() if _on_gpu(device) else None
+    recorded = {w: recorded_phase(manifest or None, w[0], w[1], height, width, params.get(w[0])) for w in work}
+    run = [w for w in work if recorded[w] is None]
+    kernels: dict[Any, list[tuple[str, str]]] = {}  # each distinct specialisation once, with the phases it serves
+    for w, specs in recorded.items():
+        for kernel in specs or ():
+            kernels.setdefault(kernel, []).append(w)
+    tasks = len(run) + len(kernels)
+    start = time.perf_counter()
+    done: dict[tuple[str, str], WarmupResult] = {}
+    with ProcessPoolExecutor(jobs or max(1, min(tasks, cores)), mp_context=multiprocessing.get_context("spawn")) \
+            as pool:
+        def submit(ws: Sequence[tuple[str, str]]) -> list[tuple[tuple[str, str], Any]]:
+            return [(w, pool.submit(warm_metric, w[0], device, height, width, params.get(w[0]), w[1])) for w in ws]
+
+        phase_runs = submit(run)  # the long tasks first
+        compiles = [(k, pool.submit(compile_recorded, k)) for k in sorted(kernels, key=lambda k: -k.seconds)]
+        failed: dict[tuple[str, str], str] = {}
+        for kernel, future in compiles:
+            _, error = future.result()
+            for w in kernels[kernel]:
+                if error:
+                    failed.setdefault(w, error)
+                done[w] = WarmupResult(w[0], time.perf_counter() - start, "cuda")
+        phase_runs += submit(list(failed))  # recorded phases whose kernels did not all compile
+        done |= {w: f.result() for w, f in phase_runs}
+    preloaded = [w for w in recorded if recorded[w] is not None and w not in failed]
+    for metric, phase in preloaded:
+        leave_markers(metric, height, width, params.get(metric), [phase])
     results = []
     for metric in metrics:
-        mine = [r for m, r in done if m == metric]
+        mine = [done[w] for w in work if w[0] == metric]
         errors = [r.error for r in mine if r.error]
         results.append(WarmupResult(metric, max(r.seconds for r in mine), mine[0].device,
                                     errors[0] if errors else ""))

@@ -364,11 +364,14 @@ cvvdp_temporal = register_op(KernelOp(
 
 
 def _cvvdp_video_pair_band_examples(device: torch.device) -> list[Example]:
-    """Temporal-channel levels: the fourth (transient) channel of either sign like the chromatic ones."""
+    """Temporal-channel levels: the fourth (transient) channel of either sign like the chromatic ones; and three
+    clips of two frames against one shared reference of two frames."""
     out = []
-    for i, (shape, rho, scale) in enumerate([((1, 4, 7, 13), 37.7, 1.0), ((3, 4, 20, 33), 18.8, 2.0)]):
-        levels = _cvvdp_band_levels(shape, 260 + i, device) + _cvvdp_band_levels(shape, 270 + i, device)
-        out.append(Example(levels, (rho, scale), note=f"{shape} rho {rho} scale {scale}"))
+    for i, (shape, rho, scale, clips) in enumerate([((1, 4, 7, 13), 37.7, 1.0, 1), ((3, 4, 20, 33), 18.8, 2.0, 1),
+                                                    ((2, 4, 9, 12), 18.8, 2.0, 3)]):
+        test_shape = (shape[0] * clips, *shape[1:])
+        levels = _cvvdp_band_levels(shape, 260 + i, device) + _cvvdp_band_levels(test_shape, 270 + i, device)
+        out.append(Example(levels, (rho, scale), note=f"{shape} rho {rho} scale {scale} clips {clips}"))
     return out
 
 
@@ -384,7 +387,8 @@ cvvdp_video_pair_band = register_op(KernelOp(
     differentiable=False,
     tolerance=CVVDP_TOLERANCE,  # cvvdp_pair_band's arithmetic on one more channel
     doc="ColorVideoVDP's band of M video frames' four temporal channels: both sides' contrast, the reference's CSF "
-        "sensitivity, min(|T'|, |R'|) and |T' - R'| (M, 8, h, w).",
+        "sensitivity, min(|T'|, |R'|) and |T' - R'| (M, 8, h, w); test levels of K clips against one reference of "
+        "M frames give (K*M, 8, h, w).",
 ))
 
 

@@ -235,31 +235,24 @@ def _frame_quality_fused(test: torch.Tensor, ref: torch.Tensor, ppd: float, retu
     pass, the masking and the per-row pooled sums; bands made and freed one at a time. The baseband (a few pixels)
     and the pooling are the twin's PyTorch code. ``ref`` holds the frames of ``test`` (M, 4, H, W), or of one clip
     when ``test`` holds K clips' frames (K x M', 4, H, W), clip after clip: the reference's levels are then made
-    once and each clip's band is scored against them."""
+    once and every clip's band is scored against them in the same launches."""
     params = cvvdp_params()
     freqs = spec.cvvdp_bands(ref.shape[-2], ref.shape[-1], ppd)
-    per_clip = ref.shape[0]
-    clips = test.shape[0] // per_clip
+    clips = test.shape[0] // ref.shape[0]
     ref_g, test_g = ref, test
     sums: list[torch.Tensor] = []
     diffs: list[torch.Tensor] = []
     for b in range(len(freqs) - 1):
         ref_next, test_next = ops.cvvdp_reduce(ref_g), ops.cvvdp_reduce(test_g)
-        band_sums, band_diffs = [], []
-        for k in range(clips):
-            part = slice(k * per_clip, (k + 1) * per_clip)
-            band = ops.cvvdp_video_pair_band(ref_g, ref_next, test_g[part], test_next[part], freqs[b],
-                                             2.0 if b > 0 else 1.0)
-            blur = spec.masking_blur_applies(*band.shape[-2:])
-            masker = ops.cvvdp_video_masker_vblur(band[:, :4]) if blur else band[:, :4]
-            out = ops.cvvdp_video_band_pool(masker, band, blur, return_map)
-            del band, masker
-            band_sums.append(out[..., -1].sum(dim=-1))
-            if return_map:
-                band_diffs.append(out[..., :-1])
-        sums.append(torch.cat(band_sums) if clips > 1 else band_sums[0])
+        # every clip's frames in one launch per kernel: the pair kernel reads reference frame i % M for frame i
+        band = ops.cvvdp_video_pair_band(ref_g, ref_next, test_g, test_next, freqs[b], 2.0 if b > 0 else 1.0)
+        blur = spec.masking_blur_applies(*band.shape[-2:])
+        masker = ops.cvvdp_video_masker_vblur(band[:, :4]) if blur else band[:, :4]
+        out = ops.cvvdp_video_band_pool(masker, band, blur, return_map)
+        del band, masker
+        sums.append(out[..., -1].sum(dim=-1))
         if return_map:
-            diffs.append(torch.cat(band_diffs) if clips > 1 else band_diffs[0])
+            diffs.append(out[..., :-1])
         ref_g, test_g = ref_next, test_next
     ref_base, bkg = _baseband_contrast(ref_g)
     test_base, _ = _baseband_contrast(test_g)

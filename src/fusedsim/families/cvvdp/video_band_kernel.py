@@ -58,13 +58,14 @@ def _sens_at(LUT, c: tl.constexpr, i_lo, i_hi, frac, ok, NL: tl.constexpr, CORR,
 
 @triton.jit
 def _video_pair_band_kernel(RG, RGN, TG, TGN, LUT, OUT, w, hn, wn, rgsn, rgsc, rnsn, rnsc, tgsn, tgsc, tnsn, tnsc,
-                            HW, LOGL0, LOGL_SPAN, CORR, NL: tl.constexpr, G1: tl.constexpr, SCALE: tl.constexpr,
-                            LN10: tl.constexpr, BLOCK: tl.constexpr):
+                            HW, REF_FRAMES, LOGL0, LOGL_SPAN, CORR, NL: tl.constexpr, G1: tl.constexpr,
+                            SCALE: tl.constexpr, LN10: tl.constexpr, BLOCK: tl.constexpr):
     i = tl.program_id(1)
     n = tl.program_id(2).to(tl.int64)
     j = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     ok = j < w
-    r0, r1, r2, r3, bkg = _contrast4(RG, RGN, n, i, j, w, hn, wn, ok, rgsn, rgsc, rnsn, rnsc, SCALE)
+    # test frame n of clip n // REF_FRAMES is compared with reference frame n % REF_FRAMES (a shared reference)
+    r0, r1, r2, r3, bkg = _contrast4(RG, RGN, n % REF_FRAMES, i, j, w, hn, wn, ok, rgsn, rgsc, rnsn, rnsc, SCALE)
     pos = (tl.log(bkg) / LN10 - LOGL0) / LOGL_SPAN * (NL - 1)
     pos = tl.minimum(tl.maximum(pos, 0.0), NL - 1.0)
     i_lo = pos.to(tl.int32)
@@ -112,27 +113,28 @@ def _levels(g: torch.Tensor, g_next: torch.Tensor) -> tuple[torch.Tensor, torch.
 
 
 @cached(maxsize=128)
-def _pair_launcher(ref_geometry: tuple, test_strides: tuple, rho: float, scale: float, device: torch.device
+def _pair_launcher(ref_geometry: tuple, test_geometry: tuple, rho: float, scale: float, device: torch.device
                    ) -> tuple[Launcher, torch.Tensor, tuple]:
-    n, h, w, hn, wn, *ref_strides = ref_geometry
+    ref_frames, h, w, hn, wn, *ref_strides = ref_geometry
     lut, log_l0, log_span, corr, nl = _sensitivity_table(rho, device)
     block, warps = block_for(w)
-    launch = Launcher(_video_pair_band_kernel, (triton.cdiv(w, block), h, n), num_warps=warps)
-    return launch, lut, (w, hn, wn, *ref_strides, *test_strides, h * w, log_l0, log_span, corr, nl, CH_GAIN[1],
-                         float(scale), _LN10, block)
+    launch = Launcher(_video_pair_band_kernel, (triton.cdiv(w, block), h, test_geometry[0]), num_warps=warps)
+    return launch, lut, (w, hn, wn, *ref_strides, *test_geometry[5:], h * w, ref_frames, log_l0, log_span, corr, nl,
+                         CH_GAIN[1], float(scale), _LN10, block)
 
 
 @cvvdp_video_pair_band.triton_launcher
 def cvvdp_video_pair_band_fwd(ref_g: torch.Tensor, ref_g_next: torch.Tensor, test_g: torch.Tensor,
                               test_g_next: torch.Tensor, rho: float, scale: float) -> torch.Tensor:
-    """min(|T'|, |R'|) and |T' - R'| (M, 8, h, w) of one non-baseband band of M frames, float32."""
+    """min(|T'|, |R'|) and |T' - R'| (K*M, 8, h, w) of one non-baseband band of K clips of M frames against M
+    reference frames, float32."""
     ref_g, ref_g_next, ref_geometry = _levels(ref_g, ref_g_next)
     test_g, test_g_next, test_geometry = _levels(test_g, test_g_next)
-    if test_geometry[:5] != ref_geometry[:5]:
+    if test_geometry[1:5] != ref_geometry[1:5] or test_geometry[0] % ref_geometry[0]:
         raise ValueError(f"cvvdp_video_pair_band: test levels {tuple(test_g.shape)} and {tuple(test_g_next.shape)} "
-                         f"differ from the reference's {tuple(ref_g.shape)} and {tuple(ref_g_next.shape)}")
-    launch, lut, tail = _pair_launcher(ref_geometry, test_geometry[5:], float(rho), float(scale), ref_g.device)
-    n, h, w = ref_geometry[:3]
+                         f"are not K clips of the reference's {tuple(ref_g.shape)} and {tuple(ref_g_next.shape)}")
+    launch, lut, tail = _pair_launcher(ref_geometry, test_geometry, float(rho), float(scale), ref_g.device)
+    n, h, w = test_geometry[0], *ref_geometry[1:3]
     out = torch.empty((n, 8, h, w), dtype=torch.float32, device=ref_g.device)
     launch(ref_g, ref_g_next, test_g, test_g_next, lut, out, *tail)
     return out

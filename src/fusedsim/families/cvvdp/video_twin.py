@@ -161,7 +161,14 @@ def cvvdp_video_running_jod_ref(q: torch.Tensor, params: CVVDPParams | None = No
 def cvvdp_video_pair_band_ref(ref_g: torch.Tensor, ref_g_next: torch.Tensor, test_g: torch.Tensor,
                               test_g_next: torch.Tensor, rho: float, scale: float) -> torch.Tensor:
     """One non-baseband band of M frames' temporal channels from Gaussian levels (M, 4, h, w) and (M, 4, ceil(h/2),
-    ceil(w/2)) of each image: ``min(|T'|, |R'|)`` (channels 0-3) and ``|T' - R'|`` (4-7), (M, 8, h, w)."""
+    ceil(w/2)) of each image: ``min(|T'|, |R'|)`` (channels 0-3) and ``|T' - R'|`` (4-7), (M, 8, h, w). The test
+    levels may hold K clips of M frames, clip after clip, against the one reference: then (K*M, 8, h, w)."""
+    clips, rest = divmod(test_g.shape[0], ref_g.shape[0])
+    if rest or test_g.shape[1:] != ref_g.shape[1:]:
+        raise ValueError(f"cvvdp_video_pair_band: test levels {tuple(test_g.shape)} are not K clips of the "
+                         f"reference's {tuple(ref_g.shape)}")
+    if clips > 1:
+        ref_g, ref_g_next = ref_g.repeat(clips, 1, 1, 1), ref_g_next.repeat(clips, 1, 1, 1)
     ref, bkg = spec._band_contrast(ref_g, ref_g_next, scale)
     sens = cvvdp_sensitivity_ref(rho, torch.log10(bkg), None, TEMPORAL_LUTS)
     test, _ = spec._band_contrast(test_g, test_g_next, scale)

@@ -216,13 +216,16 @@ def _resolve(kernel: RecordedKernel) -> Any:
 
 
 def compile_recorded(kernel: RecordedKernel) -> tuple[float, str]:
-    """Compile one recorded specialisation into Triton's on-disk cache for this machine's GPU (in a warm-up
-    process): ``(seconds, "")``, or ``(seconds, why not)`` when the kernel no longer exists, its parameters changed
+    """Compile one recorded specialisation, and build its launcher, into Triton's on-disk cache for this machine's
+    GPU (in a warm-up process): ``(seconds, "")``, or ``(seconds, why not)`` when the kernel no longer exists, its parameters changed
     or Triton refused the description. Never raises: a failure only means the phase compiles it as it runs."""
     start = time.perf_counter()
     try:
         import triton
 
+        from fusedsim.core.triton_key import install_triton_key_cache
+
+        install_triton_key_cache()  # Triton's self-hash read from the cache folder, not computed per process
         fn = _resolve(kernel)
         if tuple(fn.arg_names) != kernel.arg_names:
             return time.perf_counter() - start, (f"{kernel.qualname}: its parameters changed since the recording")
@@ -232,7 +235,10 @@ def compile_recorded(kernel: RecordedKernel) -> tuple[float, str]:
                 importlib.import_module(value["jit_function"].split(":")[0])
         spec["target"] = triton.runtime.driver.active.get_current_target().__dict__
         spec["name"] = getattr(fn, "_fn_name", spec.get("name"))
-        fn.preload(json.dumps(spec))
+        compiled = fn.preload(json.dumps(spec))
+        init = getattr(compiled, "_init_handles", None)
+        if init is not None:  # loading it builds the kernel's C launcher, which Triton caches on disk as well
+            init()
         return time.perf_counter() - start, ""
     except Exception as exc:  # noqa: BLE001 - reported; the phase then compiles the kernel itself
         return time.perf_counter() - start, f"{kernel.qualname}: {type(exc).__name__}: {exc}"

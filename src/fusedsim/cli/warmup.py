@@ -18,7 +18,11 @@ and keep them in Triton's on-disk cache (TRITON_CACHE_DIR, default
 ~/.triton/cache). Later runs on this machine, or on every machine that
 shares the cache folder (set TRITON_CACHE_DIR to a shared path on each
 node; `batch --engine ray` passes the driver's on to its workers), load the
-kernels instead of compiling them. Without a GPU the CPU paths run once."""
+kernels instead of compiling them. Where the package's recording of the
+metrics' kernels covers --size (FUSEDSIM_KERNEL_SPECS names another, or
+`none`; record one with `python -m fusedsim.engine.kernel_specs`), each
+recorded kernel is compiled as a task of its own on every core instead.
+Without a GPU the CPU paths run once."""
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -44,7 +48,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         help="size of the synthetic pairs (default 1024: kernels are compiled per size class)")
     parser.add_argument("--device", type=parse_device, default="auto", help=f"{DEVICE_HELP} (auto: cuda when available)")
     parser.add_argument("--jobs", type=int, default=None,
-                        help="processes compiling at once (default: one per metric, at most the CPU count)")
+                        help="processes compiling at once (default: one per task, at most the CPU count)")
     parser.set_defaults(run=run)
 
 

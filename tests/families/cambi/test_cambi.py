@@ -318,3 +318,26 @@ def test_samples_above_the_bit_depth_are_refused():
         cambi(frames.view(torch.uint16), 10)  # uint16, as the video readers give
     wide = torch.full((1, 24, 216), 60000, dtype=torch.int32)
     assert cambi(wide.to(torch.uint16), 16)["cambi"].tolist() == cambi(wide, 16)["cambi"].tolist()
+
+
+@pytest.mark.parametrize("content", ["noise", "bands", "mixed"])
+def test_numba_runs_of_columns_equal_the_twin(content):
+    """The numba kernel counts the window's histogram in runs of columns (a run of equal pixels adds its window
+    profile at once; a column entering and leaving with one value is skipped): every scale's pooled value equals
+    the twin's, which counts pixel by pixel as libvmaf does, on short runs (noise), long runs (one-code bands) and
+    both, with the window reaching past both edges (a 216-column frame, window 65 scaled to it)."""
+    from fusedsim.families.cambi.cpu import cambi_scales_numba
+
+    gen = torch.Generator().manual_seed(7)
+    h, w = 96, 216
+    noise = torch.randint(0, 256, (2, h, w), generator=gen)
+    bands = (torch.arange(w).view(1, 1, w) // 9 + torch.arange(h).view(1, h, 1) // 17).expand(2, h, w) + 100
+    frames = {"noise": noise, "bands": bands,
+              "mixed": torch.where(torch.rand((2, h, w), generator=gen) < 0.2, noise, bands)}[content]
+    frames = frames.clamp(0, 255).to(torch.uint8)
+    tvi = torch.tensor([178, 305, 432, 559])
+    for window, high_res in ((33, False), (65, True)):
+        args = (tvi, 8, True, window, 0, 21, 0.6, high_res)
+        got = cambi_scales_numba(frames, *args)
+        twin = cambi_scales_ref(frames, *args)
+        assert torch.equal(got, twin), (content, window)

@@ -2,8 +2,10 @@
 
 Per frame (frames run in parallel): 10-bit codes and anti-dithering, the spatial mask from a 2-D prefix sum, then
 per scale the in-place decimation, the mode filter and the c-values from sliding window histograms: one row of
-counts per code of the counted band and per column, each pixel entering the window adding 1 to the ``window``
-columns it covers and leaving it removing 1 (libvmaf's ``calculate_c_values``). Pooling replays libvmaf's
+uint16 counts per code of the counted band and per column, each pixel entering the window adding 1 to the
+``window`` columns it covers and leaving it removing 1 (libvmaf's ``calculate_c_values``), done for runs of equal
+pixels at once (a run of L pixels: L + window - 1 column updates, not L x window; the counts are the same
+integers, so the values are libvmaf's). Pooling replays libvmaf's
 quickselect and sums the selected values in its order, so the double sum is libvmaf's in every case.
 """
 
@@ -89,14 +91,45 @@ def _mode_filter(x):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _slide(hist, x, mask, row, pad, base, size, step):
+def _band_row(x, mask, i, j, base, size):
+    """The histogram row of pixel (i, j), or -1 when it is masked out or outside the counted band."""
+    if not mask[i, j]:
+        return -1
+    v = x[i, j] - base
+    return v if 0 <= v < size else -1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _add_run(hist, row, a, b, pad, w, sign):
+    """Add ``sign`` x the window counts of a run of pixels in columns a..b (inclusive) of one histogram row: column
+    k gains the number of run pixels within ``pad`` of it, so a run of L pixels costs L + 2 pad column updates
+    instead of L (2 pad + 1)."""
+    for k in range(max(a - pad, 0), min(b + pad + 1, w)):
+        hist[row, k] += sign * (min(k + pad, b) - max(k - pad, a) + 1)
+
+
+@njit(cache=True, nogil=True)
+def _slide(hist, x, mask, enter, leave, pad, base, size):
+    """Move the window down one row: the pixels of row ``enter`` (-1: none) come in, those of row ``leave`` go.
+    Columns are taken in runs with the same (entering, leaving) histogram rows; a run whose two rows are equal
+    changes nothing (flat areas)."""
     w = x.shape[1]
-    for j in range(w):
-        if mask[row, j]:
-            v = x[row, j] - base
-            if 0 <= v < size:
-                for k in range(max(j - pad, 0), min(j + pad + 1, w)):
-                    hist[v, k] += step
+    a = 0
+    run_up = _band_row(x, mask, enter, 0, base, size) if enter >= 0 else -1
+    run_down = _band_row(x, mask, leave, 0, base, size) if leave >= 0 else -1
+    for j in range(1, w + 1):
+        if j < w:
+            up = _band_row(x, mask, enter, j, base, size) if enter >= 0 else -1
+            down = _band_row(x, mask, leave, j, base, size) if leave >= 0 else -1
+            if up == run_up and down == run_down:
+                continue
+        if run_up != run_down:
+            if run_down >= 0:
+                _add_run(hist, run_down, a, j - 1, pad, w, -1)
+            if run_up >= 0:
+                _add_run(hist, run_up, a, j - 1, pad, w, 1)
+        if j < w:
+            a, run_up, run_down = j, up, down
 
 
 @njit(cache=True, nogil=True)
@@ -106,28 +139,26 @@ def _c_values(x, mask, window, tvi, vlt_luma, lut, weights):
     pad = window >> 1
     base = max(vlt_luma - 3 * num_diffs + 1, 0)
     size = tvi[num_diffs - 1] + num_diffs + 1 - base
-    hist = np.zeros((size, w), dtype=np.int32)
+    # uint16 counts (a window holds at most window**2 <= 65535 pixels): half the cache footprint of int32
+    hist = np.zeros((size, w), dtype=np.uint16)
     c = np.zeros(h * w, dtype=np.float32)
     for r in range(min(pad, h)):
-        _slide(hist, x, mask, r, pad, base, size, 1)
+        _slide(hist, x, mask, r, -1, pad, base, size)
     for i in range(h):
-        if i + pad < h:
-            _slide(hist, x, mask, i + pad, pad, base, size, 1)
-        if i - pad - 1 >= 0:
-            _slide(hist, x, mask, i - pad - 1, pad, base, size, -1)
+        _slide(hist, x, mask, i + pad if i + pad < h else -1, i - pad - 1, pad, base, size)
         for j in range(w):
             v = x[i, j]
             if not mask[i, j] or v - base < 0 or v - base >= size:
                 continue
             row = v - base
-            p0 = hist[row, j]
+            p0 = np.int64(hist[row, j])
             best = np.float32(0.0)
             for d in range(num_diffs):
                 if v <= tvi[d] and v + num_diffs + d + 1 > vlt_luma:
                     up = row + d + 1
                     down = row - d - 1
-                    p1 = hist[up, j] if up < size else 0
-                    p2 = hist[down, j] if down >= 0 else 0
+                    p1 = np.int64(hist[up, j]) if up < size else 0
+                    p2 = np.int64(hist[down, j]) if down >= 0 else 0
                     pm = max(p1, p2)
                     val = np.float32(weights[d] * p0 * pm) * lut[p0 + pm]
                     if val > best:

@@ -179,3 +179,28 @@ def test_recorded_phase_leaves_nothing_to_compile(tmp_path):
                    timeout=600)
     after = compiled()
     assert {k: v for k, v in after.items() if k not in entries} == {}
+
+
+def test_compile_recorded_gives_triton_the_signature_in_parameter_order(monkeypatch):
+    # Triton's C launcher (3.4-3.6) takes the arguments in the signature's key order: a recording whose keys were
+    # sorted built launchers that no launch found (seen on the H200: the run compiled every launcher again)
+    from types import SimpleNamespace
+
+    seen = {}
+
+    class Kernel:
+        arg_names = ["x_ptr", "n", "BLOCK"]
+        _fn_name = "m._k"
+
+        def preload(self, text):
+            seen["spec"] = json.loads(text)
+
+    monkeypatch.setitem(kernel_specs._RESOLVED, ("m", "_k", ""), Kernel())
+    target = SimpleNamespace(backend="cuda", arch=90, warp_size=32)
+    driver = SimpleNamespace(get_current_target=lambda: target)  # a GPU's driver, as far as this path asks
+    monkeypatch.setattr(type(triton.runtime.driver), "active", property(lambda self: driver))
+    spec = json.dumps({"name": "m._k", "signature": {"BLOCK": "constexpr", "n": "i32", "x_ptr": "*fp32"}})
+    seconds, error = compile_recorded(RecordedKernel("m", "_k", ("x_ptr", "n", "BLOCK"), spec))
+    assert error == ""
+    assert list(seen["spec"]["signature"]) == ["x_ptr", "n", "BLOCK"]
+    assert seen["spec"]["target"] == {"backend": "cuda", "arch": 90, "warp_size": 32}  # this machine's own

@@ -153,7 +153,8 @@ def save_manifest(path: Path, runs: dict[str, list[tuple[dict[str, Any], dict[st
                 mine.append(numbers[text])
         out_runs[name] = mine
     manifest = {"format": FORMAT, **about, "kernels": kernels, "specs": specs, "runs": out_runs}
-    path.write_text(json.dumps(manifest, indent=0, sort_keys=True) + "\n", encoding="utf-8")
+    # key order kept: a signature's keys are in the kernel's parameter order
+    path.write_text(json.dumps(manifest, indent=0) + "\n", encoding="utf-8")
 
 
 def load_manifest(path: Path | None = None) -> dict[str, Any] | None:
@@ -230,6 +231,9 @@ def compile_recorded(kernel: RecordedKernel) -> tuple[float, str]:
         if tuple(fn.arg_names) != kernel.arg_names:
             return time.perf_counter() - start, (f"{kernel.qualname}: its parameters changed since the recording")
         spec = json.loads(kernel.spec)
+        # Triton reads the signature in the kernel's parameter order (its C launcher takes the arguments so): a
+        # signature with any other key order would build a launcher that no launch uses
+        spec["signature"] = {name: spec["signature"][name] for name in fn.arg_names}
         for value in spec.get("constant_vals", ()):  # kernels passed as constexpr arguments must be importable
             if isinstance(value, dict) and "jit_function" in value:
                 importlib.import_module(value["jit_function"].split(":")[0])

@@ -77,20 +77,20 @@ def test_batch_after_warmup_compiles_nothing(tmp_path):
 
 
 def test_perceptual_metrics_warm_in_three_processes_others_in_one():
-    from fusedsim.engine.warmup import PHASES, _phases
+    from fusedsim.engine.warmup import PHASES, metric_phases
 
-    assert _phases("ssimulacra2", "cuda") == PHASES  # one pair, a shared-reference group, an own-reference group
-    assert _phases("ssimulacra2", "cpu") == ("one",)  # the CPU scores pair by pair
-    assert _phases("psnr", "cuda") == ("one",)  # image metrics are never grouped
+    assert metric_phases("ssimulacra2", "cuda") == PHASES  # one pair, a shared-reference group, an own-reference group
+    assert metric_phases("ssimulacra2", "cpu") == ("one",)  # the CPU scores pair by pair
+    assert metric_phases("psnr", "cuda") == ("one",)  # image metrics are never grouped
 
 
 def test_auto_warms_groups_only_where_a_gpu_scores_them(monkeypatch):
-    from fusedsim.engine.warmup import PHASES, _phases
+    from fusedsim.engine.warmup import PHASES, metric_phases
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert _phases("ssimulacra2", "auto") == ("one",)  # no process started for calls the CPU never makes
+    assert metric_phases("ssimulacra2", "auto") == ("one",)  # no process started for calls the CPU never makes
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    assert _phases("ssimulacra2", "auto") == PHASES
+    assert metric_phases("ssimulacra2", "auto") == PHASES
 
 
 def test_a_cache_folder_that_refuses_markers_costs_only_the_hint(monkeypatch, tmp_path):

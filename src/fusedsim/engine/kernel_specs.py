@@ -279,13 +279,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if not torch.cuda.is_available():
         parser.error("recording needs a CUDA GPU (Triton compiles only for launches on one)")
-    from fusedsim.engine.warmup import _phases
+    from fusedsim.engine.warmup import metric_phases
 
     work = []
     for size in args.size or ["1024x1024"]:
         width, height = (int(v) for v in size.lower().split("x"))
         work += [(m.strip(), phase, height, width) for m in args.metric.split(",") if m.strip()
-                 for phase in _phases(m.strip(), "cuda")]
+                 for phase in metric_phases(m.strip(), "cuda")]
     runs = {}
     with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn"),
                              max_tasks_per_child=1) as pool:  # a fresh process per phase: nothing compiled before

@@ -39,8 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MARKER_FOLDER", "PHASES", "WarmupResult", "cold_metrics", "gpu_jobs", "leave_markers", "marker_path", "triton_cache_dir",
-           "warm_metric", "warmup"]
+__all__ = ["MARKER_FOLDER", "PHASES", "WarmupResult", "cold_metrics", "gpu_jobs", "leave_markers", "marker_path",
+           "metric_phases", "triton_cache_dir", "warm_metric", "warmup"]
 
 MARKER_FOLDER = "fusedsim-warm"  # the markers' folder inside a Triton cache folder
 
@@ -121,7 +121,7 @@ def leave_markers(metric: str, height: int, width: int, params: dict[str, Any] |
             return
 
 
-def _phases(metric: str, device: str) -> tuple[str, ...]:
+def metric_phases(metric: str, device: str) -> tuple[str, ...]:
     """The phases ``metric`` runs: all three where it scores groups on ``device`` (``auto``: the GPU when there is
     one, as the Scorer chooses), else ``one``."""
     import torch
@@ -143,7 +143,7 @@ def cold_metrics(metrics: Sequence[str], device: str, height: int, width: int,
     params = params or {}
     return [m for m in metrics
             if not all(marker_path(m, device, height, width, params.get(m), phase).exists()
-                       for phase in _phases(m, device))]
+                       for phase in metric_phases(m, device))]
 
 
 #: a warm-up process's own device memory beside its pairs (CUDA context, kernels, allocator slack)
@@ -223,7 +223,7 @@ def warmup(metrics: Sequence[str], device: str = "auto", height: int = 1024, wid
 
     params = params or {}
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    work = [(m, phase) for m in metrics for phase in _phases(m, device)]
+    work = [(m, phase) for m in metrics for phase in metric_phases(m, device)]
     if manifest is True:
         manifest = load_manifest() if _on_gpu(device) else None
     recorded = {w: recorded_phase(manifest or None, w[0], w[1], height, width, params.get(w[0])) for w in work}

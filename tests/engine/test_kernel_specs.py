@@ -204,3 +204,13 @@ def test_compile_recorded_gives_triton_the_signature_in_parameter_order(monkeypa
     assert error == ""
     assert list(seen["spec"]["signature"]) == ["x_ptr", "n", "BLOCK"]
     assert seen["spec"]["target"] == {"backend": "cuda", "arch": 90, "warp_size": 32}  # this machine's own
+
+
+def test_warmup_takes_a_recorded_phase_without_kernels_as_ready(tmp_path, monkeypatch):
+    # a metric whose phase compiled nothing when recorded (no Triton kernel) has nothing to warm: no task, a marker
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "m.json"
+    save_manifest(path, {"psnr/one/16x16": []}, {})
+    psnr, = warmup(["psnr"], "cpu", 16, 16, jobs=1, manifest=load_manifest(path))
+    assert (psnr.metric, psnr.error, psnr.seconds) == ("psnr", "", 0.0)
+    assert marker_path("psnr", "cuda", 16, 16, None, "one").exists()

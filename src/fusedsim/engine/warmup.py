@@ -234,7 +234,9 @@ def warmup(metrics: Sequence[str], device: str = "auto", height: int = 1024, wid
             kernels.setdefault(kernel, []).append(w)
     tasks = len(run) + len(kernels)
     start = time.perf_counter()
-    done: dict[tuple[str, str], WarmupResult] = {}
+    # a recorded phase with nothing to compile (a metric without Triton kernels) is ready as it is
+    done: dict[tuple[str, str], WarmupResult] = {w: WarmupResult(w[0], 0.0, "cuda") for w, specs in recorded.items()
+                                                 if specs is not None}
     with ProcessPoolExecutor(jobs or max(1, min(tasks, cores)), mp_context=multiprocessing.get_context("spawn")) \
             as pool:
         def submit(ws: Sequence[tuple[str, str]]) -> list[tuple[tuple[str, str], Any]]:

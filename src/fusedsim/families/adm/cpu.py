@@ -179,6 +179,14 @@ def _restore0(o, t, angle, egl, div):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
+def _restored0(o, t, d, angle, egl):  # pragma: no cover - compiled
+    """:func:`_restore0` with the table's entry ``d = div[o + 32768]`` already looked up."""
+    kt = (d * t + 16384) >> 15
+    k = np.int64(32768) if o == 0 else min(max(kt, np.int64(0)), np.int64(32768))
+    return _grow((k * o + 16384) >> 15, o, t, k, angle, egl)
+
+
+@njit(cache=True, nogil=True)
 def _restore(o, t, angle, egl, div):  # pragma: no cover - compiled
     """libvmaf's restored value of one scales 1-3 coefficient (``|o| >= 2**15`` reduced to 15 bits first)."""
     if o == 0:
@@ -291,6 +299,52 @@ def _decouple_row(bo, bt, ring, slot, j0, j1, s0, cs, egl, cos2, div):  # pragma
 
 
 @njit(cache=True, nogil=True)
+def _decouple_row0(bo, bt, ring, slot, cs, egl, cos2, div, dv):  # pragma: no cover - compiled
+    """:func:`_decouple_row` at scale 0 over the whole row, in two loops: the division table's look-ups first (into
+    ``dv``), then the arithmetic without look-ups, which the compiler vectorises. Both loops start at column 0:
+    from a start it cannot prove non-negative, numba wraps every index and the loop stays scalar (4x slower);
+    the columns outside the masking's range are computed and never read."""
+    ov_, oh_, od_ = bo[1], bo[2], bo[3]
+    tv_, th_, td_ = bt[1], bt[2], bt[3]
+    n = bo.shape[1]
+    for j in range(n):
+        dv[0, j] = div[oh_[j] + 32768]
+        dv[1, j] = div[ov_[j] + 32768]
+        dv[2, j] = div[od_[j] + 32768]
+    out = ring[slot]
+    i0 = cs[_C_IRF]
+    i1 = cs[_C_IRF + 1]
+    i2 = cs[_C_IRF + 2]
+    for j in range(n):
+        oh = oh_[j]
+        ov = ov_[j]
+        od = od_[j]
+        th = th_[j]
+        tv = tv_[j]
+        td = td_[j]
+        dp = np.float64(np.float32(oh * th + ov * tv)) / 4096.0
+        om = np.float64(np.float32(oh * oh + ov * ov)) / 4096.0
+        tm = np.float64(np.float32(th * th + tv * tv)) / 4096.0
+        angle = (dp >= 0.0) & (dp * dp >= cos2 * om * tm)
+        rh = _restored0(oh, th, dv[0, j], angle, egl)
+        rv = _restored0(ov, tv, dv[1, j], angle, egl)
+        rd = _restored0(od, td, dv[2, j], angle, egl)
+        ah = _w16(th - rh)
+        av = _w16(tv - rv)
+        ad = _w16(td - rd)
+        out[0, j] = rh
+        out[1, j] = rv
+        out[2, j] = rd
+        out[3, j] = ah
+        out[4, j] = av
+        out[5, j] = ad
+        out[6, j] = (_flt(_csf(ah, i0, 0, True), True) + _flt(_csf(av, i1, 1, True), True)
+                     + _flt(_csf(ad, i2, 2, True), True))
+        out[7, j] = (_flt(_csf(rh, i0, 0, True), True) + _flt(_csf(rv, i1, 1, True), True)
+                     + _flt(_csf(rd, i2, 2, True), True))
+
+
+@njit(cache=True, nogil=True)
 def _den_row(bo, s0, scale, cs, out_row):  # pragma: no cover - compiled
     """Denominator row sums of h, v, d over ``[L, R)`` (libvmaf's per-pixel shifts; the row shift comes later)."""
     left = cs[_C_L]
@@ -386,6 +440,7 @@ def _scale_rows(ref_src, dis_src, y0, y1, h, w, scale, bpc, cs, egl, cos2, div,
     bt = np.empty((4, w), dtype=np.int64)
     ring = np.zeros((3, 8, w), dtype=np.int64)
     colsum = np.zeros((2, w), dtype=np.int64)
+    dv = np.empty((3, w), dtype=np.int64)  # scale 0's division-table entries of a row
     j0 = max(left - 1, 0)
     j1 = min(right + 1, w)
     last = y0 - 2  # last band row computed into the ring
@@ -403,7 +458,10 @@ def _scale_rows(ref_src, dis_src, y0, y1, h, w, scale, bpc, cs, egl, cos2, div,
                 if top <= rr < bottom:
                     _den_row(bo, s0, scale, cs, den_rows[rr])
             if top - 1 <= rr <= bottom:
-                _decouple_row(bo, bt, ring, rr % 3, j0, j1, s0, cs, egl, cos2, div)
+                if s0:
+                    _decouple_row0(bo, bt, ring, rr % 3, cs, egl, cos2, div, dv)
+                else:
+                    _decouple_row(bo, bt, ring, rr % 3, j0, j1, s0, cs, egl, cos2, div)
             last = rr
         if top <= i < bottom:
             up = 1 if i == 0 else i - 1

@@ -171,16 +171,9 @@ def _grow(r, o, t, k, angle, egl):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _restore0(o, t, angle, egl, div):  # pragma: no cover - compiled
-    """libvmaf's restored value of one scale-0 coefficient (``|o| <= 32768``: one table look-up)."""
-    kt = (div[o + 32768] * t + 16384) >> 15
-    k = np.int64(32768) if o == 0 else min(max(kt, np.int64(0)), np.int64(32768))
-    return _grow((k * o + 16384) >> 15, o, t, k, angle, egl)
-
-
-@njit(cache=True, nogil=True)
 def _restored0(o, t, d, angle, egl):  # pragma: no cover - compiled
-    """:func:`_restore0` with the table's entry ``d = div[o + 32768]`` already looked up."""
+    """libvmaf's restored value of one scale-0 coefficient (``|o| <= 32768``), given the division table's entry
+    ``d = div[o + 32768]``."""
     kt = (d * t + 16384) >> 15
     k = np.int64(32768) if o == 0 else min(max(kt, np.int64(0)), np.int64(32768))
     return _grow((k * o + 16384) >> 15, o, t, k, angle, egl)
@@ -251,59 +244,53 @@ def _cm_val(s, thr, irf, theta, s0, c):  # pragma: no cover - compiled
     return (x2 * x + add) >> c
 
 
-@njit(cache=True, nogil=True)
-def _decouple_row(bo, bt, ring, slot, j0, j1, s0, cs, egl, cos2, div):  # pragma: no cover - compiled
-    """Decoupling and both CSFs of columns ``[j0, j1)`` of one band row into ``ring[slot]``:
-    planes r_h, r_v, r_d, a_h, a_v, a_d, sum of flt(CSF(a)), sum of flt(CSF(r))."""
-    ov_, oh_, od_ = bo[1], bo[2], bo[3]
-    tv_, th_, td_ = bt[1], bt[2], bt[3]
-    out = ring[slot]
+@njit(cache=True, nogil=True, inline="always")
+def _within_1deg(oh, ov, th, tv, cos2):  # pragma: no cover - compiled
+    """libvmaf's angle test: the distorted (h, v) vector within 1 degree of the reference's (float32 products)."""
+    dp = np.float64(np.float32(oh * th + ov * tv)) / 4096.0
+    om = np.float64(np.float32(oh * oh + ov * ov)) / 4096.0
+    tm = np.float64(np.float32(th * th + tv * tv)) / 4096.0
+    return (dp >= 0.0) & (dp * dp >= cos2 * om * tm)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _put(out, j, rh, rv, rd, ah, av, ad, cs, s0):  # pragma: no cover - compiled
+    """Column ``j`` of the ring's planes: r_h, r_v, r_d, a_h, a_v, a_d, sum of flt(CSF(a)), sum of flt(CSF(r))."""
     i0 = cs[_C_IRF]
     i1 = cs[_C_IRF + 1]
     i2 = cs[_C_IRF + 2]
+    out[0, j] = rh
+    out[1, j] = rv
+    out[2, j] = rd
+    out[3, j] = ah
+    out[4, j] = av
+    out[5, j] = ad
+    out[6, j] = _flt(_csf(ah, i0, 0, s0), s0) + _flt(_csf(av, i1, 1, s0), s0) + _flt(_csf(ad, i2, 2, s0), s0)
+    out[7, j] = _flt(_csf(rh, i0, 0, s0), s0) + _flt(_csf(rv, i1, 1, s0), s0) + _flt(_csf(rd, i2, 2, s0), s0)
+
+
+@njit(cache=True, nogil=True)
+def _decouple_row(bo, bt, ring, slot, j0, j1, cs, egl, cos2, div):  # pragma: no cover - compiled
+    """Decoupling and both CSFs of columns ``[j0, j1)`` of one band row of scales 1-3 into ``ring[slot]``
+    (:func:`_put`'s planes)."""
+    ov_, oh_, od_ = bo[1], bo[2], bo[3]
+    tv_, th_, td_ = bt[1], bt[2], bt[3]
+    out = ring[slot]
     for j in range(j0, j1):
-        oh = oh_[j]
-        ov = ov_[j]
-        od = od_[j]
-        th = th_[j]
-        tv = tv_[j]
-        td = td_[j]
-        dp = np.float64(np.float32(oh * th + ov * tv)) / 4096.0
-        om = np.float64(np.float32(oh * oh + ov * ov)) / 4096.0
-        tm = np.float64(np.float32(th * th + tv * tv)) / 4096.0
-        angle = (dp >= 0.0) & (dp * dp >= cos2 * om * tm)
-        if s0:
-            rh = _restore0(oh, th, angle, egl, div)
-            rv = _restore0(ov, tv, angle, egl, div)
-            rd = _restore0(od, td, angle, egl, div)
-            ah = _w16(th - rh)
-            av = _w16(tv - rv)
-            ad = _w16(td - rd)
-        else:
-            rh = _restore(oh, th, angle, egl, div)
-            rv = _restore(ov, tv, angle, egl, div)
-            rd = _restore(od, td, angle, egl, div)
-            ah = _w32(th - rh)
-            av = _w32(tv - rv)
-            ad = _w32(td - rd)
-        out[0, j] = rh
-        out[1, j] = rv
-        out[2, j] = rd
-        out[3, j] = ah
-        out[4, j] = av
-        out[5, j] = ad
-        out[6, j] = (_flt(_csf(ah, i0, 0, s0), s0) + _flt(_csf(av, i1, 1, s0), s0)
-                     + _flt(_csf(ad, i2, 2, s0), s0))
-        out[7, j] = (_flt(_csf(rh, i0, 0, s0), s0) + _flt(_csf(rv, i1, 1, s0), s0)
-                     + _flt(_csf(rd, i2, 2, s0), s0))
+        oh, ov, od, th, tv, td = oh_[j], ov_[j], od_[j], th_[j], tv_[j], td_[j]
+        angle = _within_1deg(oh, ov, th, tv, cos2)
+        rh = _restore(oh, th, angle, egl, div)
+        rv = _restore(ov, tv, angle, egl, div)
+        rd = _restore(od, td, angle, egl, div)
+        _put(out, j, rh, rv, rd, _w32(th - rh), _w32(tv - rv), _w32(td - rd), cs, False)
 
 
 @njit(cache=True, nogil=True)
 def _decouple_row0(bo, bt, ring, slot, cs, egl, cos2, div, dv):  # pragma: no cover - compiled
     """:func:`_decouple_row` at scale 0 over the whole row, in two loops: the division table's look-ups first (into
-    ``dv``), then the arithmetic without look-ups, which the compiler vectorises. Both loops start at column 0:
-    from a start it cannot prove non-negative, numba wraps every index and the loop stays scalar (4x slower);
-    the columns outside the masking's range are computed and never read."""
+    ``dv``; scale 0's coefficients index it directly), then the arithmetic without look-ups, which the compiler
+    vectorises. Both loops start at column 0: from a start it cannot prove non-negative, numba wraps every index
+    and the loop stays scalar (4x slower); the columns outside the masking's range are computed and never read."""
     ov_, oh_, od_ = bo[1], bo[2], bo[3]
     tv_, th_, td_ = bt[1], bt[2], bt[3]
     n = bo.shape[1]
@@ -312,36 +299,13 @@ def _decouple_row0(bo, bt, ring, slot, cs, egl, cos2, div, dv):  # pragma: no co
         dv[1, j] = div[ov_[j] + 32768]
         dv[2, j] = div[od_[j] + 32768]
     out = ring[slot]
-    i0 = cs[_C_IRF]
-    i1 = cs[_C_IRF + 1]
-    i2 = cs[_C_IRF + 2]
     for j in range(n):
-        oh = oh_[j]
-        ov = ov_[j]
-        od = od_[j]
-        th = th_[j]
-        tv = tv_[j]
-        td = td_[j]
-        dp = np.float64(np.float32(oh * th + ov * tv)) / 4096.0
-        om = np.float64(np.float32(oh * oh + ov * ov)) / 4096.0
-        tm = np.float64(np.float32(th * th + tv * tv)) / 4096.0
-        angle = (dp >= 0.0) & (dp * dp >= cos2 * om * tm)
+        oh, ov, od, th, tv, td = oh_[j], ov_[j], od_[j], th_[j], tv_[j], td_[j]
+        angle = _within_1deg(oh, ov, th, tv, cos2)
         rh = _restored0(oh, th, dv[0, j], angle, egl)
         rv = _restored0(ov, tv, dv[1, j], angle, egl)
         rd = _restored0(od, td, dv[2, j], angle, egl)
-        ah = _w16(th - rh)
-        av = _w16(tv - rv)
-        ad = _w16(td - rd)
-        out[0, j] = rh
-        out[1, j] = rv
-        out[2, j] = rd
-        out[3, j] = ah
-        out[4, j] = av
-        out[5, j] = ad
-        out[6, j] = (_flt(_csf(ah, i0, 0, True), True) + _flt(_csf(av, i1, 1, True), True)
-                     + _flt(_csf(ad, i2, 2, True), True))
-        out[7, j] = (_flt(_csf(rh, i0, 0, True), True) + _flt(_csf(rv, i1, 1, True), True)
-                     + _flt(_csf(rd, i2, 2, True), True))
+        _put(out, j, rh, rv, rd, _w16(th - rh), _w16(tv - rv), _w16(td - rd), cs, True)
 
 
 @njit(cache=True, nogil=True)
@@ -461,7 +425,7 @@ def _scale_rows(ref_src, dis_src, y0, y1, h, w, scale, bpc, cs, egl, cos2, div,
                 if s0:
                     _decouple_row0(bo, bt, ring, rr % 3, cs, egl, cos2, div, dv)
                 else:
-                    _decouple_row(bo, bt, ring, rr % 3, j0, j1, s0, cs, egl, cos2, div)
+                    _decouple_row(bo, bt, ring, rr % 3, j0, j1, cs, egl, cos2, div)
             last = rr
         if top <= i < bottom:
             up = 1 if i == 0 else i - 1

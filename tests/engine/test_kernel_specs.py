@@ -214,3 +214,24 @@ def test_warmup_takes_a_recorded_phase_without_kernels_as_ready(tmp_path, monkey
     psnr, = warmup(["psnr"], "cpu", 16, 16, jobs=1, manifest=load_manifest(path))
     assert (psnr.metric, psnr.error, psnr.seconds) == ("psnr", "", 0.0)
     assert marker_path("psnr", "cuda", 16, 16, None, "one").exists()
+
+
+def test_a_named_recording_that_cannot_be_read_is_said(tmp_path, monkeypatch):
+    missing = tmp_path / "none-here.json"
+    monkeypatch.setenv("FUSEDSIM_KERNEL_SPECS", str(missing))
+    with pytest.raises(ValueError, match=r"none-here\.json \(named by FUSEDSIM_KERNEL_SPECS\)"):
+        load_manifest()
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    with pytest.raises(ValueError, match=r"broken\.json: not a recording"):
+        load_manifest(broken)
+    monkeypatch.setenv("FUSEDSIM_KERNEL_SPECS", "none")
+    assert load_manifest() is None  # switched off
+
+
+@pytest.mark.parametrize("argv,match", [(["--size", "12xa"], "--size must be S or WxH"),
+                                        (["--jobs", "0"], "--jobs must be >= 1")])
+def test_recorder_refuses_bad_options_by_name(argv, match, capsys):
+    with pytest.raises(SystemExit):
+        kernel_specs.main(argv)
+    assert match in capsys.readouterr().err

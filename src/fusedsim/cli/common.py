@@ -14,7 +14,8 @@ from fusedsim.core.device import check_device_name
 from fusedsim.metrics.registry import MetricSpec, get_metric, list_metrics
 
 __all__ = ["DEFAULT_METRICS", "IMAGE_KINDS", "INPUTS", "LISTED_KINDS", "chosen_metrics", "listed_kind", "metric_table",
-           "parse_device", "parse_image_metric", "parse_memory", "score_metric_specs", "specs_of_kind"]
+           "parse_device", "parse_image_metric", "parse_memory", "parse_size", "score_metric_specs",
+           "specs_of_kind"]
 
 #: Metrics computed when no ``--metric`` is given.
 DEFAULT_METRICS = ("ssim",)
@@ -98,3 +99,15 @@ def parse_memory(text: str) -> str:
         return str(parse(text, "--memory"))
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """``--size``: ``S`` (square) or ``WxH`` in pixels -> ``(width, height)``."""
+    parts = text.lower().split("x")
+    try:
+        values = [int(p) for p in parts]
+    except ValueError:
+        values = []
+    if len(values) not in (1, 2) or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"--size must be S or WxH in pixels; got {text!r}")
+    return values[0], values[-1]

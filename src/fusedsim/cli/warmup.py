@@ -7,7 +7,7 @@ import argparse
 import os
 import sys
 
-from fusedsim.cli.common import chosen_metrics, parse_device, parse_image_metric
+from fusedsim.cli.common import chosen_metrics, parse_device, parse_image_metric, parse_size
 from fusedsim.cli.metric_params import PARAM_HELP, chosen_params, parse_param
 from fusedsim.core.device import DEVICE_HELP
 
@@ -25,26 +25,13 @@ recorded kernel is compiled as a task of its own on every core instead.
 Without a GPU the CPU paths run once."""
 
 
-def _size(text: str) -> tuple[int, int]:
-    """``S`` (square) or ``WxH``."""
-    parts = text.lower().split("x")
-    try:
-        values = [int(p) for p in parts]
-    except ValueError:
-        values = []
-    if len(values) not in (1, 2) or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"--size must be S or WxH in pixels; got {text!r}")
-    width, height = values[0], values[-1]
-    return width, height
-
-
 def add_parser(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("warmup", help="compile the kernels of a metric set in parallel (fills Triton's cache)",
                             description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--metric", action="append", type=parse_image_metric, metavar="NAME[,NAME...]",
                         help="metrics to compile, repeatable or comma-separated, or all (default: ssim)")
     parser.add_argument("--param", action="append", type=parse_param, metavar="METRIC.NAME=VALUE", help=PARAM_HELP)
-    parser.add_argument("--size", type=_size, default=(1024, 1024), metavar="S|WxH",
+    parser.add_argument("--size", type=parse_size, default=(1024, 1024), metavar="S|WxH",
                         help="size of the synthetic pairs (default 1024: kernels are compiled per size class)")
     parser.add_argument("--device", type=parse_device, default="auto", help=f"{DEVICE_HELP} (auto: cuda when available)")
     parser.add_argument("--jobs", type=int, default=None,

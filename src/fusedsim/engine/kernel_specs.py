@@ -26,6 +26,7 @@ import hashlib
 import importlib
 import json
 import linecache
+import os
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -158,22 +159,30 @@ def save_manifest(path: Path, runs: dict[str, list[tuple[dict[str, Any], dict[st
 
 
 def load_manifest(path: Path | None = None) -> dict[str, Any] | None:
-    """The manifest at ``path``, or None when there is none or its format is another one. Default: the file named
-    by ``FUSEDSIM_KERNEL_SPECS`` (``none``: no manifest), else the one shipped in the package."""
-    import os
-
+    """The manifest at ``path``, or None when its format is another one (another version's recording is not
+    used). Default: the file named by ``FUSEDSIM_KERNEL_SPECS`` (``none``: no manifest), else the one shipped in the
+    package (None when the package has none). Raises ValueError naming the file when a given one cannot be read
+    or is not a recording."""
     if path is None and os.environ.get(SPECS_ENV):
         path = None if os.environ[SPECS_ENV].lower() == "none" else Path(os.environ[SPECS_ENV])
         if path is None:
             return None
-    try:
-        if path is None:
+    if path is None:
+        try:
             text = resources.files("fusedsim").joinpath("data", MANIFEST).read_text(encoding="utf-8")
-        else:
-            text = Path(path).read_text(encoding="utf-8")
-    except (FileNotFoundError, OSError):
-        return None
-    manifest = json.loads(text)
+        except OSError:
+            return None
+        manifest = json.loads(text)
+    else:
+        source = f"{path}" + (f" (named by {SPECS_ENV})" if os.environ.get(SPECS_ENV) == str(path) else "")
+        try:
+            manifest = json.loads(Path(path).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ValueError(f"kernel specialisations {source}: {exc.strerror or exc}") from None
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"kernel specialisations {source}: not a recording ({exc})") from None
+        if not isinstance(manifest, dict):
+            raise ValueError(f"kernel specialisations {source}: not a recording")
     return manifest if manifest.get("format") == FORMAT else None
 
 
@@ -263,16 +272,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     [--metric M,...] [--size WxH ...] [--out FILE]``."""
     import argparse
     import multiprocessing
-    import os
     import tempfile
     from concurrent.futures import ProcessPoolExecutor
 
+    from fusedsim.cli.common import parse_size
+
     parser = argparse.ArgumentParser(prog="python -m fusedsim.engine.kernel_specs", description=main.__doc__)
     parser.add_argument("--metric", default="butteraugli,ssimulacra2,dssim,cvvdp,iw-ssim,ssim")
-    parser.add_argument("--size", action="append", default=None, help="WxH, repeatable (default 1024x1024)")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--size", action="append", type=parse_size, default=None, metavar="S|WxH",
+                        help="repeatable (default 1024x1024)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes at once (default: the CPUs)")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "data" / MANIFEST)
     args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error(f"--jobs must be >= 1; got {args.jobs}")
     os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="fusedsim-record-")  # compile seconds, not cache hits
     import torch
     import triton
@@ -282,8 +295,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from fusedsim.engine.warmup import metric_phases
 
     work = []
-    for size in args.size or ["1024x1024"]:
-        width, height = (int(v) for v in size.lower().split("x"))
+    for width, height in args.size or [(1024, 1024)]:
         work += [(m.strip(), phase, height, width) for m in args.metric.split(",") if m.strip()
                  for phase in metric_phases(m.strip(), "cuda")]
     runs = {}

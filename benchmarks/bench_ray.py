@@ -94,7 +94,8 @@ def batch(table: Path, out: Path, metric: str, env: dict[str, str], extra: list[
         raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {err[-2000:]}")
     rates = _RATE.findall(err)
     # the run's own summary (a Ray run says where its time went: decoding CPU-s, scoring threads' idle seconds)
-    summary = [line.strip() for line in err.splitlines() if line.strip()][-3:]
+    lines = [line.strip() for line in err.splitlines() if line.strip()]
+    summary = [line for line in lines[:-3] if "ready in" in line] + lines[-3:]  # and the warm-up's seconds
     return {"wall_s": wall, "pairs_s": float(rates[-1]) if rates else None,
             "first_row_s": first if first is not None else (wall if first_row else None), "summary": summary}
 
@@ -270,7 +271,9 @@ def main(argv: list[str] | None = None) -> None:
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | {"RAY_AUTH_MODE": "token"}
     device = [] if gpu else ["--device", "cpu"]
     rows: list[dict] = []
-    if gpu:  # the kernels compiled once, so the scale-out rows compare warm runs
+    scale_runs = "local" in runs or "nodes2" in runs or bool(ray_runs)
+    if gpu and scale_runs:  # the kernels compiled once, so the scale-out rows compare warm runs (a cold-only run
+        # leaves the default cache alone: its first run is then a fresh machine's first process)
         subprocess.run([*_python(), "-m", "fusedsim", "warmup", "--metric", args.metric, "--size", str(args.size)],
                        env=env, check=True)
     per_gpu = args.pairs_per_gpu  # pairs per GPU of a run (or from --seconds-per-gpu), else every run: --pairs

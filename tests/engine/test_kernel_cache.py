@@ -52,9 +52,17 @@ def test_the_job_ships_the_folder_and_stops_forwarding_the_drivers_path(tmp_path
 def test_a_worker_adopts_the_shipped_copy_only_when_it_finds_it(tmp_path):
     copy = tmp_path / "pkg" / "kernels"
     (copy / "fusedsim-warm").mkdir(parents=True)
+    # Triton's group files name the driver's folder: on another node those paths do not exist, so the copy's
+    # groups must be pointed at the copy, or every kernel in it would be compiled again
+    (copy / "KERNEL").mkdir()
+    (copy / "KERNEL" / "k.json").write_text("{}")
+    driver_path = "/driver/home/.triton/cache/KERNEL/k.json"
+    (copy / "KERNEL" / "__grp__k.json").write_text(json.dumps({"child_paths": {"k.json": driver_path}}))
     environ = {SHIPPED_ENV: "kernels"}
     assert adopt_shipped_cache([str(tmp_path / "other"), str(tmp_path / "pkg")], environ) == copy
     assert environ["TRITON_CACHE_DIR"] == str(copy)
+    group = json.loads((copy / "KERNEL" / "__grp__k.json").read_text())
+    assert group == {"child_paths": {"k.json": str(copy / "KERNEL" / "k.json")}}
     assert adopt_shipped_cache([str(tmp_path)], {SHIPPED_ENV: "kernels"}) is None  # not on the path
     (tmp_path / "bare" / "kernels").mkdir(parents=True)  # a folder of that name that is no warmed cache
     assert adopt_shipped_cache([str(tmp_path / "bare")], {SHIPPED_ENV: "kernels"}) is None

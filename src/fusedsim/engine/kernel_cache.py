@@ -10,7 +10,9 @@ pair's size (the warm-up's markers, :func:`~fusedsim.engine.warmup.cold_metrics`
 node) and names it in ``FUSEDSIM_SHIPPED_KERNELS``; each scoring actor then points ``TRITON_CACHE_DIR`` at its
 node's copy before it builds its scorer (:func:`adopt_shipped_cache`). Triton finds a kernel there only when the
 node has the driver's Triton and a GPU of the same architecture (the cache key holds both); otherwise it compiles
-into the copy as into any cache.
+into the copy as into any cache. Triton's cache groups name their files by absolute path (the driver's folder), so
+the actor first points them at the node's copy (:func:`~fusedsim.engine.kernel_archive.relocate_groups`); without
+that, a node whose file system lacks the driver's folder would miss every kernel.
 """
 
 from __future__ import annotations
@@ -72,6 +74,9 @@ def adopt_shipped_cache(paths: Iterable[str] | None = None, environ: dict[str, s
     for entry in sys.path if paths is None else paths:
         candidate = Path(entry or ".") / name
         if (candidate / MARKER_FOLDER).is_dir():
+            from fusedsim.engine.kernel_archive import relocate_groups
+
+            relocate_groups(candidate)  # Triton's groups name the driver's folder: point them here
             environ["TRITON_CACHE_DIR"] = str(candidate)
             return candidate
     return None

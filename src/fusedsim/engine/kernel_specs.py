@@ -283,6 +283,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="repeatable (default 1024x1024)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes at once (default: the CPUs)")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "data" / MANIFEST)
+    parser.add_argument("--archive", nargs="?", const="auto", default=None, metavar="FILE",
+                        help="also pack the compiled kernels for this platform (default file: the package's "
+                             "data/kernels/triton-<version>-<arch>.tar.xz; see fusedsim.engine.kernel_archive)")
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error(f"--jobs must be >= 1; got {args.jobs}")
@@ -313,6 +316,13 @@ def main(argv: Sequence[str] | None = None) -> int:
              "recorded": time.strftime("%Y-%m-%d")}
     save_manifest(args.out, runs, about)
     print(f"wrote {args.out}")
+    if args.archive:
+        from fusedsim.engine.kernel_archive import default_archive_path, write_archive
+
+        target = default_archive_path() if args.archive == "auto" else Path(args.archive)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_archive(Path(os.environ["TRITON_CACHE_DIR"]), target, load_manifest(args.out))
+        print(f"wrote {target} ({target.stat().st_size / 2**20:.1f} MiB)")
     return 0
 
 

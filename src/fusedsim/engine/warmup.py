@@ -194,6 +194,23 @@ def warm_metric(metric: str, device: str = "auto", height: int = 1024, width: in
         return WarmupResult(metric, time.perf_counter() - start, device, f"{type(exc).__name__}: {exc}")
 
 
+def _archived_runs(manifest: dict[str, Any] | None) -> frozenset[str]:
+    """The runs of ``manifest`` whose kernels the package's archives (installed into the cache here) hold compiled
+    for this machine; none without a manifest. An archive that cannot be read is reported and skipped: the
+    kernels are then compiled."""
+    if not manifest:
+        return frozenset()
+    import sys
+
+    from fusedsim.engine.kernel_archive import install_archives, ready_runs
+
+    try:
+        return ready_runs(install_archives(triton_cache_dir(), manifest))
+    except ValueError as exc:
+        print(f"fusedsim: {exc}; compiling instead", file=sys.stderr)
+        return frozenset()
+
+
 def _on_gpu(device: str) -> bool:
     """Whether ``device`` (``auto``: the GPU when there is one) is a CUDA device."""
     kind = device.split(":")[0]
@@ -206,20 +223,22 @@ def _on_gpu(device: str) -> bool:
 
 def warmup(metrics: Sequence[str], device: str = "auto", height: int = 1024, width: int = 1024,
            jobs: int | None = None, params: dict[str, dict[str, Any]] | None = None,
-           manifest: dict[str, Any] | None | bool = True) -> list[WarmupResult]:
+           manifest: dict[str, Any] | None | bool = True, archives: bool = True) -> list[WarmupResult]:
     """Compile what ``metrics`` need at ``height`` x ``width`` in ``jobs`` processes (default: one per task, at most
     the CPU count). On a GPU, a phase (:data:`PHASES`) whose compilations ``manifest`` recorded
     (:mod:`~fusedsim.engine.kernel_specs`; True: the package's own, None/False: none) is compiled as one task per
     recorded specialisation, longest first, spread over every process; the other phases run :func:`warm_metric`
-    in a process each, and so does a recorded phase when one of its kernels fails to compile. One result per
-    metric, in the order of ``metrics``: its slowest phase's seconds and its first error."""
+    in a process each, and so does a recorded phase when one of its kernels fails to compile. Before that, with
+    ``archives``, the package's ahead-of-time compiled kernels (:mod:`~fusedsim.engine.kernel_archive`) are
+    installed into the cache: a recorded phase they cover on this platform is ready without any process. One
+    result per metric, in the order of ``metrics``: its slowest phase's seconds and its first error."""
     if not metrics:
         raise ValueError("metrics must name at least one metric")
     if height < 1 or width < 1:
         raise ValueError(f"size must be positive; got {width}x{height}")
     if jobs is not None and jobs < 1:
         raise ValueError(f"jobs must be >= 1; got {jobs}")
-    from fusedsim.engine.kernel_specs import compile_recorded, load_manifest, recorded_phase
+    from fusedsim.engine.kernel_specs import compile_recorded, load_manifest, recorded_phase, run_key
 
     params = params or {}
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
@@ -227,38 +246,48 @@ def warmup(metrics: Sequence[str], device: str = "auto", height: int = 1024, wid
     if manifest is True:
         manifest = load_manifest() if _on_gpu(device) else None
     recorded = {w: recorded_phase(manifest or None, w[0], w[1], height, width, params.get(w[0])) for w in work}
+    start = time.perf_counter()
+    archived = _archived_runs(manifest if archives and any(v is not None for v in recorded.values()) else None)
+    installed = [w for w in work if recorded[w] is not None and run_key(w[0], w[1], height, width) in archived]
+    for metric, phase in installed:
+        leave_markers(metric, height, width, params.get(metric), [phase])
+    work = [w for w in work if w not in installed]
+    recorded = {w: recorded[w] for w in work}
     run = [w for w in work if recorded[w] is None]
     kernels: dict[Any, list[tuple[str, str]]] = {}  # each distinct specialisation once, with the phases it serves
     for w, specs in recorded.items():
         for kernel in specs or ():
             kernels.setdefault(kernel, []).append(w)
     tasks = len(run) + len(kernels)
-    start = time.perf_counter()
-    # a recorded phase with nothing to compile (a metric without Triton kernels) is ready as it is
-    done: dict[tuple[str, str], WarmupResult] = {w: WarmupResult(w[0], 0.0, "cuda") for w, specs in recorded.items()
-                                                 if specs is not None}
-    with ProcessPoolExecutor(jobs or max(1, min(tasks, cores)), mp_context=multiprocessing.get_context("spawn")) \
-            as pool:
-        def submit(ws: Sequence[tuple[str, str]]) -> list[tuple[tuple[str, str], Any]]:
-            return [(w, pool.submit(warm_metric, w[0], device, height, width, params.get(w[0]), w[1])) for w in ws]
+    # a recorded phase with nothing to compile (a metric without Triton kernels) is ready as it is, and so is one
+    # whose kernels an archive installed
+    done: dict[tuple[str, str], WarmupResult] = {w: WarmupResult(w[0], time.perf_counter() - start, "cuda")
+                                                 for w in installed}
+    done |= {w: WarmupResult(w[0], 0.0, "cuda") for w, specs in recorded.items() if specs is not None}
+    failed: dict[tuple[str, str], str] = {}
+    if tasks:
+        with ProcessPoolExecutor(jobs or max(1, min(tasks, cores)),
+                                 mp_context=multiprocessing.get_context("spawn")) as pool:
+            def submit(ws: Sequence[tuple[str, str]]) -> list[tuple[tuple[str, str], Any]]:
+                return [(w, pool.submit(warm_metric, w[0], device, height, width, params.get(w[0]), w[1]))
+                        for w in ws]
 
-        phase_runs = submit(run)  # the long tasks first
-        compiles = [(k, pool.submit(compile_recorded, k)) for k in sorted(kernels, key=lambda k: -k.seconds)]
-        failed: dict[tuple[str, str], str] = {}
-        for kernel, future in compiles:
-            _, error = future.result()
-            for w in kernels[kernel]:
-                if error:
-                    failed.setdefault(w, error)
-                done[w] = WarmupResult(w[0], time.perf_counter() - start, "cuda")
-        phase_runs += submit(list(failed))  # recorded phases whose kernels did not all compile
-        done |= {w: f.result() for w, f in phase_runs}
+            phase_runs = submit(run)  # the long tasks first
+            compiles = [(k, pool.submit(compile_recorded, k)) for k in sorted(kernels, key=lambda k: -k.seconds)]
+            for kernel, future in compiles:
+                _, error = future.result()
+                for w in kernels[kernel]:
+                    if error:
+                        failed.setdefault(w, error)
+                    done[w] = WarmupResult(w[0], time.perf_counter() - start, "cuda")
+            phase_runs += submit(list(failed))  # recorded phases whose kernels did not all compile
+            done |= {w: f.result() for w, f in phase_runs}
     preloaded = [w for w in recorded if recorded[w] is not None and w not in failed]
     for metric, phase in preloaded:
         leave_markers(metric, height, width, params.get(metric), [phase])
     results = []
     for metric in metrics:
-        mine = [done[w] for w in work if w[0] == metric]
+        mine = [done[w] for w in (*installed, *work) if w[0] == metric]
         errors = [r.error for r in mine if r.error]
         results.append(WarmupResult(metric, max(r.seconds for r in mine), mine[0].device,
                                     errors[0] if errors else ""))

@@ -21,8 +21,9 @@ is host-bound, with idle CPUs it waits on something else.
 * ``nodes2``: ``ray start --head`` with GPU 0 and half the CPUs, a second ``ray start --address`` with GPU 1 and
   the other half (separate raylets and object stores, as two machines), then ``--engine ray --address`` (the
   driver ships its fusedsim to the nodes). Compare with ``ray2``: the same GPUs and CPUs on one node.
-* ``cold``: local engine, empty ``TRITON_CACHE_DIR``: seconds to the first row of the output (``cold-unrecorded``:
-  the same without the package's recorded kernel specialisations, ``FUSEDSIM_KERNEL_SPECS=none``); ``warmup``: an
+* ``cold``: local engine, empty ``TRITON_CACHE_DIR``: seconds to the first row of the output, with the package's
+  compiled kernels where they fit the machine (``cold-compiling``: without them, ``FUSEDSIM_KERNEL_ARCHIVE=none``,
+  so the recorded specialisations are compiled; ``cold-unrecorded``: without either); ``warmup``: an
   empty cache filled by ``fusedsim warmup`` (its seconds), then the batch's first row; ``warm``: the same cache
   again.
 
@@ -56,7 +57,7 @@ from _harness import metadata, smoke_dir, write_json  # noqa: E402
 from bench_batch import decode_seconds, table_tasks, write_images, write_table  # noqa: E402
 
 PERCEPTUAL = "butteraugli,ssimulacra2,dssim,cvvdp,iw-ssim"
-RUNS = ("local", "ray1", "ray2", "nodes2", "cold", "cold-unrecorded", "warmup", "warm")  # and rayN for any N
+RUNS = ("local", "ray1", "ray2", "nodes2", "cold", "cold-compiling", "cold-unrecorded", "warmup", "warm")  # and rayN for any N
 _RAY_RUN = re.compile(r"^ray([1-9][0-9]*)$")
 _RATE = re.compile(r"\(([0-9.]+) pairs/s\)")
 
@@ -354,10 +355,16 @@ def main(argv: list[str] | None = None) -> None:
     try:
         if "cold" in runs:
             timed("cold", 1, *first_rows, cold_env, device, first_row=True)
+        if "cold-compiling" in runs:  # the same without the package's compiled kernels: compiled from the recording
+            shutil.rmtree(cache)
+            cache.mkdir()
+            timed("cold-compiling", 1, *first_rows, dict(cold_env, FUSEDSIM_KERNEL_ARCHIVE="none"), device,
+                  first_row=True)
         if "cold-unrecorded" in runs:  # the same without the package's recorded kernel specialisations
             shutil.rmtree(cache)
             cache.mkdir()
-            timed("cold-unrecorded", 1, *first_rows, dict(cold_env, FUSEDSIM_KERNEL_SPECS="none"), device,
+            timed("cold-unrecorded", 1, *first_rows, dict(cold_env, FUSEDSIM_KERNEL_SPECS="none",
+                                                           FUSEDSIM_KERNEL_ARCHIVE="none"), device,
                   first_row=True)
         if "warmup" in runs:
             shutil.rmtree(cache)

@@ -247,14 +247,20 @@ def _warm_cold_kernels(args: argparse.Namespace, table: Any, metric_names: list[
 
     jobs = gpu_jobs(cold, height, width, torch.cuda.mem_get_info()[0])  # the processes share the GPU's memory
     if not args.quiet:
-        print(f"fusedsim batch: compiling the kernels of {', '.join(cold)} at {width}x{height} in up to {jobs} "
-              f"parallel processes (not in {triton_cache_dir()} yet; --warmup never skips this)", file=sys.stderr)
+        print(f"fusedsim batch: preparing the kernels of {', '.join(cold)} at {width}x{height} (not in "
+              f"{triton_cache_dir()} yet; --warmup never skips this)", file=sys.stderr)
     start = time.perf_counter()
-    for result in warmup(cold, "cuda", height, width, jobs=jobs, params=params):
+    results = warmup(cold, "cuda", height, width, jobs=jobs, params=params)
+    for result in results:
         if result.error:
             print(f"fusedsim batch: warm-up of {result.metric} failed: {result.error}", file=sys.stderr)
     if not args.quiet:
-        print(f"fusedsim batch: kernels ready in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+        ready = [r.metric for r in results if r.precompiled]
+        compiled = [r.metric for r in results if not r.precompiled]
+        how = "; ".join(part for part in (f"installed compiled: {', '.join(ready)}" if ready else "",
+                                          f"compiled in up to {jobs} processes: {', '.join(compiled)}"
+                                          if compiled else "") if part)
+        print(f"fusedsim batch: kernels ready in {time.perf_counter() - start:.1f} s ({how})", file=sys.stderr)
 
 
 def kernels_to_ship(args: argparse.Namespace, table: Any, metric_names: list[str],

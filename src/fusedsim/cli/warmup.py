@@ -21,7 +21,10 @@ node; `batch --engine ray` passes the driver's on to its workers), load the
 kernels instead of compiling them. Where the package's recording of the
 metrics' kernels covers --size (FUSEDSIM_KERNEL_SPECS names another, or
 `none`; record one with `python -m fusedsim.engine.kernel_specs`), each
-recorded kernel is compiled as a task of its own on every core instead.
+recorded kernel is compiled as a task of its own on every core instead,
+and where the package carries those kernels compiled for this platform
+(Triton build, compiler, GPU architecture: FUSEDSIM_KERNEL_ARCHIVE names
+another archive, or `none`), they are unpacked into the cache instead.
 Without a GPU the CPU paths run once."""
 
 
@@ -51,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     cache = os.environ.get("TRITON_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".triton", "cache")
     failed = 0
     for r in results:
-        state = f"error: {r.error}" if r.error else "ready"
+        state = f"error: {r.error}" if r.error else ("ready (installed compiled)" if r.precompiled else "ready")
         failed += bool(r.error)
         print(f"{r.metric:<14} {r.device:<7} {r.seconds:7.1f} s  {state}")
     print(f"kernel cache: {cache}", file=sys.stderr)

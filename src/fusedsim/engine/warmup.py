@@ -51,13 +51,14 @@ PHASES = ("one", "shared", "own")
 
 @dataclass(frozen=True)
 class WarmupResult:
-    """One metric's warm-up: its seconds (process start excluded), the device it ran on, and its error
-    (``""`` when it ran)."""
+    """One metric's warm-up: its seconds (process start excluded), the device it ran on, its error (``""`` when it
+    ran), and whether every phase came compiled from an archive (``precompiled``)."""
 
     metric: str
     seconds: float
     device: str
     error: str = ""
+    precompiled: bool = False
 
 
 def _pairs(height: int, width: int, count: int, shared: bool, seed: int) -> list[Any]:
@@ -261,8 +262,8 @@ def warmup(metrics: Sequence[str], device: str = "auto", height: int = 1024, wid
     tasks = len(run) + len(kernels)
     # a recorded phase with nothing to compile (a metric without Triton kernels) is ready as it is, and so is one
     # whose kernels an archive installed
-    done: dict[tuple[str, str], WarmupResult] = {w: WarmupResult(w[0], time.perf_counter() - start, "cuda")
-                                                 for w in installed}
+    done: dict[tuple[str, str], WarmupResult] = {w: WarmupResult(w[0], time.perf_counter() - start, "cuda",
+                                                              precompiled=True) for w in installed}
     done |= {w: WarmupResult(w[0], 0.0, "cuda") for w, specs in recorded.items() if specs is not None}
     failed: dict[tuple[str, str], str] = {}
     if tasks:
@@ -290,5 +291,5 @@ def warmup(metrics: Sequence[str], device: str = "auto", height: int = 1024, wid
         mine = [done[w] for w in (*installed, *work) if w[0] == metric]
         errors = [r.error for r in mine if r.error]
         results.append(WarmupResult(metric, max(r.seconds for r in mine), mine[0].device,
-                                    errors[0] if errors else ""))
+                                    errors[0] if errors else "", all(r.precompiled for r in mine)))
     return results

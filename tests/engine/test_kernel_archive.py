@@ -170,9 +170,18 @@ def test_warmup_takes_phases_an_archive_made_ready_without_any_process(tmp_path,
         raise AssertionError("a phase made ready by an archive must start no process")
 
     monkeypatch.setattr(warmup_module, "ProcessPoolExecutor", no_pool)
-    psnr, = warmup(["psnr"], "cpu", 16, 16, manifest=load_manifest(path))
-    assert (psnr.metric, psnr.error) == ("psnr", "")
+    psnr, = warmup(["psnr"], "cuda", 16, 16, manifest=load_manifest(path))
+    assert (psnr.metric, psnr.error, psnr.precompiled) == ("psnr", "", True)
     assert marker_path("psnr", "cuda", 16, 16, None, "one").exists()
+
+
+def test_without_a_gpu_driver_no_archive_is_installed(tmp_path, monkeypatch):
+    def no_driver():
+        raise RuntimeError("0 active drivers")
+
+    monkeypatch.setattr(kernel_archive, "platform_stamp", no_driver)
+    assert kernel_archive.install_archives(tmp_path / "cache", None) == []
+    assert not (tmp_path / "cache").exists()
 
 
 def test_the_package_archives_are_read_from_the_named_file_or_switched_off(tmp_path, monkeypatch):

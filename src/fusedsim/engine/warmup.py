@@ -248,7 +248,8 @@ def warmup(metrics: Sequence[str], device: str = "auto", height: int = 1024, wid
         manifest = load_manifest() if _on_gpu(device) else None
     recorded = {w: recorded_phase(manifest or None, w[0], w[1], height, width, params.get(w[0])) for w in work}
     start = time.perf_counter()
-    archived = _archived_runs(manifest if archives and any(v is not None for v in recorded.values()) else None)
+    wanted = archives and _on_gpu(device) and any(v is not None for v in recorded.values())
+    archived = _archived_runs(manifest if wanted else None)
     installed = [w for w in work if recorded[w] is not None and run_key(w[0], w[1], height, width) in archived]
     for metric, phase in installed:
         leave_markers(metric, height, width, params.get(metric), [phase])

@@ -149,6 +149,18 @@ def test_a_changed_kernel_source_or_recording_makes_its_run_not_ready(tmp_path, 
     assert probe_id in manifest["kernels"]
 
 
+def test_install_hashes_kernels_in_the_recordings_order(tmp_path, monkeypatch, compiled_mode):
+    # Triton 3.6 merges a shared callee's globals into whichever kernel is hashed first: fingerprints taken in
+    # another order than the recorder's differ (seen on the H200 for SSIMULACRA2's two colour kernels)
+    out, manifest = _archive(tmp_path, monkeypatch)
+    asked = []
+    real = kernel_archive.kernel_fingerprints
+    monkeypatch.setattr(kernel_archive, "kernel_fingerprints", lambda m, ids=None: asked.append(list(ids)) or real(m, ids))
+    reordered = dict(manifest, kernels=dict(reversed(list(manifest["kernels"].items()))))
+    install_archive(out, tmp_path / "c", reordered, dict(STAMP))
+    assert asked == [list(reordered["kernels"])] and asked[0] != sorted(asked[0])  # the manifest's, not sorted
+
+
 def test_a_file_that_is_no_archive_is_an_error_naming_it(tmp_path):
     bad = tmp_path / "kernels.tar.xz"
     bad.write_bytes(b"not xz")

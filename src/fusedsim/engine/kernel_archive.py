@@ -76,7 +76,9 @@ def default_archive_path() -> Path:
 
 def kernel_fingerprints(manifest: dict[str, Any], kernel_ids: Iterable[str] | None = None) -> dict[str, str]:
     """``JITFunction.cache_key`` of the manifest's kernels (its sources and the jitted functions it calls) by kernel
-    id; a kernel that no longer resolves is left out."""
+    id, computed in the order given (default: the manifest's, the order the recording first launched them; the key
+    of a kernel can depend on which kernel sharing its callees was hashed first); a kernel that no longer resolves
+    is left out."""
     from fusedsim.engine.kernel_specs import RecordedKernel, _resolve
 
     out = {}
@@ -246,7 +248,10 @@ def install_archive(path: Any, cache: Path, manifest: dict[str, Any] | None,
             if run in manifest["runs"] and run_digest(manifest, run) == digest}
     recorded = meta.get("fingerprints", {})
     wanted = set().union(*(_run_kernels(manifest, run) for run in runs)) if runs else set()
-    now = kernel_fingerprints(manifest, sorted(wanted))
+    # in the manifest's order, as the recorder computed them: Triton 3.6 merges the globals of a kernel's jitted
+    # callees into whichever kernel is hashed first, so two kernels sharing a callee hash differently in another
+    # order (seen on the H200: SSIMULACRA2's two colour kernels, hashed alphabetically, matched nothing)
+    now = kernel_fingerprints(manifest, [k for k in manifest["kernels"] if k in wanted])
     current = {k for k in wanted if k in now and recorded.get(k) == now[k]}
     return InstallResult(source, match, frozenset(r for r in runs if _run_kernels(manifest, r) <= current), added)
 

@@ -196,6 +196,18 @@ def test_without_a_gpu_driver_no_archive_is_installed(tmp_path, monkeypatch):
     assert not (tmp_path / "cache").exists()
 
 
+def test_a_scoring_process_unpacks_the_package_kernels_without_a_manifest(tmp_path, monkeypatch, compiled_mode):
+    # a Ray actor on a node of its own only needs the files: no fingerprints, no markers
+    out, _ = _archive(tmp_path, monkeypatch)
+    monkeypatch.setenv("FUSEDSIM_KERNEL_ARCHIVE", str(out))
+    monkeypatch.setattr(kernel_archive, "kernel_fingerprints", lambda *a: pytest.fail("no fingerprints needed"))
+    assert kernel_archive.unpack_package_kernels(tmp_path / "node") == 2
+    assert (tmp_path / "node" / "KERNELA" / "k.cubin").read_bytes() == b"\x7fcubin-a"
+    assert not (tmp_path / "node" / "fusedsim-warm").exists()
+    monkeypatch.setenv("FUSEDSIM_KERNEL_ARCHIVE", str(tmp_path / "missing.tar.xz"))
+    assert kernel_archive.unpack_package_kernels(tmp_path / "other") == 0  # unreadable: compiled as usual
+
+
 def test_the_package_archives_are_read_from_the_named_file_or_switched_off(tmp_path, monkeypatch):
     monkeypatch.setenv("FUSEDSIM_KERNEL_ARCHIVE", "none")
     assert kernel_archive.bundled_archives() == []

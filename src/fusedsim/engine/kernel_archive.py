@@ -36,8 +36,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ARCHIVE_ENV", "FORMAT", "InstallResult", "bundled_archives", "default_archive_path", "install_archive", "install_archives",
-           "kernel_fingerprints", "platform_stamp", "ready_runs", "relocate_groups", "run_digest", "write_archive"]
+__all__ = ["ARCHIVE_ENV", "FORMAT", "InstallResult", "bundled_archives", "default_archive_path", "install_archive",
+           "install_archives", "kernel_fingerprints", "platform_stamp", "ready_runs", "relocate_groups", "run_digest",
+           "unpack_package_kernels", "write_archive"]
 
 FORMAT = 1  # the archive layout's version; another version is not installed
 ARCHIVE_ENV = "FUSEDSIM_KERNEL_ARCHIVE"  # another archive's path, or "none"
@@ -266,6 +267,20 @@ def install_archives(cache: Path, manifest: dict[str, Any] | None) -> list[Insta
     except Exception:  # noqa: BLE001 - no GPU driver, no compiler: no archive can fit, the kernels are compiled
         return []
     return [install_archive(a, cache, manifest, stamp) for a in archives]
+
+
+def unpack_package_kernels(cache: Path | None = None) -> int:
+    """On a GPU process that scores without a warm-up (a Ray actor on a node of its own): unpack the package's
+    archives that fit this platform into ``cache`` (default: Triton's cache folder) so that its kernels load
+    instead of compiling; returns the folders added. Never raises: a failure only leaves Triton to compile."""
+    if cache is None:
+        from fusedsim.engine.warmup import triton_cache_dir
+
+        cache = triton_cache_dir()
+    try:
+        return sum(r.added for r in install_archives(cache, None))
+    except Exception:  # noqa: BLE001 - an unreadable archive or cache folder: the kernels are compiled as usual
+        return 0
 
 
 def ready_runs(results: Iterable[InstallResult]) -> frozenset[str]:

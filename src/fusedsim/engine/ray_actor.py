@@ -78,7 +78,12 @@ class ScoringWorker:
 
         if host_threads > 0:  # torch's intra-op pool as the local engine has it (see the module docstring)
             torch.set_num_threads(host_threads)
-        adopt_shipped_cache()  # before any kernel compiles: the driver's kernels, when it shipped them
+        # before any kernel compiles: the driver's kernels when it shipped them, else the package's compiled ones
+        # where they fit this node's platform (a fresh node with no shared cache then compiles nothing they cover)
+        if adopt_shipped_cache() is None and device != "cpu" and torch.cuda.is_available():
+            from fusedsim.engine.kernel_archive import unpack_package_kernels
+
+            unpack_package_kernels()
         self.runner = PairRunner(Scorer(list(metrics), device=device, memory=memory, params=params), list(columns))
         self._inbox: queue.Queue[_Job] = queue.Queue()
         self._reported = 0  # runner.prepared already reported

@@ -5,7 +5,10 @@ vertical pass of the five quantities (x, y, x*x, y*y, x*y) into padded row buffe
 mirrored columns, the per-pixel statistics into four int64 accumulators, and on even rows the next scale's row
 (its own filter, even columns only). Integer sums do not depend on their order, so any split of the rows gives
 the same accumulators; the float steps are per pixel, in the twin's order (numba's default emits no FMA
-contraction). The per-scale ``num``/``den`` come from the twin's own conversion of the accumulators.
+contraction). libvmaf's per-pixel branches (below the noise floor, no positive covariance) are selects over a
+row: the log2 arguments go to row buffers (a placeholder where a pixel has none) and their fixed-point logs are
+summed in a loop of their own, so both loops vectorise (scale 0 of a 1080p frame 36.6 -> 25.9 ms on one core).
+The per-scale ``num``/``den`` come from the twin's own conversion of the accumulators.
 
 One core, 1080p 8-bit, AVX-512 CPU: ~20 frames/s, against libvmaf 3.2.0's own code on the same frames and core
 4.6 frames/s (its C path) and 33 (its AVX-512 path).
@@ -151,6 +154,9 @@ def _rows(x, y, r0, r1, taps, shift_mu, shift_sq, gain_limit, table, sub_taps, s
     t1 = np.empty(w, np.int64)  # s1, s2 (clamped at 0), s12
     t2 = np.empty(w, np.int64)
     t12 = np.empty(w, np.int64)
+    a_den = np.empty(w, np.int64)  # the log2 arguments (placeholders where a pixel has none)
+    a_n1 = np.empty(w, np.int64)
+    a_n2 = np.empty(w, np.int64)
     ks = sub_taps.shape[0]
     sub_half = ks // 2
     s1buf = np.empty(w + 2 * sub_half, np.int64)
@@ -186,25 +192,12 @@ def _rows(x, y, r0, r1, taps, shift_mu, shift_sq, gain_limit, table, sub_taps, s
             t1[j] = _wrap32(((hxx[j] + 32768) >> 16) - _mul_round32(m1, m1))
             t2[j] = max(_wrap32(((hyy[j] + 32768) >> 16) - _mul_round32(m2, m2)), 0)
             t12[j] = _wrap32(((hxy[j] + 32768) >> 16) - _mul_round32(m1, m2))
-        for j in range(w):
-            s1 = t1[j]
-            s2 = t2[j]
-            s12 = t12[j]
-            if s1 >= SIGMA_NSQ:
-                den_log += _log2_fixed(s1 + SIGMA_NSQ, table) - 2048 * 17
-                if s12 > 0 and s2 > 0:
-                    g = s12 / (s1 + EPS)
-                    sv = np.int64(s2 - g * s12)  # truncation toward zero
-                    if sv < 0:
-                        sv = 0
-                    if g > gain_limit:  # after sv, as libvmaf
-                        g = gain_limit
-                    n1 = sv + SIGMA_NSQ
-                    n2 = np.int64((g * g) * s1) + n1
-                    num_log += _log2_fixed(n2, table) - _log2_fixed(n1, table)
-            else:
-                num_nonlog += s2
-                cnt_nonlog += 1
+        nonlog, count = _log_arguments(t1, t2, t12, gain_limit, a_den, a_n1, a_n2)
+        num_nonlog += nonlog
+        cnt_nonlog += count
+        # a pixel below the noise floor contributed the placeholder to den's sum: 17 * 2048 less for the others
+        den_log += _log2_sum(a_den, table) - (w - count) * (2048 * 17) - count * _log2_fixed(_PLACEHOLDER, table)
+        num_log += _log2_sum(a_n2, table) - _log2_sum(a_n1, table)  # placeholders cancel
         # the next scale's row: this scale's even rows and columns through the next filter
         if ks > 0 and (i & 1) == 0 and (i >> 1) < (h >> 1):
             _subsample_row(x, i, sub_taps, sub_shift, s1buf, sub_out, nx[i >> 1])
@@ -213,6 +206,49 @@ def _rows(x, y, r0, r1, taps, shift_mu, shift_sq, gain_limit, table, sub_taps, s
     acc[1] += den_log
     acc[2] += num_nonlog
     acc[3] += cnt_nonlog
+
+
+_PLACEHOLDER = 1 << 16  # a log2 argument for pixels without one: in the table's range, equal in n1 and n2
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _log_arguments(t1, t2, t12, gain_limit, a_den, a_n1, a_n2):
+    """libvmaf's per-pixel branches as selects over a row of (s1, s2, s12): den's log2 argument ``s1 + sigma``
+    where ``s1 >= sigma``, num's two (``n1``, ``n2``) where also ``s12 > 0`` and ``s2 > 0``, the placeholder
+    elsewhere; returns the non-log sum of s2 and its count (pixels with ``s1 < sigma``). Without branches (and
+    without Python's division check: ``s1 + EPS`` is never 0 for an integer s1) the loop vectorises; every lane
+    computes libvmaf's float steps in its order, and the unused lanes are discarded."""
+    nonlog = 0
+    count = 0
+    for j in range(t1.shape[0]):
+        s1 = t1[j]
+        s2 = t2[j]
+        s12 = t12[j]
+        den = s1 >= SIGMA_NSQ
+        num = den & (s12 > 0) & (s2 > 0)
+        g = s12 / (s1 + EPS)
+        sv = np.int64(s2 - g * s12)  # truncation toward zero
+        sv = sv if sv > 0 else 0
+        g = gain_limit if g > gain_limit else g  # after sv, as libvmaf
+        n1 = sv + SIGMA_NSQ
+        n2 = np.int64((g * g) * s1) + n1
+        a_den[j] = s1 + SIGMA_NSQ if den else _PLACEHOLDER
+        a_n1[j] = n1 if num else _PLACEHOLDER
+        a_n2[j] = n2 if num else _PLACEHOLDER
+        nonlog += 0 if den else s2
+        count += 0 if den else 1
+    return nonlog, count
+
+
+@njit(cache=True, nogil=True)
+def _log2_sum(values, table):
+    """Sum of libvmaf's fixed-point log2 over ``values`` (each >= 2**16)."""
+    total = 0
+    for j in range(values.shape[0]):
+        v = np.uint64(values[j])  # an unsigned index: no negative-index handling, so the loop vectorises
+        k = np.uint64(48) - np.uint64(leading_zeros(v))
+        total += np.int64(table[v >> k]) + 2048 * np.int64(k)
+    return total
 
 
 @njit(cache=True, nogil=True)

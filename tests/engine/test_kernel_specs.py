@@ -79,7 +79,7 @@ def test_generated_kernel_is_rebuilt_with_tritons_cache_key(compiled_mode):
     original = jit_from_source("_probe_kernel", GENERATED, do_not_specialize=["n"])
     entry = kernel_specs._kernel_entry(original)
     assert entry["do_not_specialize"] == ["n"]
-    rebuilt = kernel_specs._resolve(RecordedKernel(entry["module"], entry["qualname"], tuple(entry["arg_names"]),
+    rebuilt = kernel_specs.resolve_kernel(RecordedKernel(entry["module"], entry["qualname"], tuple(entry["arg_names"]),
                                                    "{}", source=entry["source"],
                                                    do_not_specialize=tuple(entry["do_not_specialize"])))
     assert rebuilt is not original and rebuilt.cache_key == original.cache_key

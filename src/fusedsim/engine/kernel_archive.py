@@ -80,7 +80,7 @@ def kernel_fingerprints(manifest: dict[str, Any], kernel_ids: Iterable[str] | No
     id, computed in the order given (default: the manifest's, the order the recording first launched them; the key
     of a kernel can depend on which kernel sharing its callees was hashed first); a kernel that no longer resolves
     is left out."""
-    from fusedsim.engine.kernel_specs import RecordedKernel, _resolve
+    from fusedsim.engine.kernel_specs import RecordedKernel, resolve_kernel
 
     out = {}
     for kid in manifest["kernels"] if kernel_ids is None else kernel_ids:
@@ -89,7 +89,7 @@ def kernel_fingerprints(manifest: dict[str, Any], kernel_ids: Iterable[str] | No
                                 source=entry.get("source", ""),
                                 do_not_specialize=tuple(entry.get("do_not_specialize", ())))
         try:
-            out[kid] = str(_resolve(kernel).cache_key)
+            out[kid] = str(resolve_kernel(kernel).cache_key)
         except Exception:  # noqa: BLE001 - a kernel removed or renamed since the recording is simply not current
             continue
     return out

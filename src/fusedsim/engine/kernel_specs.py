@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["FORMAT", "LAUNCH_OPTIONS", "RecordedKernel", "compile_recorded", "load_manifest", "main",
-           "recorded_phase", "recording", "run_key", "save_manifest"]
+           "recorded_phase", "recording", "resolve_kernel", "run_key", "save_manifest"]
 
 FORMAT = 1  # the manifest layout's version; another version is not read
 MANIFEST = "kernel_specs.json"  # in fusedsim/data
@@ -208,7 +208,7 @@ def recorded_phase(manifest: dict[str, Any] | None, metric: str, phase: str, hei
 _RESOLVED: dict[tuple[str, str, str], Any] = {}  # a worker process's kernels, resolved once
 
 
-def _resolve(kernel: RecordedKernel) -> Any:
+def resolve_kernel(kernel: RecordedKernel) -> Any:
     """The JITFunction ``kernel`` names: imported from its module, or rebuilt from its generated source."""
     key = (kernel.module, kernel.qualname, kernel.source)
     fn = _RESOLVED.get(key)
@@ -236,7 +236,7 @@ def compile_recorded(kernel: RecordedKernel) -> tuple[float, str]:
         from fusedsim.core.triton_key import install_triton_key_cache
 
         install_triton_key_cache()  # Triton's self-hash read from the cache folder, not computed per process
-        fn = _resolve(kernel)
+        fn = resolve_kernel(kernel)
         if tuple(fn.arg_names) != kernel.arg_names:
             return time.perf_counter() - start, (f"{kernel.qualname}: its parameters changed since the recording")
         spec = json.loads(kernel.spec)

@@ -310,7 +310,9 @@ def _decouple_row0(bo, bt, ring, slot, cs, egl, cos2, div, dv):  # pragma: no co
 
 @njit(cache=True, nogil=True)
 def _den_row(bo, s0, scale, cs, out_row):  # pragma: no cover - compiled
-    """Denominator row sums of h, v, d over ``[L, R)`` (libvmaf's per-pixel shifts; the row shift comes later)."""
+    """Denominator row sums of h, v, d over ``[L, R)`` (libvmaf's per-pixel shifts; the row shift comes later). The
+    loops start at column 0 and mask the columns left of L: from a start numba cannot prove non-negative it wraps
+    every index, and the loop stays scalar."""
     left = cs[_C_L]
     right = cs[_C_R]
     sh = cs[_C_DEN_SHIFT]
@@ -320,19 +322,21 @@ def _den_row(bo, s0, scale, cs, out_row):  # pragma: no cover - compiled
         band = bo[(2, 1, 3)[k]]
         acc = np.int64(0)
         if s0:
-            for j in range(left, right):
+            for j in range(right):
                 x = abs(band[j])
-                acc += x * x * x
+                acc += x * x * x if j >= left else 0
         else:
-            for j in range(left, right):
+            for j in range(right):
                 x = abs(band[j])
-                acc += ((((x * x) + (np.int64(1) << q)) >> q) * x + add) >> sh
+                acc += (((((x * x) + (np.int64(1) << q)) >> q) * x + add) >> sh) if j >= left else 0
         out_row[k] = acc
 
 
 @njit(cache=True, nogil=True)
-def _cm_row(ring, up, mid, dn, s0, cs, colsum, w, num_row, aim_row):  # pragma: no cover - compiled
-    """Contrast-masking row sums (DLM into ``num_row``, AIM into ``aim_row``) of the ring's row ``mid``."""
+def _cm_row(ring, up, mid, dn, s0, cs, colsum, tri, w, num_row, aim_row):  # pragma: no cover - compiled
+    """Contrast-masking row sums (DLM into ``num_row``, AIM into ``aim_row``) of the ring's row ``mid``. Three
+    loops from column 0 that vectorise: the column sums of the three rows, their three-column sums (mirrored at
+    the edges, as libvmaf's neighbours are) into ``tri``, then the per-pixel terms, masked left of L."""
     left = cs[_C_L]
     right = cs[_C_R]
     i0 = cs[_C_IRF]
@@ -344,20 +348,23 @@ def _cm_row(ring, up, mid, dn, s0, cs, colsum, w, num_row, aim_row):  # pragma: 
     ru = ring[up]
     rm = ring[mid]
     rn = ring[dn]
-    jlo = max(left - 1, 0)
-    jhi = min(right + 1, w)
-    for j in range(jlo, jhi):
-        colsum[0, j] = ru[6, j] + rm[6, j] + rn[6, j]
-        colsum[1, j] = ru[7, j] + rm[7, j] + rn[7, j]
+    for p in range(2):
+        col = colsum[p]
+        for j in range(w):
+            col[j] = ru[6 + p, j] + rm[6 + p, j] + rn[6 + p, j]
+        t = tri[p]
+        for j in range(1, w - 1):
+            t[j] = col[j - 1] + col[j] + col[j + 1]
+        t[0] = col[1] + col[0] + col[1]  # the left neighbour of column 0 is column 1
+        t[w - 1] = col[w - 2] + col[w - 1] + col[w - 1]  # the right neighbour of the last column is itself
     nh = np.int64(0)
     nv = np.int64(0)
     nd = np.int64(0)
     ah_ = np.int64(0)
     av_ = np.int64(0)
     ad_ = np.int64(0)
-    for j in range(left, right):
-        lf = 1 if j == 0 else j - 1
-        rt = w - 1 if j == w - 1 else j + 1
+    for j in range(right):
+        inside = j >= left
         rh = rm[0, j]
         rv = rm[1, j]
         rd = rm[2, j]
@@ -365,21 +372,19 @@ def _cm_row(ring, up, mid, dn, s0, cs, colsum, w, num_row, aim_row):  # pragma: 
         av = rm[4, j]
         ad = rm[5, j]
         # DLM: threshold from CSF(a), signal r
-        thr = (colsum[0, lf] + colsum[0, j] + colsum[0, rt] - rm[6, j]
-               + _centre(_csf(ah, i0, 0, s0), s0) + _centre(_csf(av, i1, 1, s0), s0)
-               + _centre(_csf(ad, i2, 2, s0), s0))
-        thr = _w32(thr)
-        nh += _cm_val(rh, thr, i0, 0, s0, ch)
-        nv += _cm_val(rv, thr, i1, 1, s0, cv)
-        nd += _cm_val(rd, thr, i2, 2, s0, cd)
+        thr = _w32(tri[0, j] - rm[6, j]
+                   + _centre(_csf(ah, i0, 0, s0), s0) + _centre(_csf(av, i1, 1, s0), s0)
+                   + _centre(_csf(ad, i2, 2, s0), s0))
+        nh += _cm_val(rh, thr, i0, 0, s0, ch) if inside else 0
+        nv += _cm_val(rv, thr, i1, 1, s0, cv) if inside else 0
+        nd += _cm_val(rd, thr, i2, 2, s0, cd) if inside else 0
         # AIM: threshold from CSF(r), signal a
-        thr = (colsum[1, lf] + colsum[1, j] + colsum[1, rt] - rm[7, j]
-               + _centre(_csf(rh, i0, 0, s0), s0) + _centre(_csf(rv, i1, 1, s0), s0)
-               + _centre(_csf(rd, i2, 2, s0), s0))
-        thr = _w32(thr)
-        ah_ += _cm_val(ah, thr, i0, 0, s0, ch)
-        av_ += _cm_val(av, thr, i1, 1, s0, cv)
-        ad_ += _cm_val(ad, thr, i2, 2, s0, cd)
+        thr = _w32(tri[1, j] - rm[7, j]
+                   + _centre(_csf(rh, i0, 0, s0), s0) + _centre(_csf(rv, i1, 1, s0), s0)
+                   + _centre(_csf(rd, i2, 2, s0), s0))
+        ah_ += _cm_val(ah, thr, i0, 0, s0, ch) if inside else 0
+        av_ += _cm_val(av, thr, i1, 1, s0, cv) if inside else 0
+        ad_ += _cm_val(ad, thr, i2, 2, s0, cd) if inside else 0
     num_row[0] = nh
     num_row[1] = nv
     num_row[2] = nd
@@ -404,6 +409,7 @@ def _scale_rows(ref_src, dis_src, y0, y1, h, w, scale, bpc, cs, egl, cos2, div,
     bt = np.empty((4, w), dtype=np.int64)
     ring = np.zeros((3, 8, w), dtype=np.int64)
     colsum = np.zeros((2, w), dtype=np.int64)
+    tri = np.zeros((2, w), dtype=np.int64)
     dv = np.empty((3, w), dtype=np.int64)  # scale 0's division-table entries of a row
     j0 = max(left - 1, 0)
     j1 = min(right + 1, w)
@@ -430,7 +436,7 @@ def _scale_rows(ref_src, dis_src, y0, y1, h, w, scale, bpc, cs, egl, cos2, div,
         if top <= i < bottom:
             up = 1 if i == 0 else i - 1
             dn = h - 1 if i == h - 1 else i + 1
-            _cm_row(ring, up % 3, i % 3, dn % 3, s0, cs, colsum, w, num_rows[i], aim_rows[i])
+            _cm_row(ring, up % 3, i % 3, dn % 3, s0, cs, colsum, tri, w, num_rows[i], aim_rows[i])
 
 
 @njit(cache=True, nogil=True)

@@ -17,6 +17,7 @@ import numba
 import numpy as np
 import torch
 from numba import njit, prange
+from numba.cpython.unsafe.numbers import leading_zeros
 
 from fusedsim.core.cpu.parallel import parallel_kernel
 from fusedsim.families.adm.ops import integer_adm
@@ -180,27 +181,6 @@ def _restored0(o, t, d, angle, egl):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _restore(o, t, angle, egl, div):  # pragma: no cover - compiled
-    """libvmaf's restored value of one scales 1-3 coefficient (``|o| >= 2**15`` reduced to 15 bits first)."""
-    if o == 0:
-        k = np.int64(32768)
-    else:
-        ao = abs(o)
-        sign = np.int64(-1) if o < 0 else np.int64(1)
-        if ao < 32768:
-            k = ((div[ao + 32768] * t) * sign + 16384) >> 15
-        else:
-            nb = 16
-            while (ao >> nb) != 0:
-                nb += 1
-            sh = nb - 15  # libvmaf: 17 - clz32(|o|)
-            m = (ao + (np.int64(1) << (sh - 1))) >> sh
-            k = ((div[m + 32768] * t) * sign + (np.int64(1) << (14 + sh))) >> (15 + sh)
-        k = min(max(k, np.int64(0)), np.int64(32768))
-    return _grow((k * o + 16384) >> 15, o, t, k, angle, egl)
-
-
-@njit(cache=True, nogil=True)
 def _csf(x, irf, theta, s0):  # pragma: no cover - compiled
     if s0:
         if theta == 2:
@@ -269,19 +249,45 @@ def _put(out, j, rh, rv, rd, ah, av, ad, cs, s0):  # pragma: no cover - compiled
     out[7, j] = _flt(_csf(rh, i0, 0, s0), s0) + _flt(_csf(rv, i1, 1, s0), s0) + _flt(_csf(rd, i2, 2, s0), s0)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _reduced(o):  # pragma: no cover - compiled
+    """libvmaf's reduction of a scales 1-3 coefficient to 15 bits for the division table: ``(m, sh)`` with
+    ``sh = max(bit_length(|o|) - 15, 0)`` and ``m = |o|`` rounded right by ``sh`` (``m = |o|`` below 2**15)."""
+    ao = abs(o)
+    sh = max(np.int64(64 - leading_zeros(np.uint64(ao))) - 15, np.int64(0))
+    return (ao + ((np.int64(1) << sh) >> 1)) >> sh, sh
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _restored(o, t, d, sh, angle, egl):  # pragma: no cover - compiled
+    """libvmaf's restored value of one scales 1-3 coefficient, given its division-table entry ``d`` and shift
+    ``sh`` (:func:`_reduced`); every branch a select."""
+    sign = np.int64(-1) if o < 0 else np.int64(1)
+    kt = ((d * t) * sign + (np.int64(1) << (14 + sh))) >> (15 + sh)
+    k = np.int64(32768) if o == 0 else min(max(kt, np.int64(0)), np.int64(32768))
+    return _grow((k * o + 16384) >> 15, o, t, k, angle, egl)
+
+
 @njit(cache=True, nogil=True)
-def _decouple_row(bo, bt, ring, slot, j0, j1, cs, egl, cos2, div):  # pragma: no cover - compiled
-    """Decoupling and both CSFs of columns ``[j0, j1)`` of one band row of scales 1-3 into ``ring[slot]``
-    (:func:`_put`'s planes)."""
+def _decouple_row(bo, bt, ring, slot, cs, egl, cos2, div, dv, dsh):  # pragma: no cover - compiled
+    """Decoupling and both CSFs of one band row of scales 1-3 into ``ring[slot]`` (:func:`_put`'s planes), over
+    the whole row in two loops as at scale 0 (:func:`_decouple_row0`): the reductions and the division table's
+    look-ups first (into ``dv``, ``dsh``), then the arithmetic, which vectorises."""
     ov_, oh_, od_ = bo[1], bo[2], bo[3]
     tv_, th_, td_ = bt[1], bt[2], bt[3]
+    n = bo.shape[1]
+    for j in range(n):
+        for b, band in ((0, oh_), (1, ov_), (2, od_)):
+            m, sh = _reduced(band[j])
+            dv[b, j] = div[m + 32768]
+            dsh[b, j] = sh
     out = ring[slot]
-    for j in range(j0, j1):
+    for j in range(n):
         oh, ov, od, th, tv, td = oh_[j], ov_[j], od_[j], th_[j], tv_[j], td_[j]
         angle = _within_1deg(oh, ov, th, tv, cos2)
-        rh = _restore(oh, th, angle, egl, div)
-        rv = _restore(ov, tv, angle, egl, div)
-        rd = _restore(od, td, angle, egl, div)
+        rh = _restored(oh, th, dv[0, j], dsh[0, j], angle, egl)
+        rv = _restored(ov, tv, dv[1, j], dsh[1, j], angle, egl)
+        rd = _restored(od, td, dv[2, j], dsh[2, j], angle, egl)
         _put(out, j, rh, rv, rd, _w32(th - rh), _w32(tv - rv), _w32(td - rd), cs, False)
 
 
@@ -401,8 +407,6 @@ def _scale_rows(ref_src, dis_src, y0, y1, h, w, scale, bpc, cs, egl, cos2, div,
     w_in = ref_src.shape[1]
     top = cs[_C_T]
     bottom = cs[_C_B]
-    left = cs[_C_L]
-    right = cs[_C_R]
     tlo = np.empty(w_in, dtype=np.int64)
     thi = np.empty(w_in, dtype=np.int64)
     bo = np.empty((4, w), dtype=np.int64)
@@ -410,9 +414,8 @@ def _scale_rows(ref_src, dis_src, y0, y1, h, w, scale, bpc, cs, egl, cos2, div,
     ring = np.zeros((3, 8, w), dtype=np.int64)
     colsum = np.zeros((2, w), dtype=np.int64)
     tri = np.zeros((2, w), dtype=np.int64)
-    dv = np.empty((3, w), dtype=np.int64)  # scale 0's division-table entries of a row
-    j0 = max(left - 1, 0)
-    j1 = min(right + 1, w)
+    dv = np.empty((3, w), dtype=np.int64)  # the division-table entries of a row's coefficients
+    dsh = np.empty((3, w), dtype=np.int64)  # and their shifts (scales 1-3)
     last = y0 - 2  # last band row computed into the ring
     for i in range(y0, y1):
         need_lo = max(i - 1, 0)
@@ -431,7 +434,7 @@ def _scale_rows(ref_src, dis_src, y0, y1, h, w, scale, bpc, cs, egl, cos2, div,
                 if s0:
                     _decouple_row0(bo, bt, ring, rr % 3, cs, egl, cos2, div, dv)
                 else:
-                    _decouple_row(bo, bt, ring, rr % 3, j0, j1, cs, egl, cos2, div)
+                    _decouple_row(bo, bt, ring, rr % 3, cs, egl, cos2, div, dv, dsh)
             last = rr
         if top <= i < bottom:
             up = 1 if i == 0 else i - 1

@@ -52,12 +52,12 @@ def _mirror(k, n):  # pragma: no cover - compiled
     return k
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _w16(x):  # pragma: no cover - compiled
     return np.int64(np.int16(x))
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _w32(x):  # pragma: no cover - compiled
     return np.int64(np.int32(x))
 
@@ -159,7 +159,7 @@ def _hout(tlo, thi, j, w_in, s0, hadd, hsh, ba, bv, bh, bd):  # pragma: no cover
         bd[j] = _w32(d)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _grow(r, o, t, k, angle, egl):  # pragma: no cover - compiled
     """The enhancement rule inside 1 degree: ``min(r*egl, t)`` (o > 0) or ``max(r*egl, t)`` (o < 0), truncated;
     written as selects so that the loop vectorises."""
@@ -171,7 +171,7 @@ def _grow(r, o, t, k, angle, egl):  # pragma: no cover - compiled
     return up if (grow & (o > 0)) else (down if (grow & (o < 0)) else r)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _restored0(o, t, d, angle, egl):  # pragma: no cover - compiled
     """libvmaf's restored value of one scale-0 coefficient (``|o| <= 32768``), given the division table's entry
     ``d = div[o + 32768]``."""
@@ -180,7 +180,7 @@ def _restored0(o, t, d, angle, egl):  # pragma: no cover - compiled
     return _grow((k * o + 16384) >> 15, o, t, k, angle, egl)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _csf(x, irf, theta, s0):  # pragma: no cover - compiled
     if s0:
         if theta == 2:
@@ -189,21 +189,21 @@ def _csf(x, irf, theta, s0):  # pragma: no cover - compiled
     return _w32((irf * x + 134217728) >> 28)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _flt(v, s0):  # pragma: no cover - compiled
     if s0:
         return _w16((4369 * abs(v) + 2048) >> 12)
     return _w32((143165577 * abs(v) - 2147483648) >> 32)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _centre(v, s0):  # pragma: no cover - compiled
     if s0:
         return _w16((8738 * abs(v) + 2048) >> 12)
     return _w32((286331153 * abs(v) - 2147483648) >> 32)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _cm_val(s, thr, irf, theta, s0, c):  # pragma: no cover - compiled
     """One orientation's contribution of one pixel: signal ``s`` (a band value), threshold ``thr``."""
     if s0:
@@ -269,25 +269,26 @@ def _restored(o, t, d, sh, angle, egl):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _decouple_row(bo, bt, ring, slot, cs, egl, cos2, div, dv, dsh):  # pragma: no cover - compiled
+def _decouple_row(bo, bt, ring, slot, cs, egl, cos2, div, dv):  # pragma: no cover - compiled
     """Decoupling and both CSFs of one band row of scales 1-3 into ``ring[slot]`` (:func:`_put`'s planes), over
     the whole row in two loops as at scale 0 (:func:`_decouple_row0`): the reductions and the division table's
-    look-ups first (into ``dv``, ``dsh``), then the arithmetic, which vectorises."""
+    look-ups first (into ``dv``), then the arithmetic, which vectorises."""
     ov_, oh_, od_ = bo[1], bo[2], bo[3]
     tv_, th_, td_ = bt[1], bt[2], bt[3]
     n = bo.shape[1]
     for j in range(n):
-        for b, band in ((0, oh_), (1, ov_), (2, od_)):
-            m, sh = _reduced(band[j])
-            dv[b, j] = div[m + 32768]
-            dsh[b, j] = sh
+        dv[0, j] = div[_reduced(oh_[j])[0] + 32768]
+        dv[1, j] = div[_reduced(ov_[j])[0] + 32768]
+        dv[2, j] = div[_reduced(od_[j])[0] + 32768]
     out = ring[slot]
+    # the shifts are computed again rather than read from a buffer: one more array in this loop and LLVM's
+    # run-time overlap checks exceed its limit, so it stays scalar
     for j in range(n):
         oh, ov, od, th, tv, td = oh_[j], ov_[j], od_[j], th_[j], tv_[j], td_[j]
         angle = _within_1deg(oh, ov, th, tv, cos2)
-        rh = _restored(oh, th, dv[0, j], dsh[0, j], angle, egl)
-        rv = _restored(ov, tv, dv[1, j], dsh[1, j], angle, egl)
-        rd = _restored(od, td, dv[2, j], dsh[2, j], angle, egl)
+        rh = _restored(oh, th, dv[0, j], _reduced(oh)[1], angle, egl)
+        rv = _restored(ov, tv, dv[1, j], _reduced(ov)[1], angle, egl)
+        rd = _restored(od, td, dv[2, j], _reduced(od)[1], angle, egl)
         _put(out, j, rh, rv, rd, _w32(th - rh), _w32(tv - rv), _w32(td - rd), cs, False)
 
 
@@ -415,7 +416,6 @@ def _scale_rows(ref_src, dis_src, y0, y1, h, w, scale, bpc, cs, egl, cos2, div,
     colsum = np.zeros((2, w), dtype=np.int64)
     tri = np.zeros((2, w), dtype=np.int64)
     dv = np.empty((3, w), dtype=np.int64)  # the division-table entries of a row's coefficients
-    dsh = np.empty((3, w), dtype=np.int64)  # and their shifts (scales 1-3)
     last = y0 - 2  # last band row computed into the ring
     for i in range(y0, y1):
         need_lo = max(i - 1, 0)
@@ -434,7 +434,7 @@ def _scale_rows(ref_src, dis_src, y0, y1, h, w, scale, bpc, cs, egl, cos2, div,
                 if s0:
                     _decouple_row0(bo, bt, ring, rr % 3, cs, egl, cos2, div, dv)
                 else:
-                    _decouple_row(bo, bt, ring, rr % 3, cs, egl, cos2, div, dv, dsh)
+                    _decouple_row(bo, bt, ring, rr % 3, cs, egl, cos2, div, dv)
             last = rr
         if top <= i < bottom:
             up = 1 if i == 0 else i - 1

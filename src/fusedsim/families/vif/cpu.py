@@ -159,9 +159,11 @@ def _rows(x, y, r0, r1, taps, shift_mu, shift_sq, gain_limit, table, sub_taps, s
     a_n2 = np.empty(w, np.int64)
     ks = sub_taps.shape[0]
     sub_half = ks // 2
-    s1buf = np.empty(w + 2 * sub_half, np.int64)
-    s2buf = np.empty(w + 2 * sub_half, np.int64)
-    sub_out = np.empty(w, np.int64)
+    # the next scale's rows: at 8-bit scale 0 the vertical sums stay below 2**24 and the horizontal ones below 2**32
+    # (16-bit values times a filter summing to 2**16), so they take the narrow types too
+    s1buf = np.empty(w + 2 * sub_half, p32.dtype)
+    s2buf = np.empty(w + 2 * sub_half, p32.dtype)
+    sub_out = np.empty(w, pu32.dtype)
     num_log = 0
     den_log = 0
     num_nonlog = 0

@@ -9,6 +9,10 @@ float steps are the twin's (:func:`~fusedsim.families.adm.twin.scales_from_sums`
 
 Threads split the frames of a batch, or, with fewer frames than threads, the rows of each scale (each row chunk
 recomputes its two halo rows).
+
+Every per-pixel loop vectorises, which is most of the speed (a 1080p frame ~11.5 ms on one AVX-512 core, as
+libvmaf's own): the helpers are inlined, branches are selects, loops start at column 0 (numba wraps every index
+from a start it cannot prove non-negative) and a loop reads few enough arrays for LLVM's run-time overlap checks.
 """
 
 from __future__ import annotations

@@ -343,6 +343,15 @@ def _den_row(bo, s0, scale, cs, out_row):  # pragma: no cover - compiled
         out_row[k] = acc
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _masking(around, th, tv, td, sh, sv, sd, i0, i1, i2, ch, cv, cd, s0):  # pragma: no cover - compiled
+    """One pixel's three contrast-masking terms: the threshold from the neighbourhood's filtered-CSF sum without
+    the pixel (``around``) plus the centre weights of CSF(th, tv, td), applied to the signals (sh, sv, sd)."""
+    thr = _w32(around + _centre(_csf(th, i0, 0, s0), s0) + _centre(_csf(tv, i1, 1, s0), s0)
+               + _centre(_csf(td, i2, 2, s0), s0))
+    return _cm_val(sh, thr, i0, 0, s0, ch), _cm_val(sv, thr, i1, 1, s0, cv), _cm_val(sd, thr, i2, 2, s0, cd)
+
+
 @njit(cache=True, nogil=True)
 def _cm_row(ring, up, mid, dn, s0, cs, colsum, tri, w, num_row, aim_row):  # pragma: no cover - compiled
     """Contrast-masking row sums (DLM into ``num_row``, AIM into ``aim_row``) of the ring's row ``mid``. Three
@@ -382,20 +391,15 @@ def _cm_row(ring, up, mid, dn, s0, cs, colsum, tri, w, num_row, aim_row):  # pra
         ah = rm[3, j]
         av = rm[4, j]
         ad = rm[5, j]
-        # DLM: threshold from CSF(a), signal r
-        thr = _w32(tri[0, j] - rm[6, j]
-                   + _centre(_csf(ah, i0, 0, s0), s0) + _centre(_csf(av, i1, 1, s0), s0)
-                   + _centre(_csf(ad, i2, 2, s0), s0))
-        nh += _cm_val(rh, thr, i0, 0, s0, ch) if inside else 0
-        nv += _cm_val(rv, thr, i1, 1, s0, cv) if inside else 0
-        nd += _cm_val(rd, thr, i2, 2, s0, cd) if inside else 0
-        # AIM: threshold from CSF(r), signal a
-        thr = _w32(tri[1, j] - rm[7, j]
-                   + _centre(_csf(rh, i0, 0, s0), s0) + _centre(_csf(rv, i1, 1, s0), s0)
-                   + _centre(_csf(rd, i2, 2, s0), s0))
-        ah_ += _cm_val(ah, thr, i0, 0, s0, ch) if inside else 0
-        av_ += _cm_val(av, thr, i1, 1, s0, cv) if inside else 0
-        ad_ += _cm_val(ad, thr, i2, 2, s0, cd) if inside else 0
+        # DLM: threshold from CSF(a), signal r; AIM: threshold from CSF(r), signal a
+        h, v, d = _masking(tri[0, j] - rm[6, j], ah, av, ad, rh, rv, rd, i0, i1, i2, ch, cv, cd, s0)
+        nh += h if inside else 0
+        nv += v if inside else 0
+        nd += d if inside else 0
+        h, v, d = _masking(tri[1, j] - rm[7, j], rh, rv, rd, ah, av, ad, i0, i1, i2, ch, cv, cd, s0)
+        ah_ += h if inside else 0
+        av_ += v if inside else 0
+        ad_ += d if inside else 0
     num_row[0] = nh
     num_row[1] = nv
     num_row[2] = nd

@@ -161,6 +161,15 @@ def test_install_hashes_kernels_in_the_recordings_order(tmp_path, monkeypatch, c
     assert asked == [list(reordered["kernels"])] and asked[0] != sorted(asked[0])  # the manifest's, not sorted
 
 
+def test_a_cache_folder_that_cannot_take_the_kernels_is_named(tmp_path, monkeypatch, compiled_mode):
+    out, manifest = _archive(tmp_path, monkeypatch)
+    blocked = tmp_path / "file-not-folder"
+    blocked.write_text("")  # a cache path that is a file: no folder can be made in it
+    with pytest.raises(ValueError, match=r"kernel cache .*file-not-folder/cache: cannot take the kernels of "
+                                         r".*kernels\.tar\.xz"):
+        install_archive(out, blocked / "cache", manifest, dict(STAMP))
+
+
 def test_a_file_that_is_no_archive_is_an_error_naming_it(tmp_path):
     bad = tmp_path / "kernels.tar.xz"
     bad.write_bytes(b"not xz")

@@ -240,7 +240,10 @@ def install_archive(path: Any, cache: Path, manifest: dict[str, Any] | None,
                 return InstallResult(source, False, frozenset(), 0)
             stamp = platform_stamp() if stamp is None else stamp
             match = all(meta.get(k) == v for k, v in stamp.items())
-            added = _unpack(tar, cache) if match else 0  # another platform's kernels would never be looked up
+            try:
+                added = _unpack(tar, cache) if match else 0  # another platform's kernels would never be looked up
+            except OSError as exc:  # the cache folder, not the archive: read-only, full
+                raise ValueError(f"kernel cache {cache}: cannot take the kernels of {source} ({exc})") from None
     except (OSError, tarfile.TarError, EOFError) as exc:
         raise ValueError(f"kernel archive {source}: cannot be read ({exc})") from None
     if not match or manifest is None:

@@ -155,7 +155,8 @@ def test_install_hashes_kernels_in_the_recordings_order(tmp_path, monkeypatch, c
     out, manifest = _archive(tmp_path, monkeypatch)
     asked = []
     real = kernel_archive.kernel_fingerprints
-    monkeypatch.setattr(kernel_archive, "kernel_fingerprints", lambda m, ids=None: asked.append(list(ids)) or real(m, ids))
+    monkeypatch.setattr(kernel_archive, "kernel_fingerprints",
+                        lambda m, ids=None: asked.append(list(ids)) or real(m, ids))
     reordered = dict(manifest, kernels=dict(reversed(list(manifest["kernels"].items()))))
     install_archive(out, tmp_path / "c", reordered, dict(STAMP))
     assert asked == [list(reordered["kernels"])] and asked[0] != sorted(asked[0])  # the manifest's, not sorted
@@ -252,7 +253,8 @@ def test_an_archive_leaves_a_fresh_cache_with_nothing_to_compile(tmp_path):
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=600)
     entries = {p.name: sorted(f.name for f in p.iterdir()) for p in cache.iterdir() if p.is_dir()}
     code = ("import sys; from fusedsim.engine.warmup import warm_metric; "
-            "sys.exit(bool(warm_metric('ssim', 'cuda', 120, 200).error or warm_metric('dssim', 'cuda', 120, 200).error))")
+            "sys.exit(bool(warm_metric('ssim', 'cuda', 120, 200).error "
+            "or warm_metric('dssim', 'cuda', 120, 200).error))")
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=600)
     after = {p.name: sorted(f.name for f in p.iterdir()) for p in cache.iterdir() if p.is_dir()}
     assert {k: v for k, v in after.items() if k not in entries and k != "fusedsim-warm"} == {}

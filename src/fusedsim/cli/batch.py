@@ -257,9 +257,9 @@ def _warm_cold_kernels(args: argparse.Namespace, table: Any, metric_names: list[
     if not args.quiet:
         ready = [r.metric for r in results if r.precompiled]
         compiled = [r.metric for r in results if not r.precompiled]
-        how = "; ".join(part for part in (f"installed compiled: {', '.join(ready)}" if ready else "",
-                                          f"compiled in up to {jobs} processes: {', '.join(compiled)}"
-                                          if compiled else "") if part)
+        parts = [f"installed compiled: {', '.join(ready)}"] if ready else []
+        parts += [f"compiled in up to {jobs} processes: {', '.join(compiled)}"] if compiled else []
+        how = "; ".join(parts)
         print(f"fusedsim batch: kernels ready in {time.perf_counter() - start:.1f} s ({how})", file=sys.stderr)
 
 

@@ -141,19 +141,21 @@ def write_archive(cache: Path, out: Path, manifest: dict[str, Any]) -> dict[str,
     return meta
 
 
-def relocate_groups(folder: Path) -> int:
+def relocate_groups(folder: Path, at: Path | None = None) -> int:
     """Point every group file of the Triton cache ``folder`` at the files beside it (Triton writes absolute paths,
-    so a copied cache's groups name the original folder); a child that is not there is dropped from its group,
-    and a group without its metadata file is removed (Triton then compiles that kernel). Returns the groups
-    rewritten. Files are replaced atomically: processes reading the cache meanwhile see the old or the new."""
+    so a copied cache's groups name the original folder), as they will be once ``folder`` is moved to ``at``
+    (default: where it is); a child that is not there is dropped from its group, and a group without its metadata
+    file is removed (Triton then compiles that kernel). Returns the groups rewritten. Files are replaced
+    atomically: processes reading the cache meanwhile see the old or the new."""
+    at = Path(folder) if at is None else Path(at)
     rewritten = 0
     for group in Path(folder).glob(f"*/{GROUP_PREFIX}*"):
         try:
             children = json.loads(group.read_text()).get("child_paths", {})
         except (OSError, ValueError):
             continue
-        moved = {c: str(group.parent / Path(p).name) for c, p in children.items()}
-        moved = {c: p for c, p in moved.items() if os.path.exists(p)}
+        names = {c: Path(p).name for c, p in children.items() if (group.parent / Path(p).name).exists()}
+        moved = {c: str(at / group.parent.name / n) for c, n in names.items()}
         if moved == children:
             continue
         if not any(c.endswith(".json") for c in moved):
@@ -213,11 +215,9 @@ def _unpack(tar: tarfile.TarFile, cache: Path) -> int:
                     and not folder.startswith(".") and not (cache / folder).exists()):
                 tar.extract(member, tmp, filter="data")
         staged = Path(tmp) / CACHE_PREFIX.rstrip("/")
+        if staged.is_dir():
+            relocate_groups(staged, at=cache)  # the archive names children by file name: give them their paths
         for folder in sorted(staged.iterdir()) if staged.is_dir() else ():
-            for group in folder.glob(f"{GROUP_PREFIX}*"):
-                children = json.loads(group.read_text()).get("child_paths", {})
-                target = cache / folder.name
-                group.write_text(json.dumps({"child_paths": {c: str(target / n) for c, n in children.items()}}))
             try:
                 os.rename(folder, cache / folder.name)
                 added += 1

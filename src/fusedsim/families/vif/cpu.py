@@ -64,8 +64,11 @@ def _wrap32(v):
 
 @njit(cache=True, nogil=True, inline="always")
 def _log2_fixed(v, table):
-    k = 48 - leading_zeros(v)  # bit_length(v) - 16
-    return np.int64(table[v >> k]) + 2048 * k
+    """libvmaf's fixed-point log2 of ``v >= 2**16``: an unsigned table index, so no negative-index handling keeps
+    a loop over it scalar."""
+    u = np.uint64(v)
+    k = np.uint64(48) - np.uint64(leading_zeros(u))  # bit_length(v) - 16
+    return np.int64(table[u >> k]) + 2048 * np.int64(k)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -247,9 +250,7 @@ def _log2_sum(values, table):
     """Sum of libvmaf's fixed-point log2 over ``values`` (each >= 2**16)."""
     total = 0
     for j in range(values.shape[0]):
-        v = np.uint64(values[j])  # an unsigned index: no negative-index handling, so the loop vectorises
-        k = np.uint64(48) - np.uint64(leading_zeros(v))
-        total += np.int64(table[v >> k]) + 2048 * np.int64(k)
+        total += _log2_fixed(values[j], table)
     return total
 
 

@@ -171,6 +171,13 @@ def test_a_cache_folder_that_cannot_take_the_kernels_is_named(tmp_path, monkeypa
         install_archive(out, blocked / "cache", manifest, dict(STAMP))
 
 
+def test_packing_a_cache_folder_that_does_not_exist_is_refused_by_name(tmp_path, monkeypatch):
+    monkeypatch.setattr(kernel_archive, "platform_stamp", lambda: dict(STAMP))
+    with pytest.raises(ValueError, match=r"kernel cache .*nowhere: not a folder"):
+        write_archive(tmp_path / "nowhere", tmp_path / "k.tar.xz", {"runs": {}, "kernels": {}, "specs": []})
+    assert not (tmp_path / "k.tar.xz").exists()
+
+
 def test_a_file_that_is_no_archive_is_an_error_naming_it(tmp_path):
     bad = tmp_path / "kernels.tar.xz"
     bad.write_bytes(b"not xz")

@@ -79,9 +79,9 @@ def test_generated_kernel_is_rebuilt_with_tritons_cache_key(compiled_mode):
     original = jit_from_source("_probe_kernel", GENERATED, do_not_specialize=["n"])
     entry = kernel_specs._kernel_entry(original)
     assert entry["do_not_specialize"] == ["n"]
-    rebuilt = kernel_specs.resolve_kernel(RecordedKernel(entry["module"], entry["qualname"], tuple(entry["arg_names"]),
-                                                   "{}", source=entry["source"],
-                                                   do_not_specialize=tuple(entry["do_not_specialize"])))
+    kernel = RecordedKernel(entry["module"], entry["qualname"], tuple(entry["arg_names"]), "{}",
+                            source=entry["source"], do_not_specialize=tuple(entry["do_not_specialize"]))
+    rebuilt = kernel_specs.resolve_kernel(kernel)
     assert rebuilt is not original and rebuilt.cache_key == original.cache_key
 
 
@@ -174,7 +174,8 @@ def test_recorded_phase_leaves_nothing_to_compile(tmp_path):
     entries = compiled()
     assert entries and marker_path("ssim", "cuda", 120, 200, None, "one").name in os.listdir(cache / "fusedsim-warm")
     code = ("import sys; from fusedsim.engine.warmup import warm_metric; "
-            "sys.exit(bool(warm_metric('ssim', 'cuda', 120, 200).error or warm_metric('dssim', 'cuda', 120, 200).error))")
+            "sys.exit(bool(warm_metric('ssim', 'cuda', 120, 200).error "
+            "or warm_metric('dssim', 'cuda', 120, 200).error))")
     subprocess.run([sys.executable, "-c", code], env={**env, "TRITON_CACHE_DIR": str(cache)}, check=True,
                    timeout=600)
     after = compiled()
@@ -230,7 +231,8 @@ def test_a_named_recording_that_cannot_be_read_is_said(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("argv,match", [(["--size", "12xa"], "--size must be S or WxH"),
-                                        (["--jobs", "0"], "--jobs must be >= 1")])
+                                        (["--jobs", "0"], "--jobs must be >= 1"),
+                                        (["--out", "m.json", "--archive", "./m.json"], "the archive would replace it")])
 def test_recorder_refuses_bad_options_by_name(argv, match, capsys):
     with pytest.raises(SystemExit):
         kernel_specs.main(argv)

@@ -119,6 +119,8 @@ def write_archive(cache: Path, out: Path, manifest: dict[str, Any]) -> dict[str,
     ``out`` (``.tar.xz``): the kernels' metadata and binaries (no intermediate IR), their groups, the launchers, and
     a ``meta.json`` with :func:`platform_stamp`, the manifest's runs and each kernel's fingerprint. Returns the
     metadata."""
+    if not Path(cache).is_dir():
+        raise ValueError(f"kernel cache {cache}: not a folder (record the runs on a GPU first)")
     meta = {"format": FORMAT, **platform_stamp(), "runs": {run: run_digest(manifest, run) for run in manifest["runs"]},
             "fingerprints": kernel_fingerprints(manifest)}
     files = sorted(p for p in Path(cache).glob("*/*") if p.is_file() and _kept(p))

@@ -227,8 +227,8 @@ def resolve_kernel(kernel: RecordedKernel) -> Any:
 
 def compile_recorded(kernel: RecordedKernel) -> tuple[float, str]:
     """Compile one recorded specialisation, and build its launcher, into Triton's on-disk cache for this machine's
-    GPU (in a warm-up process): ``(seconds, "")``, or ``(seconds, why not)`` when the kernel no longer exists, its parameters changed
-    or Triton refused the description. Never raises: a failure only means the phase compiles it as it runs."""
+    GPU (in a warm-up process): ``(seconds, "")``, or ``(seconds, why not)`` when the kernel no longer exists, its
+    parameters changed or Triton refused the description. Never raises: a failure only means the phase compiles it as it runs."""
     start = time.perf_counter()
     try:
         import triton
@@ -266,6 +266,16 @@ def _record_phase(metric: str, phase: str, height: int, width: int) -> tuple[lis
     return rows, result.error
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name one file (through links too; a path that does not exist yet by its resolved name)."""
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Record the warm-up phases of metrics at sizes on this machine's GPU into a manifest (default: the package's
     own), each phase in a fresh process as the warm-up runs it: ``python -m fusedsim.engine.kernel_specs
@@ -289,6 +299,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error(f"--jobs must be >= 1; got {args.jobs}")
+    if args.archive not in (None, "auto") and _same_file(Path(args.archive), args.out):
+        parser.error(f"--archive {args.archive} is the manifest --out {args.out}: the archive would replace it")
     os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="fusedsim-record-")  # compile seconds, not cache hits
     import torch
     import triton

@@ -228,7 +228,8 @@ def resolve_kernel(kernel: RecordedKernel) -> Any:
 def compile_recorded(kernel: RecordedKernel) -> tuple[float, str]:
     """Compile one recorded specialisation, and build its launcher, into Triton's on-disk cache for this machine's
     GPU (in a warm-up process): ``(seconds, "")``, or ``(seconds, why not)`` when the kernel no longer exists, its
-    parameters changed or Triton refused the description. Never raises: a failure only means the phase compiles it as it runs."""
+    parameters changed or Triton refused the description. Never raises: a failure only means the phase compiles it
+    as it runs."""
     start = time.perf_counter()
     try:
         import triton

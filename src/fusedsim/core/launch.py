@@ -22,6 +22,8 @@ from typing import TypeVar
 
 import torch
 
+from fusedsim.core.state import cache_dict
+
 F = TypeVar("F", bound=Callable)
 
 _FAST_OK: bool | None = None
@@ -52,6 +54,21 @@ def _active_hook(hook):
 def register_cap(device: torch.device, maxnreg: int | None) -> dict:
     """Triton's ``maxnreg`` compile option where it exists (CUDA), nothing elsewhere: launch options."""
     return {"maxnreg": maxnreg} if maxnreg and device.type == "cuda" and torch.version.hip is None else {}
+
+
+_CONSTANTS: dict[tuple, torch.Tensor] = cache_dict()
+
+
+def device_constants(values: Sequence[float | int], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """``torch.tensor(values, dtype=dtype, device=device)``, made once per process and reused (never write to it).
+
+    A kernel's scalar constants that must be doubles or int64 travel as a tensor; building it per call would copy
+    pageable host memory to the device, which waits for the stream: one host synchronisation per call."""
+    key = (tuple(values), dtype, torch.device(device))
+    tensor = _CONSTANTS.get(key)
+    if tensor is None:
+        tensor = _CONSTANTS[key] = torch.tensor(key[0], dtype=dtype, device=key[2])
+    return tensor
 
 
 def on_tensors_device(fn: F) -> F:

@@ -1,6 +1,7 @@
 """libvmaf's integer ADM on the GPU (Triton), bit-identical to the twin and to libvmaf.
 
-Two kernels per scale, each a batch of frames per launch, tiles of ``BLOCK_H`` band rows by a whole band row:
+Two kernels per scale, each a batch of frames per launch, tiles of ``BLOCK_H`` band rows by a whole band row, and
+one for the float steps:
 
 1. :func:`_bands_kernel`: the wavelet of both frames (each output reads its 4x4 inputs: every vertical sum is
    recomputed by the two outputs that share it, which costs less than a trip through memory), the decoupling, both
@@ -8,12 +9,13 @@ Two kernels per scale, each a batch of frames per launch, tiles of ``BLOCK_H`` b
    ``r`` and ``a`` of h, v, d and the orientation sums of the two ``flt`` planes.
 2. :func:`_cm_kernel`: contrast masking of the rows of R, DLM and AIM: the 3x3 threshold from the ``flt`` sums
    (9 loads each, from L1/L2), the centre CSF recomputed from ``r``/``a``, and the per-row sums.
+3. :func:`_scales_kernel`: libvmaf's float steps (36 values per frame: the casts of
+   :func:`~fusedsim.families.adm.twin.scales_from_sums` and glibc's ``powf(x, 1/3f)``, reproduced bit for bit by
+   :mod:`fusedsim.families.adm.cube_root`), so the op's output never leaves the device: no host synchronisation.
 
-A tile spans whole rows, so each row sum is complete in one program: no atomics, deterministic. The per-row
-round-shift and the totals are a few torch operations on the ``(N, h, 9)`` row sums. libvmaf's float steps
-(:func:`~fusedsim.families.adm.twin.scales_from_sums`: 36 values per frame) run on the host, because their cube
-roots must be the C library's ``powf``, which no GPU formula reproduces (it is not correctly rounded): one copy of
-``N x 36`` int64 to the host and of ``N x 12`` float32 back per call, which synchronises the stream.
+A tile spans whole rows, so each row sum is complete in one program: it is round-shifted there as libvmaf does
+per row and stored into the call's ``(N, 4, h, 9)`` buffer (no atomics, deterministic); one torch sum gives the
+totals, and no per-scale host work remains.
 
 Integers are int32 where libvmaf's are and the values cannot exceed them (the scale-0 wavelet, CSF and masking
 inputs: Triton's int32 arithmetic wraps as libvmaf's does), int64 elsewhere; stores to int16/int32 wrap by
@@ -33,7 +35,8 @@ import triton
 import triton.language as tl
 
 from fusedsim.core.backend import triton_interpreting
-from fusedsim.core.launch import on_tensors_device
+from fusedsim.core.launch import device_constants, on_tensors_device
+from fusedsim.families.adm.cube_root import powf_third, powf_third_tables
 from fusedsim.families.adm.ops import integer_adm
 from fusedsim.families.adm.twin import (
     COS_1DEG_SQ,
@@ -42,10 +45,9 @@ from fusedsim.families.adm.twin import (
     div_lookup,
     geometry,
     scale_plans,
-    scales_from_sums,
 )
 
-__all__ = ["integer_adm_fwd", "integer_adm_sums_fwd"]
+__all__ = ["integer_adm_fwd", "integer_adm_sums_fwd", "scales_from_sums_fwd"]
 
 _PLANES = 8  # r_h, r_v, r_d, a_h, a_v, a_d, sum flt(CSF(a)), sum flt(CSF(r))
 _ROW_SUMS = 9  # num h/v/d, den h/v/d, aim h/v/d
@@ -163,7 +165,7 @@ def _centre(v, S0: tl.constexpr):
 
 @triton.jit
 def _bands_kernel(ref_ptr, dis_ptr, ra_ptr, da_ptr, planes_ptr, rows_ptr, div_ptr, fc_ptr,
-                  n_in, w_in, h, w, top, bottom, left, right, irf0, irf1, irf2,
+                  n_in, w_in, h, w, top, bottom, left, right, irf0, irf1, irf2, den_row_sh,
                   s_rn, s_rh, s_dn, s_dh, s_an, s_pn, s_pk, s_on,
                   S0: tl.constexpr, BPC: tl.constexpr, VADD: tl.constexpr, VSH: tl.constexpr,
                   HADD: tl.constexpr, HSH: tl.constexpr, DEN_SH: tl.constexpr, DEN_Q: tl.constexpr,
@@ -240,12 +242,20 @@ def _bands_kernel(ref_ptr, dis_ptr, ra_ptr, da_ptr, planes_ptr, rows_ptr, div_pt
         else:
             val = ((((x * x) + (1 << DEN_Q)) >> DEN_Q) * x + ((1 << DEN_SH) >> 1)) >> DEN_SH
         s = tl.sum(tl.where(inr, val, 0), axis=1)[:, None]
-        tl.store(obase + 3 + k, s, mask=row_ok)
+        tl.store(obase + 3 + k, _round_shift(s, den_row_sh), mask=row_ok)
 
 
 @triton.jit
-def _cm_sum(sig, thr, irf, rows_ok, S0: tl.constexpr, SUB: tl.constexpr, SQ: tl.constexpr, C: tl.constexpr):
-    """Row sums of one orientation's masked, cubed signal (``SUB``, ``SQ``: scale 0's shifts)."""
+def _round_shift(s, sh):
+    """libvmaf's per-row ``(s + 2**(sh-1)) >> sh`` (``s`` unchanged for ``sh == 0``), in int64."""
+    sh = sh.to(tl.int64)
+    return (s + tl.where(sh > 0, tl.full([], 1, tl.int64) << tl.maximum(sh - 1, 0), 0)) >> sh
+
+
+@triton.jit
+def _cm_sum(sig, thr, irf, rows_ok, row_sh, S0: tl.constexpr, SUB: tl.constexpr, SQ: tl.constexpr,
+            C: tl.constexpr):
+    """Round-shifted row sums of one orientation's masked, cubed signal (``SUB``, ``SQ``: scale 0's shifts)."""
     if S0:
         x = sig.to(tl.int32) * irf  # int32, as libvmaf
         x = tl.abs(x) - (thr << SUB)
@@ -256,11 +266,11 @@ def _cm_sum(sig, thr, irf, rows_ok, S0: tl.constexpr, SUB: tl.constexpr, SQ: tl.
         x = tl.maximum(tl.abs(x) - thr, 0).to(tl.int64)
         x2 = ((x * x + 536870912) >> 30).to(tl.int32).to(tl.int64)
     val = (x2 * x + ((1 << C) >> 1)) >> C
-    return tl.sum(tl.where(rows_ok, val, 0), axis=1)[:, None]
+    return _round_shift(tl.sum(tl.where(rows_ok, val, 0), axis=1)[:, None], row_sh)
 
 
 @triton.jit
-def _cm_kernel(planes_ptr, rows_ptr, h, w, top, bottom, left, right, irf0, irf1, irf2, s_pn, s_pk, s_on,
+def _cm_kernel(planes_ptr, rows_ptr, h, w, top, bottom, left, right, irf0, irf1, irf2, cm_row_sh, s_pn, s_pk, s_on,
                S0: tl.constexpr, CH: tl.constexpr, CV: tl.constexpr, CD: tl.constexpr,
                BLOCK_H: tl.constexpr, BLOCK_W: tl.constexpr):
     """Contrast masking (DLM and AIM) row sums of ``BLOCK_H`` rows of R of one frame."""
@@ -305,12 +315,64 @@ def _cm_kernel(planes_ptr, rows_ptr, h, w, top, bottom, left, right, irf0, irf1,
     thr_r = (box_r + _centre(_csf(rh, irf0, 15, 16384, S0), S0) + _centre(_csf(rv, irf1, 15, 16384, S0), S0)
              + _centre(_csf(rd, irf2, 17, 65535, S0), S0))
     obase = rows_ptr + f * s_on + rows.to(tl.int64) * 9
-    tl.store(obase + 0, _cm_sum(rh, thr_a, irf0, ok, S0, 10, 29, CH), mask=row_ok)
-    tl.store(obase + 1, _cm_sum(rv, thr_a, irf1, ok, S0, 10, 29, CV), mask=row_ok)
-    tl.store(obase + 2, _cm_sum(rd, thr_a, irf2, ok, S0, 12, 30, CD), mask=row_ok)
-    tl.store(obase + 6, _cm_sum(ah, thr_r, irf0, ok, S0, 10, 29, CH), mask=row_ok)
-    tl.store(obase + 7, _cm_sum(av, thr_r, irf1, ok, S0, 10, 29, CV), mask=row_ok)
-    tl.store(obase + 8, _cm_sum(ad, thr_r, irf2, ok, S0, 12, 30, CD), mask=row_ok)
+    tl.store(obase + 0, _cm_sum(rh, thr_a, irf0, ok, cm_row_sh, S0, 10, 29, CH), mask=row_ok)
+    tl.store(obase + 1, _cm_sum(rv, thr_a, irf1, ok, cm_row_sh, S0, 10, 29, CV), mask=row_ok)
+    tl.store(obase + 2, _cm_sum(rd, thr_a, irf2, ok, cm_row_sh, S0, 12, 30, CD), mask=row_ok)
+    tl.store(obase + 6, _cm_sum(ah, thr_r, irf0, ok, cm_row_sh, S0, 10, 29, CH), mask=row_ok)
+    tl.store(obase + 7, _cm_sum(av, thr_r, irf1, ok, cm_row_sh, S0, 10, 29, CV), mask=row_ok)
+    tl.store(obase + 8, _cm_sum(ad, thr_r, irf2, ok, cm_row_sh, S0, 12, 30, CD), mask=row_ok)
+
+
+@triton.jit
+def _scale_root(sums_ptr, consts_ptr, dbl_ptr, bits_ptr, f, scale, q, o, ok):
+    """One orientation's float32 term ``powf(root, 1/3f) (+ noise)`` of lanes ``(scale, q)``: libvmaf's casts, one
+    IEEE operation at a time (``scales_from_sums``)."""
+    s = tl.load(sums_ptr + f * 36 + scale * 9 + q * 3 + o, mask=ok, other=0)
+    c = consts_ptr + scale * 8
+    num_div = tl.load(c + o, mask=ok, other=1.0)
+    num0 = (s.to(tl.float64) / num_div).to(tl.float32)  # scale 0: (float)(int64 / double)
+    num = tl.math.div_rn(s.to(tl.float32), num_div.to(tl.float32))  # scales 1-3: float, exact power-of-two divisor
+    den = (s.to(tl.float64) / tl.load(c + 3, mask=ok, other=1.0) * tl.load(c + 4 + o, mask=ok, other=0.0))
+    root = tl.where(q == 1, den.to(tl.float32), tl.where(scale == 0, num0, num))
+    noise = tl.where(q < 2, tl.load(c + 7, mask=ok, other=0.0).to(tl.float32), 0.0)
+    return powf_third(root, dbl_ptr, bits_ptr) + noise
+
+
+@triton.jit
+def _scales_kernel(sums_ptr, consts_ptr, dbl_ptr, bits_ptr, out_ptr, n, BLOCK_N: tl.constexpr):
+    """``(N, 4, 3)`` float32 ``(num, den, aim)`` per scale from the ``(N, 4, 3, 3)`` int64 sums: ``(h + v) + d`` of
+    the orientations' terms (libvmaf's float order). Lanes ``scale * 3 + q`` (12 of 16) of ``BLOCK_N`` frames."""
+    f = (tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N))[:, None].to(tl.int64)
+    j = tl.arange(0, 16)[None, :]
+    scale = j // 3
+    q = j % 3
+    ok = (f < n) & (j < 12)
+    t_h = _scale_root(sums_ptr, consts_ptr, dbl_ptr, bits_ptr, f, scale, q, 0, ok)
+    t_v = _scale_root(sums_ptr, consts_ptr, dbl_ptr, bits_ptr, f, scale, q, 1, ok)
+    t_d = _scale_root(sums_ptr, consts_ptr, dbl_ptr, bits_ptr, f, scale, q, 2, ok)
+    tl.store(out_ptr + f * 12 + j, (t_h + t_v) + t_d, mask=ok)
+
+
+def _scale_constants(plans, device: torch.device) -> torch.Tensor:
+    """Per scale ``[num_div h, v, d, den_div, rf**3 h, v, d, noise]`` (float64 ``(4, 8)``) on ``device``, cached."""
+    values = [v for p in plans for v in (*p.num_div, p.den_div, *p.rf_cubed, p.noise)]
+    return device_constants(values, torch.float64, device).view(len(plans), 8)
+
+
+def scales_from_sums_fwd(sums: torch.Tensor, height: int, width: int,
+                         geometry: tuple[int, float, int, float]) -> torch.Tensor:
+    """:func:`~fusedsim.families.adm.twin.scales_from_sums` on the sums' device: ``(N, 4, 3)`` float32, the same
+    bits (glibc's ``powf`` emulated exactly: :mod:`fusedsim.families.adm.cube_root`), no host round trip."""
+    n = sums.shape[0]
+    out = torch.empty(n, 4, 3, dtype=torch.float32, device=sums.device)
+    if n == 0:
+        return out
+    dbl, bits = powf_third_tables(sums.device)
+    block = triton.next_power_of_2(n) if triton_interpreting() else 16
+    _scales_kernel[(triton.cdiv(n, block),)](
+        sums.contiguous(), _scale_constants(scale_plans(height, width, geometry), sums.device), dbl, bits, out, n,
+        BLOCK_N=block, enable_fp_fusion=False)
+    return out
 
 
 def _kernel_input(x: torch.Tensor) -> tuple[torch.Tensor, bool]:
@@ -339,48 +401,46 @@ def integer_adm_sums_fwd(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, 
     n, height, width = ref.shape
     check_frame_size(height, width)
     dev = ref.device
-    out = torch.empty(n, 4, 3, 3, dtype=torch.int64, device=dev)
     if n == 0:
-        return out
+        return torch.empty(n, 4, 3, 3, dtype=torch.int64, device=dev)
     if ref.dtype != dist.dtype:
         ref, dist = ref.to(torch.int32), dist.to(torch.int32)
     cur_r, m16 = _kernel_input(ref.contiguous())
     cur_d, _ = _kernel_input(dist.contiguous())
     table = div_lookup(dev).to(torch.int32)
-    fconst = torch.tensor([float(gain_limit), COS_1DEG_SQ], dtype=torch.float64, device=dev)
-    for p in scale_plans(height, width, geometry(csf_mode, norm_view_dist, ref_display_height, noise_weight)):
+    fconst = device_constants((float(gain_limit), COS_1DEG_SQ), torch.float64, dev)
+    plans = scale_plans(height, width, geometry(csf_mode, norm_view_dist, ref_display_height, noise_weight))
+    # the kernels' round-shifted row sums [frame, scale, row, (num, den, aim) x (h, v, d)]; rows outside R stay 0
+    rows = torch.zeros(n, len(plans), plans[0].height, _ROW_SUMS, dtype=torch.int64, device=dev)
+    for p in plans:
         h, w = p.height, p.width
         n_in, w_in = cur_r.shape[-2:]
         ra = torch.empty(n, h, w, dtype=torch.int32, device=dev)
         da = torch.empty(n, h, w, dtype=torch.int32, device=dev)
         planes = torch.empty(n, _PLANES, h, w, dtype=torch.int32, device=dev)
-        rows = torch.empty(n, h, _ROW_SUMS, dtype=torch.int64, device=dev)
+        scale_rows = rows[:, p.scale]
         bw = triton.next_power_of_2(w)
         bh, warps = _block_h(h, bw)
         vadd, vsh, hadd, hsh = (0, 0, 32768, 16) if p.scale == 0 else DWT_SHIFTS[p.scale - 1]
         _bands_kernel[(triton.cdiv(h, bh), n)](
-            cur_r, cur_d, ra, da, planes, rows, table, fconst,
+            cur_r, cur_d, ra, da, planes, scale_rows, table, fconst,
             n_in, w_in, h, w, p.top, p.bottom, p.left, p.right, *p.irf,
+            p.den_shift if p.scale == 0 else p.den_row_shift,
             cur_r.stride(0), cur_r.stride(1), cur_d.stride(0), cur_d.stride(1), ra.stride(0),
-            planes.stride(0), planes.stride(1), rows.stride(0),
+            planes.stride(0), planes.stride(1), scale_rows.stride(0),
             S0=p.scale == 0, BPC=bit_depth, VADD=vadd, VSH=vsh, HADD=hadd, HSH=hsh,
             DEN_SH=p.den_shift if p.scale else 0, DEN_Q=(0, 31, 30, 31)[p.scale], MASK16=m16 and p.scale == 0,
             BLOCK_H=bh, BLOCK_W=bw, num_warps=warps, enable_fp_fusion=False,
         )
         rbh, rwarps = _block_h(p.bottom - p.top, bw)
         _cm_kernel[(triton.cdiv(p.bottom - p.top, rbh), n)](
-            planes, rows, h, w, p.top, p.bottom, p.left, p.right, *p.irf,
-            planes.stride(0), planes.stride(1), rows.stride(0),
+            planes, scale_rows, h, w, p.top, p.bottom, p.left, p.right, *p.irf, p.cm_row_shift,
+            planes.stride(0), planes.stride(1), scale_rows.stride(0),
             S0=p.scale == 0, CH=p.cm_shift[0], CV=p.cm_shift[1], CD=p.cm_shift[2],
             BLOCK_H=rbh, BLOCK_W=bw, num_warps=rwarps, enable_fp_fusion=False,
         )
-        seg = rows[:, p.top:p.bottom].view(n, -1, 3, 3)  # [frame, row, (num, den, aim), (h, v, d)]
-        den_row = p.den_shift if p.scale == 0 else p.den_row_shift
-        shift = torch.tensor([p.cm_row_shift, den_row, p.cm_row_shift], dtype=torch.int64, device=dev)
-        add = torch.where(shift > 0, torch.ones_like(shift) << (shift - 1).clamp_min(0), 0)
-        out[:, p.scale] = ((seg + add[:, None]) >> shift[:, None]).sum(1)
         cur_r, cur_d, m16 = ra, da, False
-    return out
+    return rows.sum(2).view(n, len(plans), 3, 3)
 
 
 @integer_adm.triton_launcher
@@ -396,4 +456,4 @@ def integer_adm_fwd(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, gain_
     sums = torch.cat([integer_adm_sums_fwd(ref[s:s + group], dist[s:s + group], bit_depth, gain_limit, *plan)
                       for s in range(0, n, group)]) if n else torch.empty(0, 4, 3, 3, dtype=torch.int64,
                                                                            device=ref.device)
-    return scales_from_sums(sums, height, width, geometry(*plan))
+    return scales_from_sums_fwd(sums, height, width, geometry(*plan))

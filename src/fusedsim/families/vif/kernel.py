@@ -34,7 +34,7 @@ import triton
 import triton.language as tl
 
 from fusedsim.core.backend import triton_interpreting
-from fusedsim.core.launch import on_tensors_device
+from fusedsim.core.launch import device_constants, on_tensors_device
 from fusedsim.core.state import cache_dict
 from fusedsim.families.vif.ops import integer_vif
 from fusedsim.families.vif.twin import (
@@ -290,7 +290,7 @@ def integer_vif_accumulators_fwd(ref: torch.Tensor, dist: torch.Tensor, bit_dept
     device = ref.device
     acc = torch.zeros(n, N_SCALES, 4, dtype=torch.int64, device=device)
     table, taps = _device_tables(device)
-    consts = torch.tensor([EPS, float(gain_limit)], dtype=torch.float64, device=device)
+    consts = device_constants((EPS, float(gain_limit)), torch.float64, device)
     if ref.dtype != dist.dtype:  # one compiled variant per input dtype
         ref, dist = ref.to(torch.int32), dist.to(torch.int32)
     x, mask16 = _kernel_input(ref)

@@ -163,13 +163,18 @@ class _DevicePlanes(Sequence):
         return self._moved[i]
 
 
-def _numpy(values: torch.Tensor) -> np.ndarray:
-    return values.detach().to("cpu", torch.float64).numpy().reshape(-1).copy()
-
-
 def to_numpy(columns: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:
-    """Per-frame columns as float64 host arrays."""
-    return {name: _numpy(values) for name, values in columns.items()}
+    """Per-frame columns as float64 host arrays: one copy per device (each copy from a GPU waits for its stream)."""
+    by_device: dict[torch.device, list[str]] = {}
+    for name, values in columns.items():
+        by_device.setdefault(values.device, []).append(name)
+    out: dict[str, np.ndarray] = {}
+    for names in by_device.values():
+        parts = [columns[name].detach().reshape(-1).to(torch.float64) for name in names]
+        host = torch.cat(parts).cpu().numpy()
+        for name, piece in zip(names, np.split(host, np.cumsum([len(x) for x in parts])[:-1])):
+            out[name] = piece
+    return {name: out[name] for name in columns}
 
 
 def device_planes(ref: Any, dist: Any, device: torch.device | str = "auto") -> tuple[Sequence, Sequence]:
@@ -197,4 +202,4 @@ def extract(feature: str, ref: Any, dist: Any, device: torch.device | str = "aut
     if bd != dbd:
         raise ValueError(f"ref and dist must have the same bit depth; got {bd} and {dbd}")
     out = spec.load()(_DevicePlanes(ref_planes, dev), _DevicePlanes(dist_planes, dev), bd)
-    return {name: _numpy(out[name]) for name in spec.outputs}
+    return to_numpy({name: out[name] for name in spec.outputs})

@@ -163,7 +163,7 @@ def _centre(v, S0: tl.constexpr):
         return ((286331153 * tl.abs(v) - 2147483648) >> 32).to(tl.int32)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["den_row_sh"])  # a shift of 1 would become a Python int
 def _bands_kernel(ref_ptr, dis_ptr, ra_ptr, da_ptr, planes_ptr, rows_ptr, div_ptr, fc_ptr,
                   n_in, w_in, h, w, top, bottom, left, right, irf0, irf1, irf2, den_row_sh,
                   s_rn, s_rh, s_dn, s_dh, s_an, s_pn, s_pk, s_on,
@@ -269,7 +269,7 @@ def _cm_sum(sig, thr, irf, rows_ok, row_sh, S0: tl.constexpr, SUB: tl.constexpr,
     return _round_shift(tl.sum(tl.where(rows_ok, val, 0), axis=1)[:, None], row_sh)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["cm_row_sh"])
 def _cm_kernel(planes_ptr, rows_ptr, h, w, top, bottom, left, right, irf0, irf1, irf2, cm_row_sh, s_pn, s_pk, s_on,
                S0: tl.constexpr, CH: tl.constexpr, CV: tl.constexpr, CD: tl.constexpr,
                BLOCK_H: tl.constexpr, BLOCK_W: tl.constexpr):

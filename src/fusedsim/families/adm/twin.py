@@ -401,9 +401,10 @@ def powf_third(x: torch.Tensor) -> torch.Tensor:
 
     glibc's powf is not correctly rounded for this exponent: it differs from the correctly rounded power on
     1,362,442 of the 2,139,095,039 positive finite floats (0.064%, at every magnitude; checked exhaustively), and
-    no short double formula reproduces it. So the values (a few per frame) are computed by the C library's powf on
-    the host, as libvmaf computes them. Without a C ``powf`` (not seen on Linux, macOS or Windows) the correctly
-    rounded power is used instead.
+    no short formula reproduces it. So the twin (the spec) calls the C library's powf on the host, as libvmaf does;
+    the GPU kernels evaluate glibc's own algorithm (:mod:`fusedsim.families.adm.cube_root`, equal to it on every
+    positive float). Without a C ``powf`` (not seen on Linux, macOS or Windows) the correctly rounded power is used
+    instead.
     """
     flat = x.detach().to(torch.float32).cpu().reshape(-1)
     powf = _libm_powf()

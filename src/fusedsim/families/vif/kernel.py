@@ -6,9 +6,12 @@ a time. Per step:
 
 1. **vertical pass** over ``CW`` columns (the owned ones plus ``half`` mirrored-in columns each side), reading the
    ``K`` mirrored input rows once for the five quantities (x, y, x*x, y*y, x*y) and, on the same loads, for the next
-   scale's filter; exact integers (int32 for 8-bit scale 0, where nothing exceeds 32 bits; int64 elsewhere);
+   scale's filter; exact integers: the means' and the next scale's sums in uint32 (the taps sum to 2**16 and the
+   samples have at most 16 bits, so no sum reaches 2**32), the squares' in int32 at 8-bit scale 0 (below 2**32
+   too) and int64 elsewhere;
 2. the seven vertical rows (uint32 bits) go to a per-program scratch slot, a ``tl.debug_barrier()`` makes them
-   visible to the whole program, and the **horizontal pass** reads them at the ``K`` column offsets (L1/L2 hits);
+   visible to the whole program, and the **horizontal pass** reads them at the ``K`` column offsets (L1/L2 hits),
+   in uint32 for the means and the next scale (the same bound) and int64 for the squares (48 bits);
    two slots alternate, so one barrier per step also keeps the next step from overwriting a slot being read;
 3. **per-pixel statistics** as in the twin (uint64 products, int32 wraps, IEEE double with
    ``enable_fp_fusion=False``, the log2 table gathered with ``tl.load``) into int64 accumulators, summed per program
@@ -97,13 +100,14 @@ def _log2_fixed(v, table_ptr):
 
 
 @triton.jit
-def _hsum(p, u, OFF: tl.constexpr, CW: tl.constexpr, UNSIGNED: tl.constexpr):
-    """One horizontal tap: the scratch row at column ``u + OFF`` (0 outside the strip), as int64."""
+def _hsum(p, u, OFF: tl.constexpr, CW: tl.constexpr, WIDE: tl.constexpr):
+    """One horizontal tap: the scratch row's uint32 at column ``u + OFF`` (0 outside the strip), as int64 when
+    ``WIDE`` (the squares' sums need 48 bits) or uint32 (the means' and the next scale's: below 2**32)."""
     ok = (u + OFF >= 0) & (u + OFF < CW)
-    v = tl.load(p + OFF, mask=ok, other=0)
-    if UNSIGNED:
-        v = v.to(tl.uint32, bitcast=True)
-    return v.to(tl.int64)
+    v = tl.load(p + OFF, mask=ok, other=0).to(tl.uint32, bitcast=True)
+    if WIDE:
+        v = v.to(tl.int64)
+    return v
 
 
 @triton.jit
@@ -146,13 +150,13 @@ def _vif_scale_kernel(
         rows = row0 + step * RB + lane
         row_ok = rows < row_end
         # 1. vertical pass (and the next scale's, on the same loads)
-        v1 = tl.zeros([RB, CW], DT)
-        v2 = tl.zeros([RB, CW], DT)
+        v1 = tl.zeros([RB, CW], tl.uint32)
+        v2 = tl.zeros([RB, CW], tl.uint32)
         vxx = tl.zeros([RB, CW], DT)
         vyy = tl.zeros([RB, CW], DT)
         vxy = tl.zeros([RB, CW], DT)
-        sx = tl.zeros([RB, CW], DT)
-        sy = tl.zeros([RB, CW], DT)
+        sx = tl.zeros([RB, CW], tl.uint32)
+        sy = tl.zeros([RB, CW], tl.uint32)
         for k in tl.static_range(K):
             r = _reflect(rows - HALF + k, h).to(tl.int64)
             fk = tl.load(taps_ptr + SCALE * 17 + k).to(DT)
@@ -160,8 +164,8 @@ def _vif_scale_kernel(
             yv = _load_sample(y_cols + r * s_yh, DT, MASK16)
             fx = fk * xv
             fy = fk * yv
-            v1 += fx
-            v2 += fy
+            v1 += fx.to(tl.uint32)  # low 32 bits: the means' sums stay below 2**32 (taps sum to 2**16)
+            v2 += fy.to(tl.uint32)
             vxx += fx * xv  # int32 only at 8-bit scale 0: wraps mod 2**32 below 2**32 (its true value)
             vyy += fy * yv
             vxy += fx * yv
@@ -169,8 +173,8 @@ def _vif_scale_kernel(
                 if k >= HALF - SUB_HALF:
                     if k <= HALF + SUB_HALF:
                         gk = tl.load(taps_ptr + (SCALE + 1) * 17 + (k - HALF + SUB_HALF)).to(DT)
-                        sx += gk * xv
-                        sy += gk * yv
+                        sx += (gk * xv).to(tl.uint32)
+                        sy += (gk * yv).to(tl.uint32)
         # 2. to the scratch slot of this step; the barrier publishes it to the program
         slot = scratch + (step % 2) * (_PLANES * PLANE)
         tl.store(slot, _round_shift(v1, SHIFT_MU).to(tl.int32))
@@ -183,15 +187,16 @@ def _vif_scale_kernel(
             tl.store(slot + 6 * PLANE, _round_shift(sy, SUB_SHIFT).to(tl.int32))
         tl.debug_barrier()
         # 3. horizontal pass and statistics
-        mu1 = tl.zeros([RB, CW], tl.int64)
-        mu2 = tl.zeros([RB, CW], tl.int64)
+        mu1 = tl.zeros([RB, CW], tl.uint32)
+        mu2 = tl.zeros([RB, CW], tl.uint32)
         xx = tl.zeros([RB, CW], tl.int64)
         yy = tl.zeros([RB, CW], tl.int64)
         xy = tl.zeros([RB, CW], tl.int64)
         for k in tl.static_range(K):
-            fk = tl.load(taps_ptr + SCALE * 17 + k).to(tl.int64)
-            mu1 += fk * _hsum(slot, u, k - HALF, CW, False)
-            mu2 += fk * _hsum(slot + PLANE, u, k - HALF, CW, False)
+            fk = tl.load(taps_ptr + SCALE * 17 + k)
+            mu1 += fk.to(tl.uint32) * _hsum(slot, u, k - HALF, CW, False)
+            mu2 += fk.to(tl.uint32) * _hsum(slot + PLANE, u, k - HALF, CW, False)
+            fk = fk.to(tl.int64)
             xx += fk * _hsum(slot + 2 * PLANE, u, k - HALF, CW, True)
             yy += fk * _hsum(slot + 3 * PLANE, u, k - HALF, CW, True)
             xy += fk * _hsum(slot + 4 * PLANE, u, k - HALF, CW, True)
@@ -215,10 +220,10 @@ def _vif_scale_kernel(
         acc_cnt += small.to(tl.int32)
         # 4. the next scale: even rows and columns through its filter, uint16 bits
         if SUB_K > 0:
-            a = tl.zeros([RB, CW], tl.int64)
-            b = tl.zeros([RB, CW], tl.int64)
+            a = tl.zeros([RB, CW], tl.uint32)
+            b = tl.zeros([RB, CW], tl.uint32)
             for k in tl.static_range(SUB_K):
-                gk = tl.load(taps_ptr + (SCALE + 1) * 17 + k).to(tl.int64)
+                gk = tl.load(taps_ptr + (SCALE + 1) * 17 + k).to(tl.uint32)
                 a += gk * _hsum(slot + 5 * PLANE, u, k - SUB_HALF, CW, False)
                 b += gk * _hsum(slot + 6 * PLANE, u, k - SUB_HALF, CW, False)
             keep = valid & (rows % 2 == 0) & (col % 2 == 0) & (rows // 2 < h2) & (col // 2 < w2)

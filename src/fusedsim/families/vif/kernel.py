@@ -37,7 +37,8 @@ import triton
 import triton.language as tl
 
 from fusedsim.core.backend import triton_interpreting
-from fusedsim.core.launch import device_constants, on_tensors_device
+from fusedsim.core.kernel_args import sm_count
+from fusedsim.core.launch import device_constants, on_tensors_device, register_cap
 from fusedsim.core.state import cache_dict
 from fusedsim.families.vif.ops import integer_vif
 from fusedsim.families.vif.twin import (
@@ -53,6 +54,8 @@ __all__ = ["integer_vif_accumulators_fwd", "integer_vif_fwd", "scale_constexprs"
 #: Vertical rows in the scratch: mu1, mu2, xx, yy, xy and the next scale's x, y.
 _PLANES = tl.constexpr(7)
 _MAX_TAPS = 17
+#: Elements before and after the scratch: the halo columns' unmasked taps reach ``_MAX_TAPS // 2`` past a row.
+_SCRATCH_PAD = 16
 
 
 @triton.jit
@@ -101,16 +104,16 @@ def _log2_fixed(v, table_ptr):
 
 @triton.jit
 def _hsum(p, u, OFF: tl.constexpr, CW: tl.constexpr, WIDE: tl.constexpr):
-    """One horizontal tap: the scratch row's uint32 at column ``u + OFF`` (0 outside the strip), as int64 when
-    ``WIDE`` (the squares' sums need 48 bits) or uint32 (the means' and the next scale's: below 2**32)."""
-    ok = (u + OFF >= 0) & (u + OFF < CW)
-    v = tl.load(p + OFF, mask=ok, other=0).to(tl.uint32, bitcast=True)
+    """One horizontal tap: the scratch row's uint32 at column ``u + OFF``, as int64 when ``WIDE`` (the squares'
+    sums need 48 bits) or uint32 (the means' and the next scale's: below 2**32). Unmasked: an owned column reads
+    inside its row; the halo columns read a neighbouring row (or the buffer's padding) and are never used."""
+    v = tl.load(p + OFF).to(tl.uint32, bitcast=True)
     if WIDE:
         v = v.to(tl.int64)
     return v
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["band_rows", "n_strips", "n_bands"])  # one variant for every band height
 def _vif_scale_kernel(
     x_ptr, y_ptr, nx_ptr, ny_ptr, acc_ptr, table_ptr, taps_ptr, consts_ptr, scratch_ptr,
     h, w, s_xn, s_xh, s_xw, s_yn, s_yh, s_yw, band_rows, n_strips, n_bands,
@@ -275,6 +278,18 @@ def _block_sizes(h: int, w: int, half: int) -> tuple[int, int, int, int]:
     return 2, 128, 128, 4
 
 
+def _band_rows(rows: int, columns_of_programs: int, h: int, sms: int) -> int:
+    """Rows per program, halved from ``rows`` (down to 8) until the launch has ~16 programs per multiprocessor.
+
+    A program walks its band ``RB`` rows per step, each step waiting on a barrier and on its loads, so a launch of
+    few programs (the small scales: 64 programs for scale 3 of 16 1080p frames in bands of 128 rows) takes as long
+    as one program's many steps. The vertical halo is read per step in any case, so shorter bands cost nothing
+    but more accumulator atomics (4 per program)."""
+    while rows > 8 and sms and columns_of_programs * triton.cdiv(h, rows) < 16 * sms:
+        rows //= 2
+    return rows
+
+
 def scale_constexprs(scale: int, bit_depth: int) -> dict:
     """The compile-time constants of scale ``scale``'s launch: its filter and the next one's sizes, the shifts,
     the vertical sums' dtype (int32 at 8-bit scale 0, where every vertical sum fits 32 bits, the squares' as
@@ -288,7 +303,8 @@ def scale_constexprs(scale: int, bit_depth: int) -> dict:
 @on_tensors_device
 def integer_vif_accumulators_fwd(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, gain_limit: float, *,
                                  rows: int | None = None, block_w: int | None = None,
-                                 band_rows: int | None = None, num_warps: int | None = None) -> torch.Tensor:
+                                 band_rows: int | None = None, num_warps: int | None = None,
+                                 maxnreg: int | None = None) -> torch.Tensor:
     """The accumulators of :func:`~fusedsim.families.vif.twin.integer_vif_accumulators_ref` for integer frames
     ``(N, H, W)`` on their device: ``(N, 4, 4)`` int64. Block sizes default to :func:`_block_sizes`."""
     n, h, w = ref.shape
@@ -305,17 +321,20 @@ def integer_vif_accumulators_fwd(ref: torch.Tensor, dist: torch.Tensor, bit_dept
         half = k // 2
         last = scale == N_SCALES - 1
         rb, cw, br, warps = _block_sizes(h, w, half)
-        rb, cw, br, warps = rows or rb, block_w or cw, band_rows or br, num_warps or warps
+        rb, cw, warps = rows or rb, block_w or cw, num_warps or warps
         cw = max(cw, triton.next_power_of_2(2 * half + 2))
         n_strips = triton.cdiv(w, cw - 2 * half)
+        br = band_rows or _band_rows(br, n * n_strips, h, sm_count(device))
         n_bands = triton.cdiv(h, br)
         nx = torch.empty((n, h // 2, w // 2) if not last else (1,), dtype=torch.int16, device=device)
         ny = torch.empty_like(nx)
-        scratch = torch.empty(n * n_bands * n_strips * 2 * _PLANES.value * rb * cw, dtype=torch.int32, device=device)
+        scratch = torch.empty(n * n_bands * n_strips * 2 * _PLANES.value * rb * cw + 2 * _SCRATCH_PAD,
+                              dtype=torch.int32, device=device)[_SCRATCH_PAD:]
         _vif_scale_kernel[(n_strips, n_bands, n)](
             x, y, nx, ny, acc, table, taps, consts, scratch,
             h, w, x.stride(0), x.stride(1), x.stride(2), y.stride(0), y.stride(1), y.stride(2), br, n_strips, n_bands,
             **scale_constexprs(scale, bit_depth), MASK16=mask16, RB=rb, CW=cw, num_warps=warps,
+            **register_cap(device, maxnreg),
             enable_fp_fusion=False,
             num_stages=1,  # no software pipelining: a prefetched scratch load would cross the barrier
         )

@@ -17,6 +17,9 @@ from fusedsim.families.vmaf.feature_requests import FeatureRequest, merge_reques
 
 __all__ = ["FeatureSession"]
 
+#: Extractors whose kernels take most of a batch's GPU time (VIF: ~70 % of VMAF v0.6.1's at 1080p).
+_LONGEST_ON_GPU = frozenset({"vif"})
+
 Planes = Sequence[torch.Tensor]
 Columns = dict[str, torch.Tensor]
 
@@ -95,9 +98,14 @@ class FeatureSession:
                 self._parts.append(_FloatMotion(request, bit_depth))
             else:
                 self._parts.append(_Stateless(_registry_feature(request.extractor), request, bit_depth))
+        self._launch_order = sorted(range(len(self.requests)),
+                                    key=lambda i: self.requests[i].extractor not in _LONGEST_ON_GPU)
 
     def push(self, ref: Planes, dist: Planes) -> Columns:
-        return self._merge(part.push(ref, dist) for part in self._parts)
+        # launched longest GPU work first, so that the host enqueues the others' many small operations while the
+        # device computes (the host would otherwise hold the GPU back); merged in request order
+        outputs = {i: self._parts[i].push(ref, dist) for i in self._launch_order}
+        return self._merge(outputs[i] for i in range(len(self._parts)))
 
     def flush(self) -> Columns:
         return self._merge(part.flush() for part in self._parts)

@@ -54,6 +54,10 @@ __all__ = ["integer_vif_accumulators_fwd", "integer_vif_fwd", "scale_constexprs"
 #: Vertical rows in the scratch: mu1, mu2, xx, yy, xy and the next scale's x, y.
 _PLANES = tl.constexpr(7)
 _MAX_TAPS = 17
+#: Registers per thread: four programs of 4 warps per multiprocessor. An H200 sweep (Triton 3.6, batch 16 at
+#: 1080p, 8 at 4K, all bit-identical): 166 us per 1080p frame against 173 uncapped (168 registers), 621 against
+#: 664 at 4K; a cap of 96 spilled (347 us).
+_MAX_REGISTERS = 128
 #: Elements before and after the scratch: the halo columns' unmasked taps reach ``_MAX_TAPS // 2`` past a row.
 _SCRATCH_PAD = 16
 
@@ -267,10 +271,12 @@ def _device_tables(device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
 def _block_sizes(h: int, w: int, half: int) -> tuple[int, int, int, int]:
     """``(RB, CW, band_rows, num_warps)`` for one scale of ``h x w``.
 
-    GPU: 2 rows by 128 computed columns per step (112 owned at scale 0), bands of 128 rows: 162 programs per
-    1080p frame at scale 0, a 14 KB scratch each. Chosen by a sweep on an H200 (batch 16 at 1080p, 8 at 4K, 13
-    variants of rows, columns, band height and warps, all bit-identical): 244 us per 1080p frame and 825 at 4K,
-    against 271 and 975 with 256 columns; 4 or 8 rows per step were 2.5-4x slower (the int64 statistics spill).
+    GPU: 2 rows by 128 computed columns per step (112 owned at scale 0), bands of 128 rows (fewer where a launch
+    would have few programs: :func:`_band_rows`): 162 programs per 1080p frame at scale 0, a 14 KB scratch each.
+    Chosen by sweeps on an H200 (batch 16 at 1080p, 8 at 4K, all variants bit-identical): 244 us per 1080p frame
+    and 825 at 4K against 271 and 975 with 256 columns (13 variants); after the unmasked taps, 173 us against 187
+    (256 columns), 206 (64 columns), 210 (8 warps) and 189 (bands of 128 at every scale); 4 or 8 rows per step
+    were 2.5-4x slower (the int64 statistics spill).
     The interpreter runs one numpy operation per block operation, so there one program covers a whole frame.
     """
     if triton_interpreting():
@@ -334,7 +340,7 @@ def integer_vif_accumulators_fwd(ref: torch.Tensor, dist: torch.Tensor, bit_dept
             x, y, nx, ny, acc, table, taps, consts, scratch,
             h, w, x.stride(0), x.stride(1), x.stride(2), y.stride(0), y.stride(1), y.stride(2), br, n_strips, n_bands,
             **scale_constexprs(scale, bit_depth), MASK16=mask16, RB=rb, CW=cw, num_warps=warps,
-            **register_cap(device, maxnreg),
+            **register_cap(device, maxnreg or _MAX_REGISTERS),
             enable_fp_fusion=False,
             num_stages=1,  # no software pipelining: a prefetched scratch load would cross the barrier
         )

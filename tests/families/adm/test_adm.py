@@ -114,6 +114,16 @@ def test_triton_kernel_matches_twin(pairs, kernel_device, pair_name, crop, frame
     assert torch.equal(got.cpu(), want), pair_name
 
 
+def test_triton_frame_groups_equal_one_launch(pairs, kernel_device):
+    """Frames split into groups by ``max_buffer_bytes`` (here one frame each) give the one-group values."""
+    pair = pairs["r576x324_8b_mixed"]
+    ref = torch.from_numpy(pair.ref_y[0:3, 100:165, 200:270].copy()).to(kernel_device)
+    dist = torch.from_numpy(pair.dist_y[0:3, 100:165, 200:270].copy()).to(kernel_device)
+    whole = integer_adm_fwd(ref, dist, 8, 100.0)
+    assert torch.equal(integer_adm_fwd(ref, dist, 8, 100.0, max_buffer_bytes=1), whole)
+    assert torch.equal(whole.cpu(), integer_adm_ref(ref.cpu(), dist.cpu(), 8, 100.0))
+
+
 def test_single_frames_and_dispatch():
     gen = torch.Generator().manual_seed(3)
     ref = torch.randint(0, 1024, (2, 41, 39), generator=gen, dtype=torch.int32)

@@ -51,6 +51,10 @@ __all__ = ["integer_adm_fwd", "integer_adm_sums_fwd", "scales_from_sums_fwd"]
 
 _PLANES = 8  # r_h, r_v, r_d, a_h, a_v, a_d, sum flt(CSF(a)), sum flt(CSF(r))
 _ROW_SUMS = 9  # num h/v/d, den h/v/d, aim h/v/d
+#: Work buffers per input pixel: scale 0's band planes are a quarter of the pixels, 10 int32 values each (the
+#: ``a`` bands of both frames and the 8 planes: 10 bytes per pixel), the next scale's a quarter of that while both
+#: are alive (12.5), the row sums a little more.
+_BUFFER_BYTES_PER_PIXEL = 14
 
 
 @triton.jit
@@ -448,10 +452,10 @@ def integer_adm_fwd(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, gain_
                     csf_mode: int = 0, norm_view_dist: float = 3.0, ref_display_height: int = 1080,
                     noise_weight: float = 0.03125, *, max_buffer_bytes: int = 1 << 30) -> torch.Tensor:
     """libvmaf's per-scale ``(num, den, aim)`` float32 of integer frames ``(N, H, W)`` on the tensors' device:
-    ``(N, 4, 3)``. Frames are processed in groups whose work buffers (~36 bytes per pixel) stay under
-    ``max_buffer_bytes``."""
+    ``(N, 4, 3)``. Frames are processed in groups whose work buffers stay under ``max_buffer_bytes``:
+    :data:`_BUFFER_BYTES_PER_PIXEL` per input pixel (a 32-frame 1080p batch is one group)."""
     n, height, width = ref.shape
-    group = max(1, min(max(n, 1), max_buffer_bytes // max(1, 36 * height * width)))
+    group = max(1, min(max(n, 1), max_buffer_bytes // max(1, _BUFFER_BYTES_PER_PIXEL * height * width)))
     plan = (csf_mode, norm_view_dist, ref_display_height, noise_weight)
     sums = torch.cat([integer_adm_sums_fwd(ref[s:s + group], dist[s:s + group], bit_depth, gain_limit, *plan)
                       for s in range(0, n, group)]) if n else torch.empty(0, 4, 3, 3, dtype=torch.int64,

@@ -37,8 +37,9 @@ __all__ = ["integer_vif_numba", "integer_vif_numba_accumulators"]
 
 _TAPS = tuple(np.array(f, dtype=np.int64) for f in FILTERS)
 _MIN_BAND_ROWS = 16  # rows per task at least: each task re-reads its band's halo rows
-_NARROW = (np.zeros(0, np.int32), np.zeros(0, np.uint32))  # row dtypes of 8-bit scale 0 (see _rows)
-_WIDE = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+# row dtypes (see _rows): the vertical means, the vertical squares, the horizontal means
+_NARROW = (np.zeros(0, np.int32), np.zeros(0, np.uint32), np.zeros(0, np.uint32))  # 8-bit scale 0
+_MEANS32 = (np.zeros(0, np.uint32), np.zeros(0, np.int64), np.zeros(0, np.uint32))  # elsewhere
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -134,23 +135,26 @@ def _horizontal(v, out, taps):
 
 
 @njit(cache=True, nogil=True)
-def _rows(x, y, r0, r1, taps, shift_mu, shift_sq, gain_limit, table, sub_taps, sub_shift, nx, ny, acc, p32, pu32):
+def _rows(x, y, r0, r1, taps, shift_mu, shift_sq, gain_limit, table, sub_taps, sub_shift, nx, ny, acc, mu_t, sq_t,
+          hmu_t):
     """Rows ``[r0, r1)`` of one scale of one frame pair ``x``, ``y`` ``(h, w)``: their accumulators added to
     ``acc[0:4]``; with ``sub_taps`` (not empty), the next scale's rows ``i // 2`` of the even rows ``i`` written
-    to ``nx``, ``ny``. ``p32`` / ``pu32`` (empty) give the dtypes of the vertical mu rows and of the vertical
-    squares and horizontal mu rows: int32 / uint32 at 8-bit scale 0, where those sums stay below 2**31 / 2**32
-    (the squares' partial sums wrap mod 2**32, which their final value does not need), int64 elsewhere. Half-width
-    lanes vectorise twice as wide."""
+    to ``nx``, ``ny``. ``mu_t``, ``sq_t``, ``hmu_t`` (empty arrays) give the dtypes of the vertical mean rows (and
+    the next scale's vertical rows), the vertical squares and the horizontal means (and the next scale's
+    horizontal rows). The means' sums never reach 2**32 (samples of at most 16 bits, taps summing to 2**16): int32
+    at 8-bit scale 0, uint32 elsewhere; the squares' stay below 2**32 only at 8-bit scale 0 (uint32: their
+    partial sums wrap mod 2**32, which the final value does not need), int64 elsewhere. Half-width lanes
+    vectorise twice as wide."""
     h, w = x.shape
     half = taps.shape[0] // 2
     width = w + 2 * half
-    v1 = np.empty(width, p32.dtype)
-    v2 = np.empty(width, p32.dtype)
-    vxx = np.empty(width, pu32.dtype)
-    vyy = np.empty(width, pu32.dtype)
-    vxy = np.empty(width, pu32.dtype)
-    h1 = np.empty(w, pu32.dtype)
-    h2 = np.empty(w, pu32.dtype)
+    v1 = np.empty(width, mu_t.dtype)
+    v2 = np.empty(width, mu_t.dtype)
+    vxx = np.empty(width, sq_t.dtype)
+    vyy = np.empty(width, sq_t.dtype)
+    vxy = np.empty(width, sq_t.dtype)
+    h1 = np.empty(w, hmu_t.dtype)
+    h2 = np.empty(w, hmu_t.dtype)
     hxx = np.empty(w, np.int64)
     hyy = np.empty(w, np.int64)
     hxy = np.empty(w, np.int64)
@@ -162,11 +166,10 @@ def _rows(x, y, r0, r1, taps, shift_mu, shift_sq, gain_limit, table, sub_taps, s
     a_n2 = np.empty(w, np.int64)
     ks = sub_taps.shape[0]
     sub_half = ks // 2
-    # the next scale's rows: at 8-bit scale 0 the vertical sums stay below 2**24 and the horizontal ones below 2**32
-    # (16-bit values times a filter summing to 2**16), so they take the narrow types too
-    s1buf = np.empty(w + 2 * sub_half, p32.dtype)
-    s2buf = np.empty(w + 2 * sub_half, p32.dtype)
-    sub_out = np.empty(w, pu32.dtype)
+    # the next scale's rows: vertical and horizontal sums below 2**32 (16-bit values times a filter summing to 2**16)
+    s1buf = np.empty(w + 2 * sub_half, mu_t.dtype)
+    s2buf = np.empty(w + 2 * sub_half, mu_t.dtype)
+    sub_out = np.empty(w, hmu_t.dtype)
     num_log = 0
     den_log = 0
     num_nonlog = 0
@@ -275,7 +278,8 @@ def _subsample_row(x, i, taps, shift, buf, tmp, out):
 
 
 @parallel_kernel
-def _scale_pass(x, y, taps, shift_mu, shift_sq, gain_limit, table, sub_taps, sub_shift, nx, ny, n_bands, p32, pu32):
+def _scale_pass(x, y, taps, shift_mu, shift_sq, gain_limit, table, sub_taps, sub_shift, nx, ny, n_bands, mu_t, sq_t,
+                hmu_t):
     """One scale of every frame pair ``(N, h, w)``: ``(N, 4)`` int64 accumulators; the next scale into ``nx``,
     ``ny`` (when ``sub_taps`` is not empty)."""
     n, h, w = x.shape
@@ -287,7 +291,7 @@ def _scale_pass(x, y, taps, shift_mu, shift_sq, gain_limit, table, sub_taps, sub
         r1 = min(h, r0 + step)
         if r0 < r1:
             _rows(x[f], y[f], r0, r1, taps, shift_mu, shift_sq, gain_limit, table, sub_taps, sub_shift,
-                  nx[f], ny[f], parts[t], p32, pu32)
+                  nx[f], ny[f], parts[t], mu_t, sq_t, hmu_t)
     acc = np.zeros((n, 4), np.int64)
     for t in range(n * n_bands):
         for q in range(4):
@@ -325,7 +329,7 @@ def integer_vif_numba_accumulators(ref: torch.Tensor, dist: torch.Tensor, bit_de
         out[:, scale] = _scale_pass(
             x, y, _TAPS[scale], bit_depth if scale == 0 else 16, 2 * (bit_depth - 8) if scale == 0 else 16,
             float(gain_limit), table, empty if last else _TAPS[scale + 1], bit_depth if scale == 0 else 16,
-            nx, ny, bands, *(_NARROW if narrow else _WIDE))
+            nx, ny, bands, *(_NARROW if narrow else _MEANS32))
         x, y = nx, ny
     return torch.from_numpy(out)
 

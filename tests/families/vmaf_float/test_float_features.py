@@ -256,3 +256,20 @@ def test_cli_extra_run(refdata, tmp_path):
     expected = record["runs"]["extra"]["metrics"]
     for name in VIF + ADM + MOTION:
         assert [f["metrics"][name] for f in frames] == expected[name], f"prev_a576x324_8b_blur extra {name}"
+
+
+def test_band_roots_are_the_c_librarys_powf():
+    """libvmaf's per-band roots are glibc's ``powf(x, 1/3f)``, not the correctly rounded power: at this input glibc
+    2.36 prints 0x1.428aeep-9 (C, as in ``tests/families/adm/test_adm.py``) where the rounded double power is
+    0x1.428aecp-9."""
+    x = float.fromhex("0x1.0001ccp-26")
+    acc = torch.tensor([[x, 0.0, 0.0]], dtype=torch.float32)
+    assert adm_twin.finish_bands(acc, 1, 1, 0.0, 3.0).item() == float.fromhex("0x1.428aeep-9")
+    rng = np.random.default_rng(5)
+    ref = rng.integers(0, 256, (2, 48, 64), dtype=np.uint8)
+    dist = np.clip(ref + rng.normal(0, 9, ref.shape), 0, 255).astype(np.uint8)
+    with use_backend("auto"):  # CPU tensors: the numba kernel, whose roots are the C library's powf too
+        cpu_value = float_adm(ref, dist, 8)
+    with use_backend("reference"):
+        twin_value = float_adm(ref, dist, 8)
+    assert all(torch.equal(cpu_value[k], twin_value[k]) for k in twin_value)

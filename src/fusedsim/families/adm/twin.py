@@ -38,8 +38,6 @@ bottom/right. These are the C (and AVX-512) values; libvmaf's AVX2 path differs 
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import functools
 import math
 from collections.abc import Mapping
@@ -48,6 +46,8 @@ from typing import Any
 
 import numpy as np
 import torch
+
+from fusedsim.core.libm import powf_array
 
 __all__ = [
     "COS_1DEG_SQ",
@@ -383,19 +383,6 @@ def div_lookup(device: torch.device | str = "cpu") -> torch.Tensor:
 
 
 # ---------------------------------------------------------------------------------------------- float steps
-@functools.lru_cache(maxsize=1)
-def _libm_powf():
-    """The C library's ``powf`` (glibc's on Linux, what libvmaf calls), or ``None`` where none is found."""
-    name = ctypes.util.find_library("m") or ctypes.util.find_library("c")
-    try:
-        powf = ctypes.CDLL(name).powf
-    except (OSError, AttributeError, TypeError):
-        return None
-    powf.restype = ctypes.c_float
-    powf.argtypes = (ctypes.c_float, ctypes.c_float)
-    return powf
-
-
 def powf_third(x: torch.Tensor) -> torch.Tensor:
     """libvmaf's ``powf(x, 1.0f / 3.0f)`` of float32 ``x >= 0``, bit for bit: the C library's own ``powf``.
 
@@ -407,23 +394,12 @@ def powf_third(x: torch.Tensor) -> torch.Tensor:
     instead.
     """
     flat = x.detach().to(torch.float32).cpu().reshape(-1)
-    powf = _libm_powf()
-    if powf is None:
-        out = torch.pow(flat.to(torch.float64), THIRD).to(torch.float32)
-    else:
-        third = np.float32(THIRD)
-        out = torch.tensor([powf(v, third) for v in flat.tolist()], dtype=torch.float32)
-    return out.reshape(x.shape).to(x.device)
+    return torch.from_numpy(powf_array(flat.numpy(), THIRD)).reshape(x.shape).to(x.device)
 
 
 def powf_third_array(x: np.ndarray) -> np.ndarray:
     """:func:`powf_third` of a float32 numpy array (any shape), on the host."""
-    powf = _libm_powf()
-    flat = x.astype(np.float32, copy=False).reshape(-1)
-    if powf is None:
-        return np.power(flat.astype(np.float64), THIRD).astype(np.float32).reshape(x.shape)
-    third = np.float32(THIRD)
-    return np.array([powf(v, third) for v in flat.tolist()], np.float32).reshape(x.shape)
+    return powf_array(x, THIRD)
 
 
 def powf_third_scalar(x: float) -> float:

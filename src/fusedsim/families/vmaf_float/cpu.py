@@ -3,8 +3,9 @@
 
 Threads take whole frames. Every step is the twins' float32 arithmetic in the twins' order: filters accumulate
 their taps in order from 0, sums run along each row then down the row sums, and the few double steps are written
-as doubles (numba's default emits no FMA contraction and no reassociation). ``powf`` is the double power rounded
-once, as in the twin.
+as doubles (numba's default emits no FMA contraction and no reassociation). The per-band roots are the C
+library's ``powf``, as libvmaf's and the twin's; a per-pixel power (``adm_p_norm`` other than 3) is the double power
+rounded once, as in the twin.
 """
 
 from __future__ import annotations
@@ -287,7 +288,14 @@ def _decouple(o, t, gain_limit, cos_sq, table):
 
 @njit(cache=True, nogil=True, inline="always")
 def _pow32(x, p):
+    """Per-pixel ``powf`` (``adm_p_norm`` other than 3) as the twin computes it: the double power rounded once."""
     return np.float32(math.pow(np.float64(x), np.float64(np.float32(p))))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _powf(x, p):
+    """The C library's ``powf`` (numba lowers a float32 power to it), as the twin's per-band roots."""
+    return np.float32(x) ** np.float32(p)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -305,7 +313,7 @@ def _region(n):
 
 @njit(cache=True, nogil=True, inline="always")
 def _noise(w, h, weight, p_norm):
-    return np.float32(math.pow(np.float64(np.float32(w * h * weight)), np.float64(np.float32(1.0 / p_norm))))
+    return _powf(np.float32(w * h * weight), 1.0 / p_norm)
 
 
 @njit(cache=True, nogil=True)
@@ -353,7 +361,7 @@ def _masked(src, mask, rf, p_norm, noise_weight, bypass_cm):
     noise = _noise(right - left, bottom - top, noise_weight, p_norm)
     total = np.float32(0.0)
     for b in range(3):
-        term = _pow32(acc[b], 1.0 / p_norm) + noise
+        term = _powf(acc[b], 1.0 / p_norm) + noise
         total = term if b == 0 else total + term
     return total
 
@@ -374,7 +382,7 @@ def _den(o, rf, p_norm, noise_weight):
     noise = _noise(right - left, bottom - top, noise_weight, p_norm)
     total = np.float32(0.0)
     for b in range(3):
-        term = _pow32(acc[b], 1.0 / p_norm) + noise
+        term = _powf(acc[b], 1.0 / p_norm) + noise
         total = term if b == 0 else total + term
     return total
 

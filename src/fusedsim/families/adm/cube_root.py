@@ -24,11 +24,12 @@ Apache-2.0 WITH LLVM-exception), copied as data.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import triton
 import triton.language as tl
 
-from fusedsim.core.state import cache_dict
+from fusedsim.core.launch import device_constants
 
 __all__ = ["powf_third", "powf_third_tables"]
 
@@ -64,21 +65,16 @@ _EXP2_TABLE = (
 #: Rounds a double to a multiple of 1/32 when added (1.5 * 2**52 / 32).
 _SHIFT = "0x1.8p+47"
 
-_TABLES: dict[torch.device, tuple[torch.Tensor, torch.Tensor]] = cache_dict()
+_DOUBLES = tuple(float.fromhex(v) for v in (*_LOG2_INVC, *_LOG2_LOGC, *_LOG2_POLY, *_EXP2_POLY, _SHIFT)) + (
+    float(np.float32(1.0) / np.float32(3.0)),)
+_EXP2_BITS = tuple(b - (1 << 64) if b >= 1 << 63 else b for b in _EXP2_TABLE)  # as int64
 
 
 def powf_third_tables(device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    """The doubles (float64 ``(46,)``: 1/c_i, log2 c_i, the two polynomials, the shift, ``(double)(1/3f)``) and the
+    """The doubles (float64 ``(42,)``: 1/c_i, log2 c_i, the two polynomials, the shift, ``(double)(1/3f)``) and the
     exp2 table's bits (int64 ``(32,)``) on ``device``: the arguments ``dbl_ptr``, ``bits_ptr`` of :func:`powf_third`.
     Constants travel as memory: a float literal in a Triton kernel is a float32."""
-    device = torch.device(device)
-    if device not in _TABLES:
-        third = float(torch.tensor(1.0, dtype=torch.float32) / 3.0)
-        doubles = [float.fromhex(v) for v in (*_LOG2_INVC, *_LOG2_LOGC, *_LOG2_POLY, *_EXP2_POLY, _SHIFT)]
-        signed = [b - (1 << 64) if b >= 1 << 63 else b for b in _EXP2_TABLE]
-        _TABLES[device] = (torch.tensor(doubles + [third], dtype=torch.float64, device=device),
-                           torch.tensor(signed, dtype=torch.int64, device=device))
-    return _TABLES[device]
+    return (device_constants(_DOUBLES, torch.float64, device), device_constants(_EXP2_BITS, torch.int64, device))
 
 
 @triton.jit

@@ -107,10 +107,10 @@ def _log2_fixed(v, table_ptr):
 
 
 @triton.jit
-def _hsum(p, u, OFF: tl.constexpr, CW: tl.constexpr, WIDE: tl.constexpr):
-    """One horizontal tap: the scratch row's uint32 at column ``u + OFF``, as int64 when ``WIDE`` (the squares'
-    sums need 48 bits) or uint32 (the means' and the next scale's: below 2**32). Unmasked: an owned column reads
-    inside its row; the halo columns read a neighbouring row (or the buffer's padding) and are never used."""
+def _hsum(p, OFF: tl.constexpr, WIDE: tl.constexpr):
+    """One horizontal tap: the scratch row's uint32 ``OFF`` columns from each lane's, as int64 when ``WIDE`` (the
+    squares' sums need 48 bits) or uint32 (the means' and the next scale's: below 2**32). Unmasked: an owned column
+    reads inside its row; the halo columns read a neighbouring row (or the buffer's padding) and are never used."""
     v = tl.load(p + OFF).to(tl.uint32, bitcast=True)
     if WIDE:
         v = v.to(tl.int64)
@@ -201,12 +201,12 @@ def _vif_scale_kernel(
         xy = tl.zeros([RB, CW], tl.int64)
         for k in tl.static_range(K):
             fk = tl.load(taps_ptr + SCALE * 17 + k)
-            mu1 += fk.to(tl.uint32) * _hsum(slot, u, k - HALF, CW, False)
-            mu2 += fk.to(tl.uint32) * _hsum(slot + PLANE, u, k - HALF, CW, False)
+            mu1 += fk.to(tl.uint32) * _hsum(slot, k - HALF, False)
+            mu2 += fk.to(tl.uint32) * _hsum(slot + PLANE, k - HALF, False)
             fk = fk.to(tl.int64)
-            xx += fk * _hsum(slot + 2 * PLANE, u, k - HALF, CW, True)
-            yy += fk * _hsum(slot + 3 * PLANE, u, k - HALF, CW, True)
-            xy += fk * _hsum(slot + 4 * PLANE, u, k - HALF, CW, True)
+            xx += fk * _hsum(slot + 2 * PLANE, k - HALF, True)
+            yy += fk * _hsum(slot + 3 * PLANE, k - HALF, True)
+            xy += fk * _hsum(slot + 4 * PLANE, k - HALF, True)
         s1 = _wrap32(((xx + 32768) >> 16) - _mul_round32(mu1, mu1))
         s2 = tl.maximum(_wrap32(((yy + 32768) >> 16) - _mul_round32(mu2, mu2)), 0)
         s12 = _wrap32(((xy + 32768) >> 16) - _mul_round32(mu1, mu2))
@@ -231,8 +231,8 @@ def _vif_scale_kernel(
             b = tl.zeros([RB, CW], tl.uint32)
             for k in tl.static_range(SUB_K):
                 gk = tl.load(taps_ptr + (SCALE + 1) * 17 + k).to(tl.uint32)
-                a += gk * _hsum(slot + 5 * PLANE, u, k - SUB_HALF, CW, False)
-                b += gk * _hsum(slot + 6 * PLANE, u, k - SUB_HALF, CW, False)
+                a += gk * _hsum(slot + 5 * PLANE, k - SUB_HALF, False)
+                b += gk * _hsum(slot + 6 * PLANE, k - SUB_HALF, False)
             keep = valid & (rows % 2 == 0) & (col % 2 == 0) & (rows // 2 < h2) & (col // 2 < w2)
             dst = (f * h2 + rows // 2) * w2 + col // 2
             tl.store(nx_ptr + dst, (((a + 32768) >> 16) & 0xFFFF).to(tl.int16), mask=keep)
@@ -298,8 +298,8 @@ def _band_rows(rows: int, columns_of_programs: int, h: int, sms: int) -> int:
 
 def scale_constexprs(scale: int, bit_depth: int) -> dict:
     """The compile-time constants of scale ``scale``'s launch: its filter and the next one's sizes, the shifts,
-    the vertical sums' dtype (int32 at 8-bit scale 0, where every vertical sum fits 32 bits, the squares' as
-    unsigned; int64 elsewhere)."""
+    the dtype of the samples' products and the squares' vertical sums (int32 at 8-bit scale 0, where they fit 32
+    bits as unsigned; int64 elsewhere; the means' sums are uint32 at every scale)."""
     last = scale == N_SCALES - 1
     return dict(SCALE=scale, K=len(FILTERS[scale]), SUB_K=0 if last else len(FILTERS[scale + 1]),
                 SHIFT_MU=bit_depth if scale == 0 else 16, SHIFT_SQ=2 * (bit_depth - 8) if scale == 0 else 16,

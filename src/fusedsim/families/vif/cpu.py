@@ -23,6 +23,22 @@ from numba import njit, prange
 from numba.cpython.unsafe.numbers import leading_zeros
 
 from fusedsim.core.cpu.parallel import parallel_kernel
+from fusedsim.families.vif.cpu_passes import (
+    horizontal_3,
+    horizontal_5,
+    horizontal_9,
+    horizontal_17,
+    horizontal_even_3,
+    horizontal_even_5,
+    horizontal_even_9,
+    vertical_3,
+    vertical_5,
+    vertical_9,
+    vertical_17,
+    vertical_one_3,
+    vertical_one_5,
+    vertical_one_9,
+)
 from fusedsim.families.vif.ops import integer_vif
 from fusedsim.families.vif.twin import (
     EPS,
@@ -40,15 +56,6 @@ _MIN_BAND_ROWS = 16  # rows per task at least: each task re-reads its band's hal
 # row dtypes (see _rows): the vertical means, the vertical squares, the horizontal means
 _NARROW = (np.zeros(0, np.int32), np.zeros(0, np.uint32), np.zeros(0, np.uint32))  # 8-bit scale 0
 _MEANS32 = (np.zeros(0, np.uint32), np.zeros(0, np.int64), np.zeros(0, np.uint32))  # elsewhere
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _reflect(i, n):
-    if i < 0:
-        i = -i
-    if i >= n:
-        i = 2 * n - 2 - i
-    return i
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -80,58 +87,41 @@ def _mirror(buf, half, w):
         buf[half + w - 1 + p] = buf[half + w - 1 - p]
 
 
-@njit(cache=True, nogil=True)
-def _vertical(x, y, i, taps, v1, v2, vxx, vyy, vxy):
-    """Vertical pass of row ``i`` of the pair into the five row views (exact sums)."""
-    h, w = x.shape
-    half = taps.shape[0] // 2
-    v1[:] = 0
-    v2[:] = 0
-    vxx[:] = 0
-    vyy[:] = 0
-    vxy[:] = 0
-    for k in range(taps.shape[0]):
-        f = taps[k]
-        r = _reflect(i - half + k, h)
-        xr = x[r]
-        yr = y[r]
-        for j in range(w):
-            a = np.int64(xr[j])
-            b = np.int64(yr[j])
-            fa = f * a
-            fb = f * b
-            v1[j] += fa
-            v2[j] += fb
-            vxx[j] += fa * a
-            vyy[j] += fb * b
-            vxy[j] += fa * b
+@njit(cache=True, nogil=True, inline="always")
+def _vertical(x, y, i, kt, v1, v2, vxx, vyy, vxy, shift_mu, shift_sq):
+    """Vertical pass of row ``i`` of the pair with the ``kt``-tap filter (see :mod:`.cpu_passes`)."""
+    if kt == 17:
+        vertical_17(x, y, i, v1, v2, vxx, vyy, vxy, shift_mu, shift_sq)
+    elif kt == 9:
+        vertical_9(x, y, i, v1, v2, vxx, vyy, vxy, shift_mu, shift_sq)
+    elif kt == 5:
+        vertical_5(x, y, i, v1, v2, vxx, vyy, vxy, shift_mu, shift_sq)
+    else:
+        vertical_3(x, y, i, v1, v2, vxx, vyy, vxy, shift_mu, shift_sq)
 
 
-@njit(cache=True, nogil=True)
-def _round_shift(v, shift):
-    if shift > 0:
-        rnd = np.int64(1) << (shift - 1)
-        for j in range(v.shape[0]):
-            v[j] = (v[j] + rnd) >> shift
+@njit(cache=True, nogil=True, inline="always")
+def _vertical_one(x, i, kt, out, shift):
+    """The next scale's vertical pass of row ``i`` of ``x`` with its ``kt``-tap filter."""
+    if kt == 9:
+        vertical_one_9(x, i, out, shift)
+    elif kt == 5:
+        vertical_one_5(x, i, out, shift)
+    else:
+        vertical_one_3(x, i, out, shift)
 
 
-@njit(cache=True, nogil=True)
-def _horizontal(v, out, taps):
-    """``out[j] = sum_k taps[k] * v[j + k]`` for a row mirrored into ``v`` (symmetric taps). Loops index views with
-    the bare loop counter: numba then drops its negative-index checks and the loops vectorise."""
-    kt = taps.shape[0]
-    half = kt // 2
-    w = out.shape[0]
-    fc = taps[half]
-    mid = v[half:half + w]
-    for j in range(w):
-        out[j] = fc * mid[j]
-    for k in range(half):
-        f = taps[k]
-        lo = v[k:k + w]
-        hi = v[kt - 1 - k:kt - 1 - k + w]
-        for j in range(w):
-            out[j] += f * (lo[j] + hi[j])
+@njit(cache=True, nogil=True, inline="always")
+def _horizontal(v, out, kt):
+    """``out[j] = sum_k F[k] * v[j + k]`` for a row mirrored into ``v``, ``kt`` taps."""
+    if kt == 17:
+        horizontal_17(v, out)
+    elif kt == 9:
+        horizontal_9(v, out)
+    elif kt == 5:
+        horizontal_5(v, out)
+    else:
+        horizontal_3(v, out)
 
 
 @njit(cache=True, nogil=True)
@@ -169,30 +159,25 @@ def _rows(x, y, r0, r1, taps, shift_mu, shift_sq, gain_limit, table, sub_taps, s
     # the next scale's rows: vertical and horizontal sums below 2**32 (16-bit values times a filter summing to 2**16)
     s1buf = np.empty(w + 2 * sub_half, mu_t.dtype)
     s2buf = np.empty(w + 2 * sub_half, mu_t.dtype)
-    sub_out = np.empty(w, hmu_t.dtype)
     num_log = 0
     den_log = 0
     num_nonlog = 0
     cnt_nonlog = 0
     c1, c2, cxx, cyy, cxy = (v1[half:half + w], v2[half:half + w], vxx[half:half + w], vyy[half:half + w],
                              vxy[half:half + w])
+    kt = taps.shape[0]
     for i in range(r0, r1):
-        _vertical(x, y, i, taps, c1, c2, cxx, cyy, cxy)
-        _round_shift(c1, shift_mu)
-        _round_shift(c2, shift_mu)
-        _round_shift(cxx, shift_sq)
-        _round_shift(cyy, shift_sq)
-        _round_shift(cxy, shift_sq)
+        _vertical(x, y, i, kt, c1, c2, cxx, cyy, cxy, shift_mu, shift_sq)
         _mirror(v1, half, w)
         _mirror(v2, half, w)
         _mirror(vxx, half, w)
         _mirror(vyy, half, w)
         _mirror(vxy, half, w)
-        _horizontal(v1, h1, taps)
-        _horizontal(v2, h2, taps)
-        _horizontal(vxx, hxx, taps)
-        _horizontal(vyy, hyy, taps)
-        _horizontal(vxy, hxy, taps)
+        _horizontal(v1, h1, kt)
+        _horizontal(v2, h2, kt)
+        _horizontal(vxx, hxx, kt)
+        _horizontal(vyy, hyy, kt)
+        _horizontal(vxy, hxy, kt)
         # per-pixel statistics: the integer part in its own loop (it vectorises), then the branches
         for j in range(w):
             m1 = h1[j]
@@ -208,8 +193,8 @@ def _rows(x, y, r0, r1, taps, shift_mu, shift_sq, gain_limit, table, sub_taps, s
         num_log += _log2_sum(a_n2, table) - _log2_sum(a_n1, table)  # placeholders cancel
         # the next scale's row: this scale's even rows and columns through the next filter
         if ks > 0 and (i & 1) == 0 and (i >> 1) < (h >> 1):
-            _subsample_row(x, i, sub_taps, sub_shift, s1buf, sub_out, nx[i >> 1])
-            _subsample_row(y, i, sub_taps, sub_shift, s2buf, sub_out, ny[i >> 1])
+            _subsample_row(x, i, sub_taps, sub_shift, s1buf, nx[i >> 1])
+            _subsample_row(y, i, sub_taps, sub_shift, s2buf, ny[i >> 1])
     acc[0] += num_log
     acc[1] += den_log
     acc[2] += num_nonlog
@@ -258,23 +243,20 @@ def _log2_sum(values, table):
 
 
 @njit(cache=True, nogil=True)
-def _subsample_row(x, i, taps, shift, buf, tmp, out):
-    """Row ``i // 2`` of the next scale (even ``i``): vertical pass at row ``i``, ``rs(., shift)``, horizontal pass,
-    ``rs(., 16)``, even columns; 16-bit values as libvmaf's uint16."""
-    h, w = x.shape
-    half = taps.shape[0] // 2
-    col = buf[half:half + w]
-    col[:] = 0
-    for k in range(taps.shape[0]):
-        f = taps[k]
-        xr = x[_reflect(i - half + k, h)]
-        for j in range(w):
-            col[j] += f * np.int64(xr[j])
-    _round_shift(col, shift)  # <= 65535: libvmaf's uint16 store keeps it
+def _subsample_row(x, i, taps, shift, buf, out):
+    """Row ``i // 2`` of the next scale (even ``i``): vertical pass at row ``i``, ``rs(., shift)``, horizontal pass
+    at the even columns, ``rs(., 16)``, into ``out`` (uint16: libvmaf's store)."""
+    w = x.shape[1]
+    kt = taps.shape[0]
+    half = kt // 2
+    _vertical_one(x, i, kt, buf[half:half + w], shift)  # <= 65535: libvmaf's uint16 store keeps it
     _mirror(buf, half, w)
-    _horizontal(buf, tmp, taps)
-    for c in range(w // 2):
-        out[c] = ((tmp[2 * c] + 32768) >> 16) & 0xFFFF
+    if kt == 9:
+        horizontal_even_9(buf, out, 16)
+    elif kt == 5:
+        horizontal_even_5(buf, out, 16)
+    else:
+        horizontal_even_3(buf, out, 16)
 
 
 @parallel_kernel

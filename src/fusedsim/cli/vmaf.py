@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 from fusedsim.cli.common import parse_device
 from fusedsim.cli.vmaf_output import format_csv, format_json, format_text, format_xml
 from fusedsim.cli.vmaf_presets import AOM_CTC, NFLX_CTC, PresetAction
-from fusedsim.core.cuda_context import start_context_in_background
 from fusedsim.core.device import DEVICE_HELP
 from fusedsim.families.vmaf.model import BUILT_IN_MODELS, DEFAULT_MODEL
 from fusedsim.families.vmaf.pipeline import (check_device, feature_specs, load_features, open_clips,
@@ -245,7 +244,6 @@ def run(args: argparse.Namespace) -> int:
     args.loaded_models = _models(args)
     # feature names and options are checked against the registry's specs (torch-free) before anything loads
     features = _features(args)
-    start_context_in_background(args.device)  # overlaps the CUDA context with the imports below
     registry = _load_features()
     check_device(args.device)  # a missing GPU is reported before any file is read
     set_threads(args.threads)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from fusedsim.families.vmaf.score_api import VmafStream, vmaf
 
@@ -40,6 +41,22 @@ def test_stream_in_batches_equals_whole_clip(refdata, batch):
     parts.append(stream.flush())
     assert all(len(p["vmaf"]) <= batch for p in parts[:-1])  # nothing held back longer than motion's one frame
     assert np.concatenate([p["vmaf"] for p in parts]).tolist() == pair.metric("default", "vmaf")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("batch", [1, 5])
+def test_stream_on_the_gpu_returns_each_batch_one_push_later(refdata, batch):
+    """On a GPU a push returns the previous batch's frames (read back while its own batch computes): the first push
+    none, push k those of batch k-1 but motion's held frame, flush the rest; concatenated, libvmaf's values."""
+    pair = next(p for p in load_score_pairs(refdata) if p.name == "r576x324_8b_mixed")  # 24 frames, real motion
+    ref, dist = torch.as_tensor(pair.ref_y).cuda(), torch.as_tensor(pair.dist_y).cuda()
+    stream = VmafStream(pair.bit_depth)
+    parts = [stream.push(ref[i:i + batch], dist[i:i + batch]) for i in range(0, pair.n, batch)]
+    parts.append(stream.flush())
+    assert len(parts[0]["vmaf"]) == 0 and set(parts[0]) == set(parts[-1])  # every column, no values yet
+    assert [len(p["vmaf"]) for p in parts[1:-1]] == [batch - 1] + [batch] * (len(parts) - 3)
+    assert np.concatenate([p["vmaf"] for p in parts]).tolist() == pair.metric("default", "vmaf")
+    assert np.concatenate([p["integer_motion2"] for p in parts]).tolist() == pair.metric("default", "integer_motion2")
 
 
 def test_bad_inputs_named():

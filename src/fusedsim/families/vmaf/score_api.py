@@ -14,6 +14,7 @@ import torch
 
 from fusedsim.families.vmaf.feature_requests import FeatureRequest
 from fusedsim.families.vmaf.features import to_numpy
+from fusedsim.families.vmaf.host_copy import ColumnsToHost
 from fusedsim.families.vmaf.model import DEFAULT_MODEL, VmafModel, load_models, predict_from
 from fusedsim.families.vmaf.pipeline import with_model_features
 from fusedsim.families.vmaf.session import FeatureSession
@@ -52,8 +53,10 @@ def _luma(frames: Frames, name: str) -> torch.Tensor:
 class VmafStream:
     """VMAF frame by frame: ``push(ref, dist)`` with the next frames of both clips returns the scores (and
     features) of the frames finished so far; ``flush()`` after the last frames returns the rest. Motion needs the
-    next frame, so a frame's score comes with the following push. Holds only the previous reference frame and
-    the columns of unfinished frames."""
+    next frame, so a frame's score comes with the following push. On a GPU, a push returns once its batch is
+    queued, with the previous batch's scores (read back while this one computes; the GPU never waits for the
+    host's share), so each batch's scores come one push later; the tensors given to a push are read in the order
+    of the current CUDA stream. Holds only the previous reference frame and the columns of unfinished frames."""
 
     def __init__(self, bit_depth: int = 8, *, model: str | VmafModel | Sequence[str | VmafModel] = DEFAULT_MODEL,
                  features: Sequence[str | FeatureRequest] = ()) -> None:
@@ -61,6 +64,7 @@ class VmafStream:
         self.session = FeatureSession(with_model_features(features, self.models), int(bit_depth))
         self._pending: dict[str, list[np.ndarray]] = {}
         self._shape: tuple[tuple[int, ...], ...] | None = None
+        self._in_flight: ColumnsToHost | None = None  # a GPU batch's columns on their way to the host
 
     def push(self, ref: Frames, dist: Frames) -> dict[str, np.ndarray]:
         ref_p, dist_p = _planes(ref, "ref"), _planes(dist, "dist")
@@ -72,17 +76,29 @@ class VmafStream:
             raise ValueError(f"frames of one clip must keep their size (planes and sizes): {self._shape} before, "
                              f"{shape} now")
         self._shape = shape
-        return self._finish(self.session.push(ref_p, dist_p))
+        batch = ColumnsToHost(self.session.push(ref_p, dist_p))
+        previous, self._in_flight = self._in_flight, (batch if batch.queued else None)
+        if previous is not None:
+            self._add(previous.wait())
+        self._add(batch.empty() if batch.queued else batch.wait())
+        return self._emit()
 
     def flush(self) -> dict[str, np.ndarray]:
-        out = self._finish(self.session.flush())
+        if self._in_flight is not None:
+            self._add(self._in_flight.wait())
+            self._in_flight = None
+        self._add(to_numpy(self.session.flush()))
+        out = self._emit()
         if any(sum(len(p) for p in parts) for parts in self._pending.values()):
             raise RuntimeError("columns of unequal length after the last frame")
         return out
 
-    def _finish(self, columns: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:
-        for name, values in to_numpy(columns).items():
+    def _add(self, columns: dict[str, np.ndarray]) -> None:
+        for name, values in columns.items():
             self._pending.setdefault(name, []).append(values)
+
+    def _emit(self) -> dict[str, np.ndarray]:
+        """Every column's values for the frames that all columns have reached, and the models' scores of them."""
         joined = {name: np.concatenate(parts) if parts else np.zeros(0) for name, parts in self._pending.items()}
         ready = min((len(v) for v in joined.values()), default=0)
         out = {name: v[:ready] for name, v in joined.items()}

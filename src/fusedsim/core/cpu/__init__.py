@@ -1,1 +1,1 @@
-"""numba helpers shared by the CPU kernels: parallel row loops, float32 arithmetic, table look-ups."""
+"""numba helpers shared by the CPU kernels: parallel row loops, float32 arithmetic, table look-ups, borders."""

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 from numba import njit, prange
 
+from fusedsim.core.cpu.borders import reflect101
 from fusedsim.core.cpu.parallel import parallel_kernel
 from fusedsim.families.speed_chroma.ops import speed_residual
 from fusedsim.families.speed_chroma.twin import (
@@ -23,15 +24,6 @@ from fusedsim.families.speed_chroma.twin import (
 )
 
 __all__ = ["speed_residual_numba"]
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _reflect(i, n):
-    if i < 0:
-        i = -i
-    if i >= n:
-        i = 2 * n - 2 - i
-    return i
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -62,10 +54,10 @@ def _decimate(planes, out, taps, scaled, y1, y2, dy, x1, x2, dx, h, w, scale):
             col0 = j * 16
             acc_out = np.float32(0.0)
             for a in range(t):
-                c = _reflect(col0 - half + a, w)
+                c = reflect101(col0 - half + a, w)
                 acc = np.float32(0.0)
                 for k in range(t):
-                    r = _reflect(row0 - half + k, h)
+                    r = reflect101(row0 - half + k, h)
                     acc = acc + taps[k] * _sample(src, r, c, scaled, y1, y2, dy, x1, x2, dx, scale)
                 acc_out = acc_out + taps[a] * acc
             out[f, i, j] = acc_out
@@ -83,12 +75,12 @@ def _local_mean(d, taps, out):
         for j in range(w):
             acc = np.float32(0.0)
             for k in range(t):
-                acc = acc + taps[k] * d[f, _reflect(i - half + k, h), j]
+                acc = acc + taps[k] * d[f, reflect101(i - half + k, h), j]
             tmp[j] = acc
         for j in range(w):
             acc = np.float32(0.0)
             for k in range(t):
-                acc = acc + taps[k] * tmp[_reflect(j - half + k, w)]
+                acc = acc + taps[k] * tmp[reflect101(j - half + k, w)]
             out[f, i, j] = d[f, i, j] - acc
 
 

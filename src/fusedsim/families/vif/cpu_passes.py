@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from fusedsim.core.cpu.borders import reflect101
+
 __all__ = [
     "horizontal_17",
     "horizontal_3",
@@ -32,15 +34,6 @@ __all__ = [
 ]
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _reflect(i, n):
-    if i < 0:
-        i = -i
-    if i >= n:
-        i = 2 * n - 2 - i
-    return i
-
-
 @njit(cache=True, nogil=True)
 def vertical_17(x, y, i, v1, v2, vxx, vyy, vxy, shift_mu, shift_sq):
     """Vertical pass of row ``i`` of the pair ``x``, ``y`` ``(h, w)``, 17 taps: ``rs(F*x, shift_mu)`` into ``v1``
@@ -48,40 +41,40 @@ def vertical_17(x, y, i, v1, v2, vxx, vyy, vxy, shift_mu, shift_sq):
     h = x.shape[0]
     shift_mu_round = (1 << shift_mu) >> 1
     shift_sq_round = (1 << shift_sq) >> 1
-    x0 = x[_reflect(i - 8, h)]
-    x1 = x[_reflect(i - 7, h)]
-    x2 = x[_reflect(i - 6, h)]
-    x3 = x[_reflect(i - 5, h)]
-    x4 = x[_reflect(i - 4, h)]
-    x5 = x[_reflect(i - 3, h)]
-    x6 = x[_reflect(i - 2, h)]
-    x7 = x[_reflect(i - 1, h)]
+    x0 = x[reflect101(i - 8, h)]
+    x1 = x[reflect101(i - 7, h)]
+    x2 = x[reflect101(i - 6, h)]
+    x3 = x[reflect101(i - 5, h)]
+    x4 = x[reflect101(i - 4, h)]
+    x5 = x[reflect101(i - 3, h)]
+    x6 = x[reflect101(i - 2, h)]
+    x7 = x[reflect101(i - 1, h)]
     x8 = x[i]
-    x9 = x[_reflect(i + 1, h)]
-    x10 = x[_reflect(i + 2, h)]
-    x11 = x[_reflect(i + 3, h)]
-    x12 = x[_reflect(i + 4, h)]
-    x13 = x[_reflect(i + 5, h)]
-    x14 = x[_reflect(i + 6, h)]
-    x15 = x[_reflect(i + 7, h)]
-    x16 = x[_reflect(i + 8, h)]
-    y0 = y[_reflect(i - 8, h)]
-    y1 = y[_reflect(i - 7, h)]
-    y2 = y[_reflect(i - 6, h)]
-    y3 = y[_reflect(i - 5, h)]
-    y4 = y[_reflect(i - 4, h)]
-    y5 = y[_reflect(i - 3, h)]
-    y6 = y[_reflect(i - 2, h)]
-    y7 = y[_reflect(i - 1, h)]
+    x9 = x[reflect101(i + 1, h)]
+    x10 = x[reflect101(i + 2, h)]
+    x11 = x[reflect101(i + 3, h)]
+    x12 = x[reflect101(i + 4, h)]
+    x13 = x[reflect101(i + 5, h)]
+    x14 = x[reflect101(i + 6, h)]
+    x15 = x[reflect101(i + 7, h)]
+    x16 = x[reflect101(i + 8, h)]
+    y0 = y[reflect101(i - 8, h)]
+    y1 = y[reflect101(i - 7, h)]
+    y2 = y[reflect101(i - 6, h)]
+    y3 = y[reflect101(i - 5, h)]
+    y4 = y[reflect101(i - 4, h)]
+    y5 = y[reflect101(i - 3, h)]
+    y6 = y[reflect101(i - 2, h)]
+    y7 = y[reflect101(i - 1, h)]
     y8 = y[i]
-    y9 = y[_reflect(i + 1, h)]
-    y10 = y[_reflect(i + 2, h)]
-    y11 = y[_reflect(i + 3, h)]
-    y12 = y[_reflect(i + 4, h)]
-    y13 = y[_reflect(i + 5, h)]
-    y14 = y[_reflect(i + 6, h)]
-    y15 = y[_reflect(i + 7, h)]
-    y16 = y[_reflect(i + 8, h)]
+    y9 = y[reflect101(i + 1, h)]
+    y10 = y[reflect101(i + 2, h)]
+    y11 = y[reflect101(i + 3, h)]
+    y12 = y[reflect101(i + 4, h)]
+    y13 = y[reflect101(i + 5, h)]
+    y14 = y[reflect101(i + 6, h)]
+    y15 = y[reflect101(i + 7, h)]
+    y16 = y[reflect101(i + 8, h)]
     for j in range(v1.shape[0]):
         a0 = np.int64(x0[j])
         a1 = np.int64(x1[j])
@@ -228,24 +221,24 @@ def vertical_9(x, y, i, v1, v2, vxx, vyy, vxy, shift_mu, shift_sq):
     h = x.shape[0]
     shift_mu_round = (1 << shift_mu) >> 1
     shift_sq_round = (1 << shift_sq) >> 1
-    x0 = x[_reflect(i - 4, h)]
-    x1 = x[_reflect(i - 3, h)]
-    x2 = x[_reflect(i - 2, h)]
-    x3 = x[_reflect(i - 1, h)]
+    x0 = x[reflect101(i - 4, h)]
+    x1 = x[reflect101(i - 3, h)]
+    x2 = x[reflect101(i - 2, h)]
+    x3 = x[reflect101(i - 1, h)]
     x4 = x[i]
-    x5 = x[_reflect(i + 1, h)]
-    x6 = x[_reflect(i + 2, h)]
-    x7 = x[_reflect(i + 3, h)]
-    x8 = x[_reflect(i + 4, h)]
-    y0 = y[_reflect(i - 4, h)]
-    y1 = y[_reflect(i - 3, h)]
-    y2 = y[_reflect(i - 2, h)]
-    y3 = y[_reflect(i - 1, h)]
+    x5 = x[reflect101(i + 1, h)]
+    x6 = x[reflect101(i + 2, h)]
+    x7 = x[reflect101(i + 3, h)]
+    x8 = x[reflect101(i + 4, h)]
+    y0 = y[reflect101(i - 4, h)]
+    y1 = y[reflect101(i - 3, h)]
+    y2 = y[reflect101(i - 2, h)]
+    y3 = y[reflect101(i - 1, h)]
     y4 = y[i]
-    y5 = y[_reflect(i + 1, h)]
-    y6 = y[_reflect(i + 2, h)]
-    y7 = y[_reflect(i + 3, h)]
-    y8 = y[_reflect(i + 4, h)]
+    y5 = y[reflect101(i + 1, h)]
+    y6 = y[reflect101(i + 2, h)]
+    y7 = y[reflect101(i + 3, h)]
+    y8 = y[reflect101(i + 4, h)]
     for j in range(v1.shape[0]):
         a0 = np.int64(x0[j])
         a1 = np.int64(x1[j])
@@ -339,16 +332,16 @@ def vertical_5(x, y, i, v1, v2, vxx, vyy, vxy, shift_mu, shift_sq):
     h = x.shape[0]
     shift_mu_round = (1 << shift_mu) >> 1
     shift_sq_round = (1 << shift_sq) >> 1
-    x0 = x[_reflect(i - 2, h)]
-    x1 = x[_reflect(i - 1, h)]
+    x0 = x[reflect101(i - 2, h)]
+    x1 = x[reflect101(i - 1, h)]
     x2 = x[i]
-    x3 = x[_reflect(i + 1, h)]
-    x4 = x[_reflect(i + 2, h)]
-    y0 = y[_reflect(i - 2, h)]
-    y1 = y[_reflect(i - 1, h)]
+    x3 = x[reflect101(i + 1, h)]
+    x4 = x[reflect101(i + 2, h)]
+    y0 = y[reflect101(i - 2, h)]
+    y1 = y[reflect101(i - 1, h)]
     y2 = y[i]
-    y3 = y[_reflect(i + 1, h)]
-    y4 = y[_reflect(i + 2, h)]
+    y3 = y[reflect101(i + 1, h)]
+    y4 = y[reflect101(i + 2, h)]
     for j in range(v1.shape[0]):
         a0 = np.int64(x0[j])
         a1 = np.int64(x1[j])
@@ -413,12 +406,12 @@ def vertical_3(x, y, i, v1, v2, vxx, vyy, vxy, shift_mu, shift_sq):
     h = x.shape[0]
     shift_mu_round = (1 << shift_mu) >> 1
     shift_sq_round = (1 << shift_sq) >> 1
-    x0 = x[_reflect(i - 1, h)]
+    x0 = x[reflect101(i - 1, h)]
     x1 = x[i]
-    x2 = x[_reflect(i + 1, h)]
-    y0 = y[_reflect(i - 1, h)]
+    x2 = x[reflect101(i + 1, h)]
+    y0 = y[reflect101(i - 1, h)]
     y1 = y[i]
-    y2 = y[_reflect(i + 1, h)]
+    y2 = y[reflect101(i + 1, h)]
     for j in range(v1.shape[0]):
         a0 = np.int64(x0[j])
         a1 = np.int64(x1[j])
@@ -469,15 +462,15 @@ def vertical_one_9(x, i, out, shift):
     """``rs(F*x, shift)`` of row ``i`` of ``x`` ``(h, w)``, 9 taps, into ``out`` (``w``)."""
     h = x.shape[0]
     shift_round = (1 << shift) >> 1
-    x0 = x[_reflect(i - 4, h)]
-    x1 = x[_reflect(i - 3, h)]
-    x2 = x[_reflect(i - 2, h)]
-    x3 = x[_reflect(i - 1, h)]
+    x0 = x[reflect101(i - 4, h)]
+    x1 = x[reflect101(i - 3, h)]
+    x2 = x[reflect101(i - 2, h)]
+    x3 = x[reflect101(i - 1, h)]
     x4 = x[i]
-    x5 = x[_reflect(i + 1, h)]
-    x6 = x[_reflect(i + 2, h)]
-    x7 = x[_reflect(i + 3, h)]
-    x8 = x[_reflect(i + 4, h)]
+    x5 = x[reflect101(i + 1, h)]
+    x6 = x[reflect101(i + 2, h)]
+    x7 = x[reflect101(i + 3, h)]
+    x8 = x[reflect101(i + 4, h)]
     for j in range(out.shape[0]):
         a0 = np.int64(x0[j])
         a1 = np.int64(x1[j])
@@ -500,11 +493,11 @@ def vertical_one_5(x, i, out, shift):
     """``rs(F*x, shift)`` of row ``i`` of ``x`` ``(h, w)``, 5 taps, into ``out`` (``w``)."""
     h = x.shape[0]
     shift_round = (1 << shift) >> 1
-    x0 = x[_reflect(i - 2, h)]
-    x1 = x[_reflect(i - 1, h)]
+    x0 = x[reflect101(i - 2, h)]
+    x1 = x[reflect101(i - 1, h)]
     x2 = x[i]
-    x3 = x[_reflect(i + 1, h)]
-    x4 = x[_reflect(i + 2, h)]
+    x3 = x[reflect101(i + 1, h)]
+    x4 = x[reflect101(i + 2, h)]
     for j in range(out.shape[0]):
         a0 = np.int64(x0[j])
         a1 = np.int64(x1[j])
@@ -522,9 +515,9 @@ def vertical_one_3(x, i, out, shift):
     """``rs(F*x, shift)`` of row ``i`` of ``x`` ``(h, w)``, 3 taps, into ``out`` (``w``)."""
     h = x.shape[0]
     shift_round = (1 << shift) >> 1
-    x0 = x[_reflect(i - 1, h)]
+    x0 = x[reflect101(i - 1, h)]
     x1 = x[i]
-    x2 = x[_reflect(i + 1, h)]
+    x2 = x[reflect101(i + 1, h)]
     for j in range(out.shape[0]):
         a0 = np.int64(x0[j])
         a1 = np.int64(x1[j])

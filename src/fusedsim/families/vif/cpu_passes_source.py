@@ -31,18 +31,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from fusedsim.core.cpu.borders import reflect101
+
 __all__ = [
 {names}
 ]
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _reflect(i, n):
-    if i < 0:
-        i = -i
-    if i >= n:
-        i = 2 * n - 2 - i
-    return i
 '''
 
 
@@ -67,7 +60,7 @@ def _rows(name: str, k_taps: int) -> list[str]:
     """Views of the rows the filter reads around row ``i`` (reflect-101 at the borders)."""
     half = k_taps // 2
     offsets = [f"i - {half - k}" if k < half else f"i + {k - half}" for k in range(k_taps)]
-    return [f"    {name}{k} = {name}[i]" if k == half else f"    {name}{k} = {name}[_reflect({offsets[k]}, h)]"
+    return [f"    {name}{k} = {name}[i]" if k == half else f"    {name}{k} = {name}[reflect101({offsets[k]}, h)]"
             for k in range(k_taps)]
 
 

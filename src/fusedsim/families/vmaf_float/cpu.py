@@ -16,6 +16,7 @@ import numpy as np
 import torch
 from numba import njit, prange
 
+from fusedsim.core.cpu.borders import reflect101
 from fusedsim.families.vmaf_float import adm_twin, motion_twin, vif_twin
 from fusedsim.families.vmaf_float.ops import float_adm, float_motion_sad, float_vif
 from fusedsim.families.vmaf_float.rcp_table import RCP_MANTISSA
@@ -24,15 +25,6 @@ __all__ = ["float_adm_numba", "float_motion_sad_numba", "float_vif_numba"]
 
 _F = np.float32
 _SCALE = {8: 1.0, 10: 4.0, 12: 16.0, 16: 256.0}
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _reflect(i, n):
-    if i < 0:
-        i = -i
-    if i >= n:
-        i = 2 * n - 2 - i
-    return i
 
 
 @njit(cache=True, nogil=True)
@@ -65,7 +57,7 @@ def _filter(a, b, mode, taps, step, out_h, out_w):
         row = tmp[r:r + w]
         row[:] = 0.0
         for t in range(k):
-            ii = _reflect(i - r + t, h)
+            ii = reflect101(i - r + t, h)
             if mode == 0:
                 src[:] = a[ii]
             elif mode == 1:
@@ -78,8 +70,8 @@ def _filter(a, b, mode, taps, step, out_h, out_w):
             for j in range(w):
                 row[j] = row[j] + tap * src[j]
         for p in range(1, r + 1):
-            tmp[r - p] = tmp[r + _reflect(-p, w)]
-            tmp[r + w - 1 + p] = tmp[r + _reflect(w - 1 + p, w)]
+            tmp[r - p] = tmp[r + reflect101(-p, w)]
+            tmp[r + w - 1 + p] = tmp[r + reflect101(w - 1 + p, w)]
         acc[:] = 0.0
         for t in range(k):
             tap = taps[t]

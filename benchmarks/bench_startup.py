@@ -96,6 +96,7 @@ def main() -> None:
     parser.add_argument("--label", default="", help="tag for the output file, e.g. 'before' for an older src/")
     add_bytecode_option(parser)
     args = parser.parse_args()
+    ENV.clear()  # replaced, not updated: process_env drops PYTHONDONTWRITEBYTECODE
     ENV.update(process_env(args.bytecode, Path(tempfile.gettempdir()) / "fusedsim-bench-startup"))
     runs = args.runs or (2 if args.quick else 5)
     skip = parse_skip(args.skip)

@@ -218,6 +218,7 @@ def main() -> int:
     ap.add_argument("--variants", action="store_true", help="also time batch-size x thread-count variants (ssim)")
     add_bytecode_option(ap)
     args = ap.parse_args()
+    ENV.clear()  # replaced, not updated: process_env drops PYTHONDONTWRITEBYTECODE
     ENV.update(process_env(args.bytecode, Path(args.dir)))
     features = [f for f in args.features.split(",") if f]
     root = Path(args.dir)

@@ -9,7 +9,9 @@
   with ``--threads 1`` and every core; per-frame VMAF compared with ours (stock libvmaf prints 6 decimals: ours
   must round to them). ``--libvmaf-cuda PATH``: a CUDA build of the tool (its VIF, ADM and motion on the GPU, on by
   default in such a build) on the same clips with every core, on the same GPU. Each row gives the whole process's
-  wall time and the tool's own ``fps`` (its timer runs while frames are scored).
+  wall time and the tool's own ``fps`` (its timer runs while frames are scored). ``--vmaf-torch``: VMAF-torch
+  (a float re-implementation in PyTorch) on the same GPU frames and batches, its frames/s and its largest
+  per-frame VMAF difference to ours.
 
 Content: a smooth random texture panned across the frame (so motion is not zero), distorted by noise and a blur.
 
@@ -77,6 +79,33 @@ def stream_fps(ref: torch.Tensor, dist: torch.Tensor, batch: int, repeats: int =
     return ref.shape[0] / best, scores
 
 
+def vmaf_torch_fps(ref: torch.Tensor, dist: torch.Tensor, batch: int, repeats: int = 3) -> dict:
+    """VMAF-torch (``pip install vmaf-torch``, a float re-implementation) on the same frames in batches of
+    ``batch`` (its motion restarts at each batch, as a caller streaming batches gets it), with ``clip_score=True``
+    as libvmaf's model clips; frames/s (best of ``repeats``) and its per-frame VMAF. Its default construction (no
+    ``.compile()``)."""
+    try:
+        from vmaf_torch import VMAF
+    except ImportError as exc:
+        return {"error": f"vmaf-torch is not installed: {exc}"}
+    model = VMAF(clip_score=True).to(ref.device)
+    as_float = [(ref[i:i + batch, None].float(), dist[i:i + batch, None].float())
+                for i in range(0, ref.shape[0], batch)]
+    best, scores = float("inf"), None
+    with torch.no_grad():
+        model(*as_float[0])  # first call: allocations, cuDNN choices
+        for _ in range(repeats):
+            if ref.is_cuda:
+                torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            parts = [model(r, d).reshape(-1) for r, d in as_float]
+            if ref.is_cuda:
+                torch.cuda.synchronize()
+            best = min(best, time.perf_counter() - t0)
+            scores = torch.cat(parts).double().cpu().numpy()
+    return {"fps": ref.shape[0] / best, "vmaf": scores}
+
+
 def op_ms(ref: torch.Tensor, dist: torch.Tensor) -> dict[str, float]:
     """Milliseconds per batch of each feature op alone (GPU: triton.testing.do_bench median)."""
     from triton.testing import do_bench
@@ -141,6 +170,8 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=16, help="frames per VmafStream push on the GPU")
     parser.add_argument("--libvmaf", help="libvmaf's vmaf tool, to run on the same clips")
     parser.add_argument("--libvmaf-cuda", help="a CUDA build of libvmaf's vmaf tool, run on the GPU on the same clips")
+    parser.add_argument("--vmaf-torch", action="store_true",
+                        help="also run VMAF-torch (pip install vmaf-torch) on the GPU frames, same batches")
     parser.add_argument("--libvmaf-model", help="vmaf_v0.6.1.json for --libvmaf (default: fusedsim's copy)")
     parser.add_argument("--skip", default="", help="comma-separated parts to skip: gpu,cpu,process,libvmaf")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes on the CPU, to check the script")
@@ -162,8 +193,18 @@ def main() -> None:
             ops = op_ms(r[:args.batch], d[:args.batch])
             row = {"size": f"{w}x{h}", "frames": r.shape[0], "batch": args.batch, "fps": fps, "op_ms_per_batch": ops,
                    "luma_bytes_per_frame_pair": 2 * h * w}
+            if args.vmaf_torch:
+                peer = vmaf_torch_fps(r, d, args.batch)
+                if "fps" in peer:
+                    peer["ratio_ours_to_peer"] = fps / peer["fps"]
+                    diff = np.abs(peer.pop("vmaf") - scores)
+                    peer["max_abs_diff_to_ours"] = float(diff.max())
+                    # its motion starts at 0 on each batch's first frame: the other frames compare like for like
+                    peer["max_abs_diff_past_batch_starts"] = float(np.delete(diff, np.s_[::args.batch]).max())
+                row["vmaf_torch"] = peer
             results.setdefault("gpu_stream", []).append(row)
-            print(f"GPU VmafStream {w}x{h}: {fps:.0f} frames/s (batch {args.batch}); ops ms/batch {ops}", flush=True)
+            print(f"GPU VmafStream {w}x{h}: {fps:.0f} frames/s (batch {args.batch}); ops ms/batch {ops}"
+                  + (f"; VMAF-torch {row['vmaf_torch']}" if args.vmaf_torch else ""), flush=True)
 
     if "cpu" not in skip:
         h, w = sizes[0]

@@ -103,9 +103,11 @@ def _band_row(x, mask, i, j, base, size):
 def _add_run(hist, row, a, b, pad, w, sign):
     """Add ``sign`` x the window counts of a run of pixels in columns a..b (inclusive) of one histogram row: column
     k gains the number of run pixels within ``pad`` of it, so a run of L pixels costs L + 2 pad column updates
-    instead of L (2 pad + 1)."""
+    instead of L (2 pad + 1). Indices are unsigned: numba then adds no negative-index wrap to each access (the
+    slides' time 10.6 -> 4.1 ms at scale 0 of a 1080p frame)."""
+    r = np.uint64(row)
     for k in range(max(a - pad, 0), min(b + pad + 1, w)):
-        hist[row, k] += sign * (min(k + pad, b) - max(k - pad, a) + 1)
+        hist[r, np.uint64(k)] += sign * (min(k + pad, b) - max(k - pad, a) + 1)
 
 
 @njit(cache=True, nogil=True)
@@ -150,40 +152,44 @@ def _c_values(x, mask, window, tvi, vlt_luma, lut, weights):
             v = x[i, j]
             if not mask[i, j] or v - base < 0 or v - base >= size:
                 continue
-            row = v - base
+            row = np.uint64(v - base)  # unsigned indices: no negative-index wrap (see _add_run)
             p0 = np.int64(hist[row, j])
             best = np.float32(0.0)
             for d in range(num_diffs):
                 if v <= tvi[d] and v + num_diffs + d + 1 > vlt_luma:
-                    up = row + d + 1
-                    down = row - d - 1
-                    p1 = np.int64(hist[up, j]) if up < size else 0
-                    p2 = np.int64(hist[down, j]) if down >= 0 else 0
+                    up = v - base + d + 1
+                    down = v - base - d - 1
+                    p1 = np.int64(hist[np.uint64(up), j]) if up < size else 0
+                    p2 = np.int64(hist[np.uint64(down), j]) if down >= 0 else 0
                     pm = max(p1, p2)
-                    val = np.float32(weights[d] * p0 * pm) * lut[p0 + pm]
+                    val = np.float32(weights[d] * p0 * pm) * lut[np.uint64(p0 + pm)]
                     if val > best:
                         best = val
-            c[i * w + j] = best
+            c[np.uint64(i * w + j)] = best
     return c
 
 
 @njit(cache=True, nogil=True)
 def _quickselect_mean(arr, k):
+    """libvmaf's quickselect of the ``k`` largest values (in place, its exact permutation) and their mean, summed in
+    its order. Every access is at an index the algorithm keeps in ``[0, n)``; unsigned, numba adds no
+    negative-index wrap to it (a 1080p frame's 2 M values: 11.5 -> 9.2 ms)."""
     n = arr.shape[0]
     if n != k:
         left, right = 0, n - 1
         while left < right:
-            pivot = arr[k]
+            pivot = arr[np.uint64(k)]
             i, j = left, right
             while True:
-                while arr[i] > pivot:
+                while arr[np.uint64(i)] > pivot:
                     i += 1
-                while arr[j] < pivot:
+                while arr[np.uint64(j)] < pivot:
                     j -= 1
                 if i <= j:
-                    tmp = arr[i]
-                    arr[i] = arr[j]
-                    arr[j] = tmp
+                    ui, uj = np.uint64(i), np.uint64(j)
+                    tmp = arr[ui]
+                    arr[ui] = arr[uj]
+                    arr[uj] = tmp
                     i += 1
                     j -= 1
                 if i > j:

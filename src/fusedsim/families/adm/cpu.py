@@ -281,9 +281,9 @@ def _decouple_row(bo, bt, ring, slot, cs, egl, cos2, div, dv):  # pragma: no cov
     tv_, th_, td_ = bt[1], bt[2], bt[3]
     n = bo.shape[1]
     for j in range(n):
-        dv[0, j] = div[_reduced(oh_[j])[0] + 32768]
-        dv[1, j] = div[_reduced(ov_[j])[0] + 32768]
-        dv[2, j] = div[_reduced(od_[j])[0] + 32768]
+        dv[0, j] = div[np.uint64(_reduced(oh_[j])[0] + 32768)]
+        dv[1, j] = div[np.uint64(_reduced(ov_[j])[0] + 32768)]
+        dv[2, j] = div[np.uint64(_reduced(od_[j])[0] + 32768)]
     out = ring[slot]
     # the shifts are computed again rather than read from a buffer: one more array in this loop and LLVM's
     # run-time overlap checks exceed its limit, so it stays scalar
@@ -306,9 +306,9 @@ def _decouple_row0(bo, bt, ring, slot, cs, egl, cos2, div, dv):  # pragma: no co
     tv_, th_, td_ = bt[1], bt[2], bt[3]
     n = bo.shape[1]
     for j in range(n):
-        dv[0, j] = div[oh_[j] + 32768]
-        dv[1, j] = div[ov_[j] + 32768]
-        dv[2, j] = div[od_[j] + 32768]
+        dv[0, j] = div[np.uint64(oh_[j] + 32768)]
+        dv[1, j] = div[np.uint64(ov_[j] + 32768)]
+        dv[2, j] = div[np.uint64(od_[j] + 32768)]
     out = ring[slot]
     for j in range(n):
         oh, ov, od, th, tv, td = oh_[j], ov_[j], od_[j], th_[j], tv_[j], td_[j]

@@ -273,3 +273,25 @@ def test_band_roots_are_the_c_librarys_powf():
     with use_backend("reference"):
         twin_value = float_adm(ref, dist, 8)
     assert all(torch.equal(cpu_value[k], twin_value[k]) for k in twin_value)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_numba_motion_blurs_consecutive_frames_once_with_the_same_values(threads):
+    """A clip's pairs passed as views ``t[:-1], t[1:]`` take the path that blurs each frame once (threads each take
+    a run of pairs); its scores equal separate pairs' and the twin's, and other views still take the pair path."""
+    import numba
+
+    from fusedsim.families.vmaf_float.cpu import _consecutive, float_motion_sad_numba
+
+    t = torch.from_numpy(np.random.default_rng(7).integers(0, 256, (7, 40, 52)).astype(np.uint8))
+    assert _consecutive(t[:-1], t[1:]) is not None and _consecutive(t[:-1].clone(), t[1:].clone()) is None
+    assert _consecutive(t[:-2], t[2:]) is None  # not neighbours
+    twin = motion_twin.float_motion_sad_ref(t[:-1], t[1:], 8)
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+        chained = float_motion_sad_numba(t[:-1], t[1:], 8)
+    finally:
+        numba.set_num_threads(before)
+    assert torch.equal(chained, float_motion_sad_numba(t[:-1].clone(), t[1:].clone(), 8))
+    assert torch.equal(chained, twin.to(chained.dtype))

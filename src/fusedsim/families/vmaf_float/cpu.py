@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 import torch
 from numba import njit, prange
@@ -438,6 +439,33 @@ def _motion_frames(prev, cur, scaler, taps, out):
         out[f] = total / np.float32(h * w)
 
 
+@njit(cache=True, nogil=True, parallel=True)
+def _motion_chain(frames, scaler, taps, n_chunks, out):
+    """Scores of the consecutive pairs of ``frames`` (``(N + 1, H, W)``): each thread takes a run of pairs and
+    blurs each frame of it once (the previous blurred frame is kept), N + n_chunks blurs instead of 2N."""
+    n = frames.shape[0] - 1
+    h, w = frames.shape[1], frames.shape[2]
+    step = (n + n_chunks - 1) // n_chunks
+    for c in prange(n_chunks):
+        k0 = c * step
+        k1 = min(n, k0 + step)
+        if k0 >= k1:
+            continue
+        a = _to_float(frames[k0], scaler)
+        ba = _filter(a, a, 0, taps, 1, h, w)
+        for k in range(k0, k1):
+            b = _to_float(frames[k + 1], scaler)
+            bb = _filter(b, b, 0, taps, 1, h, w)
+            total = np.float32(0.0)
+            for i in range(h):
+                row = np.float32(0.0)
+                for j in range(w):
+                    row = row + abs(ba[i, j] - bb[i, j])
+                total = total + row
+            out[k] = total / np.float32(h * w)
+            ba = bb
+
+
 def motion_sad_numba(prev: np.ndarray, cur: np.ndarray, bit_depth: int, filter_size: int = 5) -> np.ndarray:
     """Scores ``(N,)`` float64 of integer frame pairs ``(N, H, W)`` as numpy arrays."""
     out = np.empty(prev.shape[0], np.float32)
@@ -445,8 +473,26 @@ def motion_sad_numba(prev: np.ndarray, cur: np.ndarray, bit_depth: int, filter_s
     return out.astype(np.float64)
 
 
+def _consecutive(prev: torch.Tensor, cur: torch.Tensor) -> torch.Tensor | None:
+    """The ``(N + 1, H, W)`` frames when ``cur[i]`` is ``prev[i + 1]`` in memory (``t[:-1], t[1:]``: how a clip's
+    pairs are passed), else None."""
+    n = prev.shape[0]
+    if (n < 2 or prev.dtype != cur.dtype or prev.shape != cur.shape or prev.stride() != cur.stride()
+            or prev.untyped_storage().data_ptr() != cur.untyped_storage().data_ptr()
+            or cur.data_ptr() - prev.data_ptr() != prev.stride(0) * prev.element_size()):
+        return None
+    return prev.as_strided((n + 1, *prev.shape[1:]), prev.stride(), prev.storage_offset())
+
+
 @float_motion_sad.cpu_kernel
 def float_motion_sad_numba(prev: torch.Tensor, cur: torch.Tensor, bit_depth: int, filter_size: int = 5,
                            ) -> torch.Tensor:
-    """:func:`~.motion_twin.float_motion_sad_ref` on CPU tensors: ``(N,)`` float64."""
-    return torch.from_numpy(motion_sad_numba(_host(prev), _host(cur), bit_depth, int(filter_size)))
+    """:func:`~.motion_twin.float_motion_sad_ref` on CPU tensors: ``(N,)`` float64. Pairs of consecutive frames of
+    one clip (``t[:-1], t[1:]``) blur each frame once, as libvmaf's extractor does."""
+    taps = np.array(motion_twin.motion_filter(filter_size), np.float32)
+    frames = _consecutive(prev, cur)
+    if frames is None:
+        return torch.from_numpy(motion_sad_numba(_host(prev), _host(cur), bit_depth, int(filter_size)))
+    out = np.empty(prev.shape[0], np.float32)
+    _motion_chain(_host(frames), _SCALE[bit_depth], taps, max(1, min(numba.get_num_threads(), prev.shape[0])), out)
+    return torch.from_numpy(out.astype(np.float64))

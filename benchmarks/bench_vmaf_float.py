@@ -23,6 +23,7 @@ if "--smoke" in sys.argv:
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 import numba  # noqa: E402
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -66,12 +67,44 @@ def _cpu_seconds(fn, runs: int = 2) -> float:
     return min(times)
 
 
+def libvmaf_rows(binary: str, ref: torch.Tensor, dist: torch.Tensor, bd: int) -> list[dict]:
+    """libvmaf's ``vmaf -n --feature F --threads 1`` on the same frames (planar 4:2:0, grey chroma), whole
+    processes: its frames/s per core for each float feature."""
+    import subprocess
+    import tempfile
+
+    n, h, w = ref.shape
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = []
+        for name, frames in (("ref", ref), ("dist", dist)):
+            dtype = np.uint8 if bd == 8 else np.dtype("<u2")
+            luma = frames.numpy().astype(dtype).reshape(n, -1)
+            grey = np.full((n, 2 * ((h + 1) // 2) * ((w + 1) // 2)), 1 << (bd - 1), dtype)
+            path = Path(tmp) / f"{name}.yuv"
+            path.write_bytes(np.concatenate([luma, grey], axis=1).tobytes())
+            paths.append(path)
+        for feature in ("float_vif", "float_adm", "float_motion"):
+            command = [binary, "-r", str(paths[0]), "-d", str(paths[1]), "-w", str(w), "-h", str(h), "-p", "420",
+                       "-b", str(bd), "-n", "--feature", feature, "--threads", "1", "-q", "--json", "-o",
+                       str(Path(tmp) / "out.json")]
+            t0 = time.perf_counter()
+            subprocess.run(command, check=True)
+            sec = time.perf_counter() - t0
+            rows.append({"feature": feature, "path": "libvmaf", "threads": 1, "bit_depth": bd, "frames": n,
+                         "frames_per_s": n / sec})
+            print(f"libvmaf {feature:12s} {bd:2d}-bit {h}x{w}: {n / sec:9.2f} frames/s with 1 thread (whole process)")
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=16, help="frames per GPU batch")
     parser.add_argument("--cpu-frames", type=int, default=4, help="frames per CPU batch")
     parser.add_argument("--out", default=os.environ.get("OUT"))
     parser.add_argument("--smoke", action="store_true", help="tiny frames on the CPU, to check the script")
+    parser.add_argument("--libvmaf", help="libvmaf's vmaf tool (built with -Denable_float=true): its frames/s on "
+                                          "one core on the same frames")
     args = parser.parse_args()
     gpu = torch.cuda.is_available() and not args.smoke
     h, w = (1080, 1920) if not args.smoke else (33, 34)
@@ -99,6 +132,8 @@ def main() -> None:
                 rows.append({"feature": name, "path": "numba", "threads": threads, "bit_depth": bd, "frames": n,
                              "frames_per_s": n / sec, "frames_per_s_per_core": n / sec / threads})
                 print(f"numba  {name:13s} {bd:2d}-bit {h}x{w}: {n / sec:9.2f} frames/s with {threads} thread(s)")
+        if args.libvmaf and not args.smoke:
+            rows += libvmaf_rows(args.libvmaf, cpu_ref, cpu_dist, bd)
     payload = {"meta": metadata("cuda" if gpu else "cpu"), "shape": [h, w], "rows": rows}
     path = write_json("vmaf_float", payload, extra_dir=args.out, **({"results_dir": smoke_dir()} if args.smoke else {}))
     print(f"wrote {path}")

@@ -42,113 +42,151 @@ def _to_float(frame, scaler):
 
 
 @njit(cache=True, nogil=True)
-def _filter(a, b, mode, taps, step, out_h, out_w):
-    """Separable filter (vertical first) of ``a`` (mode 0), ``a*a`` (1) or ``a*b`` (2) at every ``step``-th row
-    and column, ``(out_h, out_w)`` of them. Loops run tap by tap over whole rows: each output still adds its taps
-    in order (float32, ``a*a`` rounded before the tap), and the row loops vectorise: they index views with the
-    bare loop counter or unsigned integers, where numba adds no negative-index wrap (a 17-tap pass of a 1080p
-    frame 14-21 -> 3.0-4.1 ms)."""
+def _filter_row(a, b, mode, taps, i, step, tmp, out):
+    """Row ``i`` of the separable filter (vertical first) of ``a`` (mode 0), ``a*a`` (1) or ``a*b`` (2) at every
+    ``step``-th column into ``out``; ``tmp`` (``w + taps - 1``) holds the vertical pass with mirrored columns.
+    Loops run tap by tap over whole rows: each output still adds its taps in order (float32, ``a*a`` rounded
+    before the tap), and the row loops vectorise: they index views with the bare loop counter or unsigned
+    integers, where numba adds no negative-index wrap (a 17-tap pass of a 1080p frame 14-21 -> 3.0-4.1 ms)."""
     h, w = a.shape
     k = taps.shape[0]
     r = k // 2
-    tmp = np.empty(w + 2 * r, np.float32)  # the vertical pass of one row, mirrored columns around it
-    acc = np.empty(out_w, np.float32)
+    row = tmp[r:r + w]
+    row[:] = 0.0
+    for t in range(k):
+        ii = reflect101(i - r + t, h)
+        tap = taps[t]
+        ar = a[ii]
+        br = b[ii]
+        if mode == 0:
+            for j in range(w):
+                row[j] = row[j] + tap * ar[j]
+        elif mode == 1:
+            for j in range(w):
+                row[j] = row[j] + tap * (ar[j] * ar[j])
+        else:
+            for j in range(w):
+                row[j] = row[j] + tap * (ar[j] * br[j])
+    for p in range(1, r + 1):
+        tmp[r - p] = tmp[r + reflect101(-p, w)]
+        tmp[r + w - 1 + p] = tmp[r + reflect101(w - 1 + p, w)]
+    out_w = out.shape[0]
+    out[:] = 0.0
+    for t in range(k):
+        tap = taps[t]
+        if step == 1:
+            shifted = tmp[t:t + out_w]
+            for oj in range(out_w):
+                out[oj] = out[oj] + tap * shifted[oj]
+        else:
+            for oj in range(out_w):
+                out[oj] = out[oj] + tap * tmp[np.uint64(oj * step + t)]
+
+
+@njit(cache=True, nogil=True)
+def _filter(a, b, mode, taps, step, out_h, out_w):
+    """:func:`_filter_row` at every ``step``-th row: ``(out_h, out_w)``."""
+    tmp = np.empty(a.shape[1] + taps.shape[0] - 1, np.float32)
     out = np.empty((out_h, out_w), np.float32)
     for oi in range(out_h):
-        i = oi * step
-        row = tmp[r:r + w]
-        row[:] = 0.0
-        for t in range(k):
-            ii = reflect101(i - r + t, h)
-            tap = taps[t]
-            ar = a[ii]
-            br = b[ii]
-            if mode == 0:
-                for j in range(w):
-                    row[j] = row[j] + tap * ar[j]
-            elif mode == 1:
-                for j in range(w):
-                    row[j] = row[j] + tap * (ar[j] * ar[j])
-            else:
-                for j in range(w):
-                    row[j] = row[j] + tap * (ar[j] * br[j])
-        for p in range(1, r + 1):
-            tmp[r - p] = tmp[r + reflect101(-p, w)]
-            tmp[r + w - 1 + p] = tmp[r + reflect101(w - 1 + p, w)]
-        acc[:] = 0.0
-        for t in range(k):
-            tap = taps[t]
-            if step == 1:
-                shifted = tmp[t:t + out_w]
-                for oj in range(out_w):
-                    acc[oj] = acc[oj] + tap * shifted[oj]
-            else:
-                for oj in range(out_w):
-                    acc[oj] = acc[oj] + tap * tmp[np.uint64(oj * step + t)]
-        out[oi] = acc
+        _filter_row(a, b, mode, taps, oi * step, step, tmp, out[oi])
     return out
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _log2f(x, poly):
-    m, e = math.frexp(np.float64(x))  # x = m * 2**e, 0.5 <= m < 1: mantissa 2m, exponent e - 1
-    t = np.float32(m * 2.0) - np.float32(1.0)
-    var = np.float32(0.0)
-    for k in range(poly.shape[0]):
-        var = var * t + poly[k]
-    return np.float32(e - 1) + var
+@njit(cache=True, nogil=True)
+def _log2f_row(args, out, poly):
+    """libvmaf's ``log2f`` approximation (``frexp``, then its polynomial in float32 at ``2m - 1``, plus ``e - 1``)
+    of a row of float32 arguments >= 1 (normal, positive: libvmaf's ``1 + ...``): ``frexp`` read from the bits
+    (the exponent field, the mantissa with the exponent of 0.5), so the loop vectorises. ``poly``: 9 coefficients,
+    highest power first (:data:`~.vif_twin.LOG2_POLY`)."""
+    bits = args.view(np.int32)
+    mant = np.empty(args.shape[0], np.int32)
+    for j in range(args.shape[0]):
+        mant[j] = (bits[j] & 0x7FFFFF) | (126 << 23)  # m in [0.5, 1): x = m * 2**e
+    m = mant.view(np.float32)
+    # libvmaf's 9 coefficients, Horner's steps written out (a loop over them inside the loop over j stays scalar)
+    p0, p1, p2, p3, p4, p5, p6, p7, p8 = poly[0], poly[1], poly[2], poly[3], poly[4], poly[5], poly[6], poly[7], poly[8]
+    for j in range(args.shape[0]):
+        e = ((bits[j] >> 23) & 0xFF) - 126
+        t = m[j] * np.float32(2.0) - np.float32(1.0)
+        var = np.float32(0.0) * t + p0
+        var = var * t + p1
+        var = var * t + p2
+        var = var * t + p3
+        var = var * t + p4
+        var = var * t + p5
+        var = var * t + p6
+        var = var * t + p7
+        var = var * t + p8
+        out[j] = np.float32(e - 1) + var
 
 
 @njit(cache=True, nogil=True)
 def _vif_scale(x, y, taps, gain_limit, sigma_nsq, poly):
+    """One scale's (num, den) sums: per row, its filtered planes, the statistics and libvmaf's branches as selects
+    into the two log2 arguments (and, where a branch replaces a log, its value), then the logs over the row
+    (:func:`_log2f_row`), then the row sums in column order, as libvmaf adds them."""
     h, w = x.shape
-    mu1 = _filter(x, y, 0, taps, 1, h, w)
-    mu2 = _filter(y, x, 0, taps, 1, h, w)
-    xx = _filter(x, y, 1, taps, 1, h, w)
-    yy = _filter(y, x, 1, taps, 1, h, w)
-    xy = _filter(x, y, 2, taps, 1, h, w)
+    tmp = np.empty(w + taps.shape[0] - 1, np.float32)
+    m1r = np.empty(w, np.float32)  # this row's filtered means, squares and product: no whole-frame planes
+    m2r = np.empty(w, np.float32)
+    xxr = np.empty(w, np.float32)
+    yyr = np.empty(w, np.float32)
+    xyr = np.empty(w, np.float32)
     eps = np.float32(1.0e-10)
     zero = np.float32(0.0)
     one = np.float32(1.0)
     egl = np.float32(gain_limit)
     snsq32 = np.float64(np.float32(sigma_nsq))
     sigma_max_inv = np.float32(np.float64(np.float32(snsq32 * snsq32)) / (255.0 * 255.0))  # powf, then double
+    num_arg = np.empty(w, np.float32)
+    den_arg = np.empty(w, np.float32)
+    num_log = np.empty(w, np.float32)
+    den_log = np.empty(w, np.float32)
+    alt = np.empty(w, np.float32)  # num where s1 < sigma_nsq (den is 1 there)
+    kind = np.empty(w, np.int8)  # 0: the logs, 1: num 0 (s12 < 0), 2: alt and 1
     num_total = np.float32(0.0)
     den_total = np.float32(0.0)
     for i in range(h):
-        num_row = np.float32(0.0)
-        den_row = np.float32(0.0)
+        _filter_row(x, y, 0, taps, i, 1, tmp, m1r)
+        _filter_row(y, x, 0, taps, i, 1, tmp, m2r)
+        _filter_row(x, y, 1, taps, i, 1, tmp, xxr)
+        _filter_row(y, x, 1, taps, i, 1, tmp, yyr)
+        _filter_row(x, y, 2, taps, i, 1, tmp, xyr)
         for j in range(w):
-            m1 = mu1[i, j]
-            m2 = mu2[i, j]
-            s1 = xx[i, j] - m1 * m1
-            s2 = yy[i, j] - m2 * m2
-            s12 = xy[i, j] - m1 * m2
+            m1 = m1r[j]
+            m2 = m2r[j]
+            s1 = xxr[j] - m1 * m1
+            s2 = yyr[j] - m2 * m2
+            s12 = xyr[j] - m1 * m2
             s1 = max(s1, zero)
             s2 = max(s2, zero)
             g = s12 / (s1 + eps)
             sv = s2 - g * s12
-            if s1 < eps:
-                g = zero
-                sv = s2
-                s1 = zero
-            if s2 < eps:
-                g = zero
-                sv = zero
-            if g < zero:
-                sv = s2
-                g = zero
+            low1 = s1 < eps
+            g = zero if low1 else g
+            sv = s2 if low1 else sv
+            s1 = zero if low1 else s1
+            low2 = s2 < eps
+            g = zero if low2 else g
+            sv = zero if low2 else sv
+            neg = g < zero
+            sv = s2 if neg else sv
+            g = zero if neg else g
             sv = max(sv, eps)
             g = min(g, egl)
-            num = _log2f(np.float32(1.0 + np.float64(g * g * s1) / (np.float64(sv) + sigma_nsq)), poly)
-            den = _log2f(np.float32(1.0 + np.float64(s1) / sigma_nsq), poly)
-            if s12 < zero:
-                num = zero
-            if np.float64(s1) < sigma_nsq:
-                num = one - s2 * sigma_max_inv
-                den = one
-            num_row = num_row + num
-            den_row = den_row + den
+            num_arg[j] = np.float32(1.0 + np.float64(g * g * s1) / (np.float64(sv) + sigma_nsq))
+            den_arg[j] = np.float32(1.0 + np.float64(s1) / sigma_nsq)
+            alt[j] = one - s2 * sigma_max_inv
+            kind[j] = 2 if np.float64(s1) < sigma_nsq else (1 if s12 < zero else 0)
+        _log2f_row(num_arg, num_log, poly)
+        _log2f_row(den_arg, den_log, poly)
+        num_row = np.float32(0.0)
+        den_row = np.float32(0.0)
+        for j in range(w):
+            k = kind[j]
+            num_row = num_row + (num_log[j] if k == 0 else (zero if k == 1 else alt[j]))
+            den_row = den_row + (one if k == 2 else den_log[j])
         num_total = num_total + num_row
         den_total = den_total + den_row
     return num_total, den_total
@@ -187,6 +225,8 @@ def float_vif_numba(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, gain_
     start = np.cumsum([0] + [len(t) for t in filters]).astype(np.int64)
     out = np.empty((ref.shape[0], 8), np.float64)
     poly = np.array(vif_twin.LOG2_POLY, dtype=np.float32)
+    if poly.shape[0] != 9:  # _log2f_row writes Horner's nine steps out
+        raise RuntimeError(f"float_vif: the log2 polynomial has {poly.shape[0]} coefficients; the CPU kernel takes 9")
     _vif_frames(_host(ref), _host(dist), _SCALE[bit_depth], np.concatenate(filters).astype(np.float32), start,
                 float(gain_limit), float(sigma_nsq), bool(skip_scale0), poly, out)
     return torch.from_numpy(out)

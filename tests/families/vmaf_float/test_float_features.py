@@ -295,3 +295,22 @@ def test_numba_motion_blurs_consecutive_frames_once_with_the_same_values(threads
         numba.set_num_threads(before)
     assert torch.equal(chained, float_motion_sad_numba(t[:-1].clone(), t[1:].clone(), 8))
     assert torch.equal(chained, twin.to(chained.dtype))
+
+
+def test_numba_reciprocal_row_equals_the_twins_rcpss():
+    """The CPU kernel's vectorised reciprocal (its ``frexp`` read from the bits) against the twin's ``rcp_divide``
+    on every exponent field, both signs, zeros, subnormals and random mantissas (NaN where both are NaN)."""
+    from fusedsim.families.vmaf_float.cpu import _rcp_row
+    from fusedsim.families.vmaf_float.rcp_table import RCP_MANTISSA
+
+    rng = np.random.default_rng(11)
+    fields = np.repeat(np.arange(0, 255, dtype=np.uint32), 64)
+    mantissas = rng.integers(0, 1 << 23, fields.shape[0], dtype=np.uint32)
+    mantissas[::64] = 0  # exact powers of two, and the zeros at field 0
+    signs = rng.integers(0, 2, fields.shape[0], dtype=np.uint32) << 31
+    d = (signs | (fields << 23) | mantissas).view(np.float32)
+    got = np.empty_like(d)
+    _rcp_row(d, RCP_MANTISSA, np.empty(d.shape[0], np.int32), got)
+    want = adm_twin.rcp_divide(torch.ones(d.shape[0]), torch.from_numpy(d.copy())).numpy()
+    both_nan = np.isnan(got) & np.isnan(want)
+    assert np.array_equal(got.view(np.int32)[~both_nan], want.view(np.int32)[~both_nan])

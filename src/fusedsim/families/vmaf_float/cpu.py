@@ -271,25 +271,6 @@ def _dwt2(src, lo, hi):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _rcp(d, table):
-    """The vendor ``rcpss`` of float32 ``d`` (see :mod:`.rcp_table`), then libvmaf's Newton step."""
-    if d == 0.0:
-        r = np.float32(np.inf) if not math.copysign(1.0, d) < 0 else np.float32(-np.inf)
-    else:
-        m, e = math.frexp(np.float64(d))  # |d| = |m| * 2**e, biased exponent e + 126
-        biased = e + 126
-        if biased <= 0:
-            r = np.float32(np.inf) if d > 0 else np.float32(-np.inf)
-        elif biased >= 253:
-            r = np.float32(0.0) if d > 0 else np.float32(-0.0)
-        else:
-            idx = int((abs(m) * 2.0 - 1.0) * 4096.0)
-            mag = (1.0 + table[idx] / 4096.0) * math.ldexp(1.0, -e)
-            r = np.float32(mag if d > 0 else -mag)
-    return r + r * (np.float32(1.0) - d * r)
-
-
-@njit(cache=True, nogil=True, inline="always")
 def _clamp01(k):
     if k < 0.0:
         return np.float32(0.0)
@@ -299,30 +280,66 @@ def _clamp01(k):
 
 
 @njit(cache=True, nogil=True)
+def _rcp_row(d, table, scale, out):
+    """The vendor ``rcpss`` of a row of float32 ``d`` (see :mod:`.rcp_table`), then libvmaf's Newton step
+    (``r + r * (1 - d * r)``), with ``frexp`` read from the bits so the loops vectorise: exponent
+    field 0 (zeros, subnormals: biased exponent <= 0) gives the signed infinity, 253 and above the signed zero,
+    else the table's mantissa times ``2**-e`` (exact in float32); then libvmaf's Newton step. ``scale``: int32
+    scratch of the row's length."""
+    bits = d.view(np.int32)
+    for j in range(d.shape[0]):
+        field = (bits[j] >> 23) & 0xFF
+        scale[j] = min(max(253 - field, 1), 252) << 23  # 2**-e for field in 1..252 (clamped elsewhere: unused)
+    two_to = scale.view(np.float32)
+    inf = np.float32(np.inf)
+    for j in range(d.shape[0]):
+        b = bits[j]
+        field = (b >> 23) & 0xFF
+        negative = b < 0
+        mag = np.float32((1.0 + table[np.uint64((b & 0x7FFFFF) >> 11)] / 4096.0) * np.float64(two_to[j]))
+        r = mag
+        r = np.float32(0.0) if field >= 253 else r
+        r = inf if field == 0 else r
+        r = -r if negative else r
+        out[j] = r + r * (np.float32(1.0) - d[j] * r)
+
+
+@njit(cache=True, nogil=True)
 def _decouple(o, t, gain_limit, cos_sq, table):
-    """Restored and additive bands ``(3, h, w)`` of reference bands ``o`` and distorted ``t`` ``(3, h, w)``."""
+    """Restored and additive bands ``(3, h, w)`` of reference bands ``o`` and distorted ``t`` ``(3, h, w)``: per row
+    the angle test, then per band the reciprocals (:func:`_rcp_row`) and libvmaf's rules as selects, in its
+    order, so each loop vectorises."""
     _, h, w = o.shape
     r = np.empty_like(o)
     a = np.empty_like(o)
     eps = np.float32(1e-30)
+    angle = np.empty(w, np.bool_)
+    denominator = np.empty(w, np.float32)
+    rcp = np.empty(w, np.float32)
+    scale = np.empty(w, np.int32)
     for i in range(h):
+        ohr, ovr, thr, tvr = o[0, i], o[1, i], t[0, i], t[1, i]
         for j in range(w):
-            oh, ov = o[0, i, j], o[1, i, j]
-            th, tv = t[0, i, j], t[1, i, j]
+            oh, ov, th, tv = ohr[j], ovr[j], thr[j], tvr[j]
             ot_dp = oh * th + ov * tv
             o_mag = oh * oh + ov * ov
             t_mag = th * th + tv * tv
-            angle = ot_dp >= 0.0 and ot_dp * ot_dp >= cos_sq * o_mag * t_mag
-            for b in range(3):
-                ob, tb = o[b, i, j], t[b, i, j]
-                k = _clamp01(tb * _rcp(ob + eps, table))
+            angle[j] = (ot_dp >= 0.0) & (ot_dp * ot_dp >= cos_sq * o_mag * t_mag)
+        for b in range(3):
+            obr, tbr, rr, ar = o[b, i], t[b, i], r[b, i], a[b, i]
+            for j in range(w):
+                denominator[j] = obr[j] + eps
+            _rcp_row(denominator, table, scale, rcp)
+            for j in range(w):
+                ob, tb = obr[j], tbr[j]
+                k = _clamp01(tb * rcp[j])
                 rv = k * ob
-                if angle and rv > 0.0:
-                    rv = np.float32(min(np.float64(rv) * gain_limit, np.float64(tb)))
-                if angle and rv < 0.0:
-                    rv = np.float32(max(np.float64(rv) * gain_limit, np.float64(tb)))
-                r[b, i, j] = rv
-                a[b, i, j] = tb - rv
+                grow = angle[j] & (rv > 0.0)
+                rv = np.float32(min(np.float64(rv) * gain_limit, np.float64(tb))) if grow else rv
+                shrink = angle[j] & (rv < 0.0)
+                rv = np.float32(max(np.float64(rv) * gain_limit, np.float64(tb))) if shrink else rv
+                rr[j] = rv
+                ar[j] = tb - rv
     return r, a
 
 

@@ -35,14 +35,16 @@ def _ms(a, c, bits):
 @njit(cache=True, nogil=True)
 def _fdct8(src, off, stride, dst, doff, dstride):
     """Daala's od_bin_fdct8 of ``src[off + k*stride]`` into ``dst[doff + k*dstride]`` (int64, no overflow)."""
-    t0 = src[off]
-    t4 = src[off + stride]
-    t2 = src[off + 2 * stride]
-    t6 = src[off + 3 * stride]
-    t7 = src[off + 4 * stride]
-    t3 = src[off + 5 * stride]
-    t5 = src[off + 6 * stride]
-    t1 = src[off + 7 * stride]
+    o = np.uint64(off)  # unsigned indices: numba adds no negative-index wrap to each access
+    s = np.uint64(stride)
+    t0 = src[o]
+    t4 = src[o + s]
+    t2 = src[o + np.uint64(2) * s]
+    t6 = src[o + np.uint64(3) * s]
+    t7 = src[o + np.uint64(4) * s]
+    t3 = src[o + np.uint64(5) * s]
+    t5 = src[o + np.uint64(6) * s]
+    t1 = src[o + np.uint64(7) * s]
     t1 = t0 - t1
     t1h = _half(t1)
     t0 -= t1h
@@ -77,14 +79,16 @@ def _fdct8(src, off, stride, dst, doff, dstride):
     t5 += _ms(t3, 2485, 13)
     t3 -= _ms(t5, 18205, 15)
     t5 += _ms(t3, 2485, 13)
-    dst[doff] = t0
-    dst[doff + dstride] = t1
-    dst[doff + 2 * dstride] = t2
-    dst[doff + 3 * dstride] = t3
-    dst[doff + 4 * dstride] = t4
-    dst[doff + 5 * dstride] = t5
-    dst[doff + 6 * dstride] = t6
-    dst[doff + 7 * dstride] = t7
+    o = np.uint64(doff)
+    s = np.uint64(dstride)
+    dst[o] = t0
+    dst[o + s] = t1
+    dst[o + np.uint64(2) * s] = t2
+    dst[o + np.uint64(3) * s] = t3
+    dst[o + np.uint64(4) * s] = t4
+    dst[o + np.uint64(5) * s] = t5
+    dst[o + np.uint64(6) * s] = t6
+    dst[o + np.uint64(7) * s] = t7
 
 
 @njit(cache=True, nogil=True)
@@ -96,21 +100,22 @@ def _block(x, f, y0, x0, v, z, c, qsum, var, mask, var64, var16):
         qsum[q] = _F(0.0)
         var[q] = _F(0.0)
     for i in range(8):
+        row = x[f, y0 + i]
         for j in range(8):
-            s = x[f, y0 + i, x0 + j]
-            v[i * 8 + j] = s
+            s = row[np.uint64(x0 + j)]
+            v[np.uint64(i * 8 + j)] = s
             gsum += _F(s)
-            qsum[(i >= 4) + 2 * (j >= 4)] += _F(s)
+            qsum[np.uint64((i >= 4) + 2 * (j >= 4))] += _F(s)
     gmean = gsum / _F(64.0)
     for q in range(4):
         qsum[q] = qsum[q] / _F(16.0)
     gvar = _F(0.0)
     for i in range(8):
         for j in range(8):
-            s = _F(v[i * 8 + j])
+            s = _F(v[np.uint64(i * 8 + j)])
             d = s - gmean
             gvar += d * d
-            q = (i >= 4) + 2 * (j >= 4)
+            q = np.uint64((i >= 4) + 2 * (j >= 4))
             e = s - qsum[q]
             var[q] += e * e
     gvar = gvar * var64
@@ -145,14 +150,14 @@ def _terms(ref, dist, csf, mask, var64, var16, by, bx, out):
             sd = _block(dist, f, row * 7, col * 7, v, z, cd, qsum, var, mask, var64, var16)
             if sd > sr:
                 sr = sd
-            base = (row * bx + col) * 64
+            block = out[f, (row * bx + col) * 64:(row * bx + col + 1) * 64]
             for k in range(64):
                 err = _F(abs(cr[k] - cd[k]))
                 if k != 0:
                     thr = sr / mask[k]
                     err = _F(0.0) if err < thr else err - thr
                 w = err * csf[k]
-                out[f, base + k] = w * w
+                block[k] = w * w
 
 
 @njit(cache=True, nogil=True, parallel=True)

@@ -152,13 +152,14 @@ def _c_values(x, mask, window, tvi, vlt_luma, lut, weights):
             v = x[i, j]
             if not mask[i, j] or v - base < 0 or v - base >= size:
                 continue
-            row = np.uint64(v - base)  # unsigned indices: no negative-index wrap (see _add_run)
+            offset = v - base
+            row = np.uint64(offset)  # unsigned indices: no negative-index wrap (see _add_run)
             p0 = np.int64(hist[row, j])
             best = np.float32(0.0)
             for d in range(num_diffs):
                 if v <= tvi[d] and v + num_diffs + d + 1 > vlt_luma:
-                    up = v - base + d + 1
-                    down = v - base - d - 1
+                    up = offset + d + 1
+                    down = offset - d - 1
                     p1 = np.int64(hist[np.uint64(up), j]) if up < size else 0
                     p2 = np.int64(hist[np.uint64(down), j]) if down >= 0 else 0
                     pm = max(p1, p2)

@@ -94,13 +94,12 @@ def _filter(a, b, mode, taps, step, out_h, out_w):
 
 
 @njit(cache=True, nogil=True)
-def _log2f_row(args, out, poly):
+def _log2f_row(args, out, poly, mant):
     """libvmaf's ``log2f`` approximation (``frexp``, then its polynomial in float32 at ``2m - 1``, plus ``e - 1``)
     of a row of float32 arguments >= 1 (normal, positive: libvmaf's ``1 + ...``): ``frexp`` read from the bits
     (the exponent field, the mantissa with the exponent of 0.5), so the loop vectorises. ``poly``: 9 coefficients,
-    highest power first (:data:`~.vif_twin.LOG2_POLY`)."""
+    highest power first (:data:`~.vif_twin.LOG2_POLY`); ``mant``: int32 scratch of the row's length."""
     bits = args.view(np.int32)
-    mant = np.empty(args.shape[0], np.int32)
     for j in range(args.shape[0]):
         mant[j] = (bits[j] & 0x7FFFFF) | (126 << 23)  # m in [0.5, 1): x = m * 2**e
     m = mant.view(np.float32)
@@ -145,6 +144,7 @@ def _vif_scale(x, y, taps, gain_limit, sigma_nsq, poly):
     den_log = np.empty(w, np.float32)
     alt = np.empty(w, np.float32)  # num where s1 < sigma_nsq (den is 1 there)
     kind = np.empty(w, np.int8)  # 0: the logs, 1: num 0 (s12 < 0), 2: alt and 1
+    mant = np.empty(w, np.int32)  # _log2f_row's scratch
     num_total = np.float32(0.0)
     den_total = np.float32(0.0)
     for i in range(h):
@@ -179,8 +179,8 @@ def _vif_scale(x, y, taps, gain_limit, sigma_nsq, poly):
             den_arg[j] = np.float32(1.0 + np.float64(s1) / sigma_nsq)
             alt[j] = one - s2 * sigma_max_inv
             kind[j] = 2 if np.float64(s1) < sigma_nsq else (1 if s12 < zero else 0)
-        _log2f_row(num_arg, num_log, poly)
-        _log2f_row(den_arg, den_log, poly)
+        _log2f_row(num_arg, num_log, poly, mant)
+        _log2f_row(den_arg, den_log, poly, mant)
         num_row = np.float32(0.0)
         den_row = np.float32(0.0)
         for j in range(w):
@@ -486,6 +486,20 @@ def float_adm_numba(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, gain_
 
 
 # ------------------------------------------------------------------------------------------------------ motion
+@njit(cache=True, nogil=True)
+def _mean_abs_difference(ba, bb):
+    """libvmaf's motion score of two blurred frames: float32 row sums of ``|a - b|``, summed row by row, over the
+    pixel count."""
+    h, w = ba.shape
+    total = np.float32(0.0)
+    for i in range(h):
+        row = np.float32(0.0)
+        for j in range(w):
+            row = row + abs(ba[i, j] - bb[i, j])
+        total = total + row
+    return total / np.float32(h * w)
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def _motion_frames(prev, cur, scaler, taps, out):
     for f in prange(prev.shape[0]):
@@ -494,13 +508,7 @@ def _motion_frames(prev, cur, scaler, taps, out):
         b = _to_float(cur[f], scaler)
         ba = _filter(a, a, 0, taps, 1, h, w)
         bb = _filter(b, b, 0, taps, 1, h, w)
-        total = np.float32(0.0)
-        for i in range(h):
-            row = np.float32(0.0)
-            for j in range(w):
-                row = row + abs(ba[i, j] - bb[i, j])
-            total = total + row
-        out[f] = total / np.float32(h * w)
+        out[f] = _mean_abs_difference(ba, bb)
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -520,13 +528,7 @@ def _motion_chain(frames, scaler, taps, n_chunks, out):
         for k in range(k0, k1):
             b = _to_float(frames[k + 1], scaler)
             bb = _filter(b, b, 0, taps, 1, h, w)
-            total = np.float32(0.0)
-            for i in range(h):
-                row = np.float32(0.0)
-                for j in range(w):
-                    row = row + abs(ba[i, j] - bb[i, j])
-                total = total + row
-            out[k] = total / np.float32(h * w)
+            out[k] = _mean_abs_difference(ba, bb)
             ba = bb
 
 

@@ -9,7 +9,10 @@ when PyAV's FFmpeg has libsvtav1). Encoding is not timed.
 Measured, each in frames/s over the whole clip:
 
 * decode alone: PyAV on the CPU (FFmpeg's threads, planes copied out: what ``decoder="cpu"`` feeds the metrics;
-  all planes and luma only), and NVDEC (FFmpeg's CUDA hwaccel, frames left in GPU memory) when available;
+  all planes and luma only), and NVDEC when available: FFmpeg's CUDA hwaccel, and PyNvVideoCodec with 1-4
+  decoder sessions on the clip (frames left in GPU memory);
+* the pair decoded alone: both clips as ``fusedsim video`` feeds a metric (batches of frame pairs on the device),
+  per decoder: the decode bound of the end-to-end rows;
 * end to end: :func:`fusedsim.engine.video.score_video` of each distorted clip against ``ref.mp4`` for each metric
   and decoder (both clips decoded, R'G'B' conversion, the metric, values back on the host), after a 16-frame
   warm-up run that compiles the kernels.
@@ -127,38 +130,79 @@ def decode_rates(path: Path, decoders: list[str], device: str) -> list[dict]:
             rows.append({"clip": path.name, "decoder": "cpu", "planes": "".join(planes), "frames": n,
                          "seconds": seconds, "fps": n / seconds, "threads": os.cpu_count()})
     if "nvdec" in decoders and device == "cuda":
-        import torch
-
+        from fusedsim.io.nvcodec import nvcodec_available, nvcodec_frames
         from fusedsim.io.nvdec import nvdec_available, nvdec_frames
 
-        if nvdec_available():
-            try:
-                for _ in nvdec_frames(reader, device="cuda", limit=8):
-                    pass  # the decoder's start-up stays out of the rate
-                torch.cuda.synchronize()
-                start = time.perf_counter()
-                n = sum(1 for _ in nvdec_frames(reader, device="cuda"))
-                torch.cuda.synchronize()
-                seconds = time.perf_counter() - start
-                rows.append({"clip": path.name, "decoder": "nvdec", "planes": "yuv", "frames": n,
-                             "seconds": seconds, "fps": n / seconds})
-            except (ValueError, RuntimeError) as exc:  # a stream NVDEC refuses: recorded, the other rows kept
-                rows.append({"clip": path.name, "decoder": "nvdec", "planes": "yuv",
-                             "error": f"{type(exc).__name__}: {exc}"})
-        else:
+        variants = [("nvdec (FFmpeg hwaccel)", nvdec_frames, {})] if nvdec_available() else []
+        if nvcodec_available():
+            variants += [(f"nvdec (PyNvVideoCodec, {k} session{'s' if k > 1 else ''})", nvcodec_frames,
+                          {"sessions": k}) for k in (1, 2, 3, 4)]
+        if not variants:
             rows.append({"clip": path.name, "decoder": "nvdec", "error": "NVDEC not available"})
+        for name, frames, options in variants:
+            rows.append(_nvdec_rate(reader, name, frames, options))
+    return rows
+
+
+def _nvdec_rate(reader, name: str, frames, options: dict) -> dict:
+    import torch
+
+    row = {"clip": reader.path.name, "decoder": name, "planes": "yuv"}
+    try:
+        for _ in frames(reader, device="cuda", limit=8, **options):
+            pass  # the decoder's start-up stays out of the rate
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        n = sum(1 for _ in frames(reader, device="cuda", **options))
+        torch.cuda.synchronize()
+        seconds = time.perf_counter() - start
+        row.update(frames=n, seconds=seconds, fps=n / seconds)
+    except (ValueError, RuntimeError) as exc:  # a stream NVDEC refuses: recorded, the other rows kept
+        row["error"] = f"{type(exc).__name__}: {exc}"
+    return row
+
+
+def pair_rates(ref: Path, dist: Path, decoders: list[str], device: str, batch_frames: int) -> list[dict]:
+    """Both clips decoded together as ``fusedsim video`` feeds a metric (batches of frame pairs on the device,
+    no metric): the decode bound of the end-to-end rows."""
+    import torch
+
+    from fusedsim.io.clip_pair import open_pair
+
+    rows = []
+    for decoder in decoders:
+        if decoder == "nvdec" and device != "cuda":
+            continue
+        row = {"clip": dist.name, "metric": "(decode pair only)", "decoder": decoder, "batch_frames": batch_frames}
+        try:
+            for _ in open_pair(ref, dist, device=device, decoder=decoder, frames=16).batches(batch_frames):
+                pass
+            if device == "cuda":
+                torch.cuda.synchronize()
+            start = time.perf_counter()
+            with open_pair(ref, dist, device=device, decoder=decoder) as pair:
+                n = sum(b.ref.y.shape[0] for b in pair.batches(batch_frames))
+            if device == "cuda":
+                torch.cuda.synchronize()
+            seconds = time.perf_counter() - start
+            row.update(frames=n, seconds=seconds, fps=n / seconds)
+        except Exception as exc:  # noqa: BLE001 - one failing row must not lose the others
+            row["error"] = f"{type(exc).__name__}: {exc}"
+        rows.append(row)
+        print(_row_text(row), flush=True)
     return rows
 
 
 def score_rates(ref: Path, dist: Path, metrics: list[str], decoders: list[str], device: str,
                 batch_frames: int) -> list[dict]:
     from fusedsim.engine.video import score_video
+    from fusedsim.io.nvcodec import nvcodec_available
     from fusedsim.io.nvdec import nvdec_available
 
     rows = []
     for metric in metrics:
         for decoder in decoders:
-            if decoder == "nvdec" and not (device == "cuda" and nvdec_available()):
+            if decoder == "nvdec" and not (device == "cuda" and (nvdec_available() or nvcodec_available())):
                 continue
             row = {"clip": dist.name, "metric": metric, "decoder": decoder, "batch_frames": batch_frames}
             try:
@@ -321,6 +365,7 @@ def main() -> int:
     print("end to end (both clips decoded, RGB, metric, values on the host):")
     for name, path in clips.items():
         if name != "ref":
+            payload["score"].extend(pair_rates(clips["ref"], path, decoders, device, args.batch_frames))
             payload["score"].extend(score_rates(clips["ref"], path, metrics, decoders, device, args.batch_frames))
             if not args.skip_cli:
                 payload["score"].extend(cli_rates(clips["ref"], path, metrics, args.dir))

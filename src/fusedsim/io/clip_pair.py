@@ -159,7 +159,7 @@ class _Source:
             self.reader = open_compressed(path, threads=threads)
             info = self.reader.info
             self.kind, self.colour, notes = "compressed", colour or info.colour, info.notes
-            self.decoder = _pick_decoder(decoder, device, self.reader)
+            self.decoder, self.backend = _pick_decoder(decoder, device, self.reader)
         else:
             if decoder == "nvdec":
                 raise ValueError(f"decoder='nvdec': {path} is Y4M or raw YUV, which has nothing to decode")
@@ -168,6 +168,7 @@ class _Source:
                 raise ValueError(f"{path}: comparing clips needs regular files (the frame counts up front), not a "
                                  "pipe")
             self.kind, self.colour, notes, self.decoder = self.reader.kind, colour or Colour(), (), "file"
+            self.backend = "file"
         self.notes = tuple(f"{role} {path}: {n}" for n in notes)
         self.device = device
 
@@ -178,9 +179,12 @@ class _Source:
     def frames(self, planes: Sequence[str], limit: int) -> Iterator[tuple[int, Any, Any, Any]]:
         if isinstance(self.reader, CompressedReader):
             if self.decoder == "nvdec":
-                from fusedsim.io.nvdec import nvdec_frames
+                if self.backend == "pynvvideocodec":
+                    from fusedsim.io.nvcodec import nvcodec_frames as frames
+                else:
+                    from fusedsim.io.nvdec import nvdec_frames as frames
 
-                for f in nvdec_frames(self.reader, planes, device=self.device, limit=limit):
+                for f in frames(self.reader, planes, device=self.device, limit=limit):
                     yield f.index, f.y, f.u, f.v
             else:
                 for f in self.reader.frames(planes, limit=limit, copy=False):
@@ -196,25 +200,30 @@ class _Source:
         self.reader.close()
 
 
-def _pick_decoder(decoder: str, device: torch.device, reader: CompressedReader) -> str:
-    """``cpu`` or ``nvdec``; ValueError naming why when NVDEC is asked for and cannot take the clip. ``auto`` is
-    the CPU: on an H200
-    machine's 16 cores PyAV decoded 1080p H.264 at 1,918 frames/s, FFmpeg's CUDA hwaccel at 485 (it failed on some
-    streams with EPERM from ``avcodec_send_packet``), so NVDEC is taken only when asked for (benchmarks/README.md,
-    compressed video)."""
+def _pick_decoder(decoder: str, device: torch.device, reader: CompressedReader) -> tuple[str, str]:
+    """(``cpu``, ``pyav``) or (``nvdec``, its backend: ``pynvvideocodec`` when installed and able to take the clip,
+    else FFmpeg's CUDA hwaccel ``ffmpeg``); ValueError naming why when NVDEC is asked for and cannot take the clip.
+    ``auto`` is the CPU: on an H200 machine's 16 cores PyAV decoded 1080p H.264 at ~2,000 frames/s, one NVDEC
+    session at ~500 (benchmarks/README.md, compressed video)."""
     if decoder in ("cpu", "auto"):
-        return "cpu"
+        return "cpu", "pyav"
+    from fusedsim.io.nvcodec import nvcodec_available, nvcodec_refusal
     from fusedsim.io.nvdec import nvdec_available, nvdec_refusal
 
     if device.type != "cuda":
         raise ValueError(f"decoder='nvdec' decodes into GPU memory; device is {device}")
-    if not nvdec_available():
-        raise ValueError("decoder='nvdec' needs a CUDA GPU and PyAV (16+) with FFmpeg's CUDA hwaccel "
-                         "(av.codec.hwaccel.hwdevices_available() lists 'cuda')")
-    refusal = nvdec_refusal(reader, device)
-    if refusal:
-        raise ValueError(f"decoder='nvdec': NVDEC cannot decode {reader.path} ({refusal}); use decoder='cpu'")
-    return "nvdec"
+    if nvcodec_available():
+        refusal = nvcodec_refusal(reader, device)
+        if refusal is None:
+            return "nvdec", "pynvvideocodec"
+    elif nvdec_available():
+        refusal = nvdec_refusal(reader, device)
+        if refusal is None:
+            return "nvdec", "ffmpeg"
+    else:
+        raise ValueError("decoder='nvdec' needs a CUDA GPU and PyNvVideoCodec (pip install 'fusedsim[nvdec]') or "
+                         "PyAV (16+) with FFmpeg's CUDA hwaccel")
+    raise ValueError(f"decoder='nvdec': NVDEC cannot decode {reader.path} ({refusal}); use decoder='cpu'")
 
 
 def _selected(source: _Source, indices: list[int], planes: Sequence[str], crop: Crop) -> Iterator[tuple]:

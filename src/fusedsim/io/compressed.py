@@ -88,8 +88,10 @@ class ClipInfo:
     ``container``, ``fps`` (the stream's average frame rate when its timestamps agree, else their median rate; None
     when unknown), ``frame_count`` (packets of the video stream), ``timestamps`` (each frame's presentation time in
     seconds, in presentation order), ``colour`` (how its samples map to RGB, from its
-    tags or FFmpeg's defaults), ``colour_tagged`` (which of matrix/range/siting were tagged) and ``notes`` (a
-    variable frame rate, timestamp gaps: what a comparison should report)."""
+    tags or FFmpeg's defaults), ``colour_tagged`` (which of matrix/range/siting were tagged), ``notes`` (a
+    variable frame rate, timestamp gaps: what a comparison should report), ``pts`` (the timestamps in the stream's
+    time base, presentation order), ``keyframes`` and ``keyframe_packets`` (each keyframe's frame index and its
+    packet's index in decoding order; the three are empty when the packets lack distinct timestamps)."""
 
     path: Path
     fmt: VideoFormat
@@ -102,6 +104,9 @@ class ClipInfo:
     colour: Colour
     colour_tagged: tuple[str, ...]
     notes: tuple[str, ...] = field(default=())
+    pts: tuple[int, ...] = field(default=())
+    keyframes: tuple[int, ...] = field(default=())
+    keyframe_packets: tuple[int, ...] = field(default=())
 
     @property
     def variable_frame_rate(self) -> bool:
@@ -218,23 +223,46 @@ def _probe(av: Any, path: Path) -> ClipInfo:
         fmt = VideoFormat(width=stream.width, height=stream.height, bit_depth=bit_depth, chroma=chroma)
         colour, tagged = _colour(cc, full, path, cc.codec.name)
         fps = Fraction(stream.average_rate) if stream.average_rate else None
-        times = []
+        times, stamps, keys = [], [], []
         try:
             for packet in container.demux(stream):
                 if packet.size == 0:
                     continue  # the flush packet
                 pts = packet.pts if packet.pts is not None else packet.dts
                 times.append(float(pts * packet.time_base) if pts is not None else float("nan"))
+                stamps.append(pts)
+                keys.append(bool(packet.is_keyframe))
         except av.error.FFmpegError as exc:
             raise ValueError(f"{path}: the stream is corrupt after {len(times)} packets ({exc})") from None
         if not times:
             raise ValueError(f"{path}: its video stream holds no frames (an empty, truncated or corrupt file)")
         times.sort()
+        pts, keyframes, keyframe_packets = _keyframes(stamps, keys)
         fps = _frame_rate(times, fps)
         _check_complete(container, stream, times, fps, path)
         return ClipInfo(path=path, fmt=fmt, pix_fmt=stream.format.name, codec=cc.codec.name,
                         container=container.format.name, fps=fps, frame_count=len(times),
-                        timestamps=tuple(times), colour=colour, colour_tagged=tagged, notes=_timing_notes(times))
+                        timestamps=tuple(times), colour=colour, colour_tagged=tagged, notes=_timing_notes(times),
+                        pts=pts, keyframes=keyframes, keyframe_packets=keyframe_packets)
+
+
+def _keyframes(stamps: list[int | None], keys: list[bool]) -> tuple[tuple[int, ...], ...]:
+    """From each packet's timestamp and keyframe flag (decoding order): the timestamps in presentation order, and
+    the frame index and packet index of each keyframe where decoding can start afresh: the first packet, and
+    every keyframe that no later packet is shown before (an open GOP's keyframe has leading pictures that
+    reference the GOP before, and NVDEC does not start at such a non-IDR picture). All empty when timestamps are
+    missing or repeat."""
+    if any(s is None for s in stamps) or len(set(stamps)) != len(stamps):
+        return (), (), ()
+    order = sorted(range(len(stamps)), key=lambda i: stamps[i])
+    frame_of = {packet: frame for frame, packet in enumerate(order)}
+    later_min = [0] * len(stamps)  # the smallest timestamp after each packet, in decoding order
+    smallest = float("inf")
+    for i in range(len(stamps) - 1, -1, -1):
+        later_min[i] = smallest
+        smallest = min(smallest, stamps[i])
+    packets = [i for i, key in enumerate(keys) if i == 0 or (key and later_min[i] > stamps[i])]
+    return (tuple(stamps[i] for i in order), tuple(frame_of[i] for i in packets), tuple(packets))
 
 
 def _check_complete(container: Any, stream: Any, times: list[float], fps: Fraction | None, path: Path) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-_SUBMODULES = ("images", "video", "compressed", "clip_pair", "frame_selection", "yuv_rgb", "nvdec")
+_SUBMODULES = ("images", "video", "compressed", "clip_pair", "frame_selection", "yuv_rgb", "nvdec", "nvcodec")
 
 
 def __getattr__(name: str) -> ModuleType:

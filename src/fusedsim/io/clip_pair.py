@@ -1,7 +1,7 @@
 """Two clips opened side by side: aligned frame pairs as tensors on a device (:func:`open_pair`).
 
 A clip is a compressed file (decoded by PyAV on the CPU or by NVDEC on the GPU: :mod:`.compressed`,
-:mod:`.nvdec`), a Y4M file or raw YUV (the fast readers of :mod:`.video`). Which frames are compared is a
+:mod:`.nvcodec`, :mod:`.nvdec`), a Y4M file or raw YUV (the fast readers of :mod:`.video`). Which frames are compared is a
 :class:`~fusedsim.io.frame_selection.FramePlan`; both clips are decoded ahead on their own threads while the
 previous batch is used. Frames are cropped, the distorted one scaled when asked (never otherwise), and stacked
 into :class:`PairBatch` es of integer planes on the device; :meth:`PairBatch.rgb` converts them to R'G'B'.

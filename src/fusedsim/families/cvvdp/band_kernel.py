@@ -22,6 +22,7 @@ import torch
 import triton
 import triton.language as tl
 
+from fusedsim.core.fast_math import fast_log2
 from fusedsim.core.launch import Launcher
 from fusedsim.core.state import cached
 from fusedsim.families.cvvdp.pyramid_kernel import block_for, expand_at
@@ -64,7 +65,7 @@ def _sens(LUT, c: tl.constexpr, i_lo, i_hi, frac, ok, NL: tl.constexpr, CORR, LN
 @triton.jit
 def sensitivities(LUT, bkg, ok, LOGL0, LOGL_SPAN, CORR, NL: tl.constexpr, LN10: tl.constexpr):
     """castleCSF sensitivity of the three channels at background luminance ``bkg`` (the band's log-S table)."""
-    log_bkg = tl.log(bkg) / LN10
+    log_bkg = fast_log2(bkg) * (0.6931471805599453 / LN10)  # log10 by the hardware's log2 (about 2^-22 off)
     pos = (log_bkg - LOGL0) / LOGL_SPAN * (NL - 1)
     pos = tl.minimum(tl.maximum(pos, 0.0), NL - 1.0)
     i_lo = pos.to(tl.int32)

@@ -11,7 +11,7 @@ import torch
 from video_clips import encode_rgb, encoder_available, photo_frames
 
 from fusedsim.io import nvcodec
-from fusedsim.io.compressed import _keyframes, open_compressed
+from fusedsim.io.compressed import _keyframes, _starts_afresh, open_compressed
 from fusedsim.io.nvcodec import _chunks, nvcodec_available, nvcodec_frames, nvcodec_refusal, plan_runs
 from fusedsim.io.video import open_pair
 
@@ -44,6 +44,19 @@ def test_keyframe_index_in_presentation_order():
                                                        False])[1:] == ((0,), (0,))
     assert _keyframes([0, None, 2], [True, False, False]) == ((), (), ())  # a missing timestamp: no index
     assert _keyframes([0, 1, 1], [True, False, False]) == ((), (), ())  # repeated timestamps: no index
+
+
+def test_only_idr_pictures_and_key_frames_start_a_run():
+    def avcc(*nals):  # 4-byte big-endian sizes, as MP4 stores NAL units
+        return b"".join(len(n).to_bytes(4, "big") + n for n in nals)
+
+    sei, idr, slice_ = b"\x06\x05\x10", b"\x65\x88\x84", b"\x41\x9a\x02"  # H.264 NAL types 6, 5, 1
+    assert _starts_afresh("h264", avcc(sei, idr)) and not _starts_afresh("h264", avcc(sei, slice_))
+    assert _starts_afresh("h264", b"\x00\x00\x00\x01" + sei + b"\x00\x00\x01" + idr)  # Annex B
+    assert not _starts_afresh("h264", b"\x00\x00\x00\x01" + slice_)
+    # HEVC: IDR_W_RADL (19) starts afresh, CRA (21) does not
+    assert _starts_afresh("hevc", avcc(b"\x26\x01\xaf")) and not _starts_afresh("hevc", avcc(b"\x2a\x01\xaf"))
+    assert _starts_afresh("vp9", b"\x82") and not _starts_afresh("mpeg2video", b"\x00\x00\x01\xb3")
 
 
 def test_probe_records_the_keyframes_of_a_clip(tmp_path):
@@ -111,12 +124,25 @@ def test_several_sessions_give_the_clip_in_order(tmp_path, monkeypatch, gop, ses
     params = "keyint=6:min-keyint=6:scenecut=0:bframes=2" + (":open-gop=1" if gop == "open" else "")
     clip = encode_rgb(tmp_path / f"{gop}.mp4", "libx264", "yuv420p", photo_frames(40, 192, 128),
                       options={"x264-params": params})
-    # an open GOP's keyframes have leading pictures: decoding cannot start there, the clip is one run
-    assert (len(open_compressed(clip).info.keyframes) >= 5) == (gop == "closed")
+    # an open GOP's keyframes are recovery points, not IDR pictures: decoding cannot start there, one run
+    keyframes = open_compressed(clip).info.keyframes
+    assert len(keyframes) >= 5 if gop == "closed" else keyframes == (0,)
     monkeypatch.setattr(nvcodec, "MIN_RUN_FRAMES", 1)  # every keyframe starts a run
     _equal_to_cpu(clip, sessions=sessions, queue_frames=4)
     gpu = list(nvcodec_frames(open_compressed(clip), device="cuda", sessions=sessions, limit=17))
     assert [g.index for g in gpu] == list(range(17))
+
+
+@needs_nvcodec
+def test_several_sessions_on_a_closed_gop_hevc_clip(tmp_path, monkeypatch):
+    if not encoder_available("libx265"):
+        pytest.skip("PyAV's FFmpeg has no libx265 encoder")
+    params = "log-level=error:frame-threads=1:pools=none:keyint=8:min-keyint=8:scenecut=0:open-gop=0"
+    clip = encode_rgb(tmp_path / "h.mkv", "libx265", "yuv420p", photo_frames(40, 256, 176),
+                      options={"x265-params": params})
+    assert len(open_compressed(clip).info.keyframes) >= 4
+    monkeypatch.setattr(nvcodec, "MIN_RUN_FRAMES", 1)
+    _equal_to_cpu(clip, sessions=3, queue_frames=4)
 
 
 @needs_nvcodec

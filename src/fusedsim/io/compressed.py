@@ -231,7 +231,7 @@ def _probe(av: Any, path: Path) -> ClipInfo:
                 pts = packet.pts if packet.pts is not None else packet.dts
                 times.append(float(pts * packet.time_base) if pts is not None else float("nan"))
                 stamps.append(pts)
-                keys.append(bool(packet.is_keyframe))
+                keys.append(bool(packet.is_keyframe) and _starts_afresh(cc.codec.name, bytes(packet)))
         except av.error.FFmpegError as exc:
             raise ValueError(f"{path}: the stream is corrupt after {len(times)} packets ({exc})") from None
         if not times:
@@ -246,12 +246,40 @@ def _probe(av: Any, path: Path) -> ClipInfo:
                         pts=pts, keyframes=keyframes, keyframe_packets=keyframe_packets)
 
 
+def _nal_types(data: bytes, hevc: bool) -> Iterator[int]:
+    """The NAL unit types in an H.264/HEVC packet: Annex B (start codes) or length-prefixed (4-byte sizes, as MP4
+    and Matroska store them)."""
+    shift, mask = (1, 0x3F) if hevc else (0, 0x1F)
+    if data[:3] == b"\x00\x00\x01" or data[:4] == b"\x00\x00\x00\x01":
+        at = data.find(b"\x00\x00\x01")
+        while at >= 0 and at + 3 < len(data):
+            yield (data[at + 3] >> shift) & mask
+            at = data.find(b"\x00\x00\x01", at + 3)
+        return
+    at = 0
+    while at + 4 < len(data):
+        size = int.from_bytes(data[at:at + 4], "big")
+        yield (data[at + 4] >> shift) & mask
+        at += 4 + size
+
+
+def _starts_afresh(codec: str, data: bytes) -> bool:
+    """Whether a keyframe packet begins a stream of its own: an IDR picture (H.264 NAL type 5, HEVC 19/20), or a
+    VP9/AV1 key frame (which resets every reference). Other keyframes (H.264 recovery points, HEVC CRA, other
+    codecs) are not places where NVDEC can start decoding."""
+    if codec == "h264":
+        return any(t == 5 for t in _nal_types(data, hevc=False))
+    if codec == "hevc":
+        return any(t in (19, 20) for t in _nal_types(data, hevc=True))
+    return codec in ("vp9", "libvpx-vp9", "av1", "libdav1d", "libaom-av1")
+
+
 def _keyframes(stamps: list[int | None], keys: list[bool]) -> tuple[tuple[int, ...], ...]:
     """From each packet's timestamp and keyframe flag (decoding order): the timestamps in presentation order, and
-    the frame index and packet index of each keyframe where decoding can start afresh: the first packet, and
-    every keyframe that no later packet is shown before (an open GOP's keyframe has leading pictures that
-    reference the GOP before, and NVDEC does not start at such a non-IDR picture). All empty when timestamps are
-    missing or repeat."""
+    the frame index and packet index of each keyframe where decoding can start afresh (``keys``: IDR pictures and
+    VP9/AV1 key frames, :func:`_starts_afresh`): the first packet, and every such keyframe that no later packet
+    is shown before (leading pictures reference the GOP before). All empty when timestamps are missing or
+    repeat."""
     if any(s is None for s in stamps) or len(set(stamps)) != len(stamps):
         return (), (), ()
     order = sorted(range(len(stamps)), key=lambda i: stamps[i])

@@ -21,6 +21,7 @@ import torch
 import triton
 import triton.language as tl
 
+from fusedsim.core.fast_math import fast_log2
 from fusedsim.core.launch import Launcher
 from fusedsim.core.state import cached
 from fusedsim.families.cvvdp.band_kernel import contrast, masker_and_diff, plane_view
@@ -66,7 +67,7 @@ def _video_pair_band_kernel(RG, RGN, TG, TGN, LUT, OUT, w, hn, wn, rgsn, rgsc, r
     ok = j < w
     # test frame n of clip n // REF_FRAMES is compared with reference frame n % REF_FRAMES (a shared reference)
     r0, r1, r2, r3, bkg = _contrast4(RG, RGN, n % REF_FRAMES, i, j, w, hn, wn, ok, rgsn, rgsc, rnsn, rnsc, SCALE)
-    pos = (tl.log(bkg) / LN10 - LOGL0) / LOGL_SPAN * (NL - 1)
+    pos = (fast_log2(bkg) * (0.6931471805599453 / LN10) - LOGL0) / LOGL_SPAN * (NL - 1)  # log10 (2^-22 off)
     pos = tl.minimum(tl.maximum(pos, 0.0), NL - 1.0)
     i_lo = pos.to(tl.int32)
     frac = pos - i_lo.to(tl.float32)

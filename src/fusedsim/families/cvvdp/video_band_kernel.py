@@ -35,6 +35,7 @@ __all__ = ["cvvdp_video_band_pool_fwd", "cvvdp_video_masker_vblur_fwd", "cvvdp_v
 
 _LN10 = math.log(10.0)
 _TAPS = 13
+_VBLUR_ROWS = 8  # output rows per program of the vertical blur: 20 row loads for 8 rows, not 104
 
 
 # ------------------------------------------------------------------------------------------------- pair band
@@ -143,21 +144,31 @@ def cvvdp_video_pair_band_fwd(ref_g: torch.Tensor, ref_g_next: torch.Tensor, tes
 
 # ----------------------------------------------------------------------------------------- masking blur, pooling
 @triton.jit
-def _vblur_kernel(X, TAPS, OUT, h, w, sn, sc, HW, C: tl.constexpr, NT: tl.constexpr, BLOCK: tl.constexpr):
-    i = tl.program_id(1)
+def _vblur_kernel(X, TAPS, OUT, h, w, sn, sc, HW, C: tl.constexpr, NT: tl.constexpr, ROWS: tl.constexpr,
+                  BLOCK: tl.constexpr):
+    """ROWS output rows a program: each of the ROWS + NT - 1 input rows is loaded once and added to every output
+    row it reaches (weight 0 elsewhere), in tap order as one row at a time would (the same sums)."""
+    i0 = tl.program_id(1) * ROWS
     plane = tl.program_id(2)
     n = (plane // C).to(tl.int64)
     c = (plane % C).to(tl.int64)
     j = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     ok = j < w
+    q = tl.arange(0, ROWS)
     base = X + n * sn + c * sc + j
-    acc = tl.zeros([BLOCK], dtype=tl.float32)
-    for t in tl.static_range(NT):
-        r = i + (t - NT // 2)
+    acc = tl.zeros([ROWS, BLOCK], dtype=tl.float32)
+    for k in tl.static_range(ROWS + NT - 1):
+        r = i0 + (k - NT // 2)
         r = tl.where(r < 0, -r, r)
         r = tl.where(r >= h, 2 * (h - 1) - r, r)
-        acc += tl.load(TAPS + t) * tl.load(base + r.to(tl.int64) * w, mask=ok, other=0.0)
-    tl.store(OUT + (n * C + c) * HW + i.to(tl.int64) * w + j, acc, mask=ok)
+        r = tl.maximum(r, 0)  # rows past a short plane's end (their outputs are not stored)
+        t = k - q  # the tap of this input row for output row i0 + q
+        weight = tl.load(TAPS + t, mask=(t >= 0) & (t < NT), other=0.0)
+        x = tl.load(base + r.to(tl.int64) * w, mask=ok, other=0.0)
+        acc += weight[:, None] * x[None, :]
+    rows = i0 + q
+    out = OUT + (n * C + c) * HW + rows[:, None].to(tl.int64) * w + j[None, :]
+    tl.store(out, acc, mask=(rows[:, None] < h) & ok[None, :])
 
 
 @triton.jit
@@ -255,8 +266,8 @@ def _pool_constants() -> tuple:
 @cached(maxsize=128)
 def _vblur_launcher(n: int, h: int, w: int, sn: int, sc: int) -> tuple[Launcher, tuple]:
     block, warps = block_for(w)
-    launch = Launcher(_vblur_kernel, (triton.cdiv(w, block), h, n * 4), num_warps=warps)
-    return launch, (h, w, sn, sc, h * w, 4, _TAPS, block)
+    launch = Launcher(_vblur_kernel, (triton.cdiv(w, block), triton.cdiv(h, _VBLUR_ROWS), n * 4), num_warps=warps)
+    return launch, (h, w, sn, sc, h * w, 4, _TAPS, _VBLUR_ROWS, block)
 
 
 @cvvdp_video_masker_vblur.triton_launcher

@@ -30,14 +30,17 @@ _SCALE = {8: 1.0, 10: 4.0, 12: 16.0, 16: 256.0}
 
 @njit(cache=True, nogil=True)
 def _to_float(frame, scaler):
+    """libvmaf's float picture: ``v / scaler - 128``. The scalers are powers of two, so ``v * (1 / scaler)`` is the
+    same float32; a row loop without a branch vectorises (a 1080p 8-bit frame 2.6 -> ~0.3 ms on one core)."""
     h, w = frame.shape
     out = np.empty((h, w), np.float32)
+    inv = np.float32(1.0) / np.float32(scaler)
+    offset = np.float32(128.0)
     for i in range(h):
+        src = frame[i]
+        dst = out[i]
         for j in range(w):
-            v = np.float32(frame[i, j])
-            if scaler != 1.0:
-                v = v / np.float32(scaler)
-            out[i, j] = v - np.float32(128.0)
+            dst[j] = np.float32(src[j]) * inv - offset
     return out
 
 
@@ -217,6 +220,15 @@ def _host(t: torch.Tensor) -> np.ndarray:
     return t.detach().to(torch.int32).contiguous().numpy()
 
 
+def _samples(t: torch.Tensor) -> np.ndarray:
+    """The frames as numpy without a conversion where the kernels read the dtype directly (uint8, int16, int32:
+    each frame is read once into float, so widening 8-bit frames to int32 first cost float_motion as much as
+    blurring them), else int32."""
+    if t.dtype in (torch.uint8, torch.int16, torch.int32):
+        return t.detach().contiguous().numpy()
+    return _host(t)
+
+
 @float_vif.cpu_kernel
 def float_vif_numba(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, gain_limit: float = 100.0,
                     kernelscale: float = 1.0, sigma_nsq: float = 2.0, skip_scale0: int = 0) -> torch.Tensor:
@@ -227,7 +239,7 @@ def float_vif_numba(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, gain_
     poly = np.array(vif_twin.LOG2_POLY, dtype=np.float32)
     if poly.shape[0] != 9:  # _log2f_row writes Horner's nine steps out
         raise RuntimeError(f"float_vif: the log2 polynomial has {poly.shape[0]} coefficients; the CPU kernel takes 9")
-    _vif_frames(_host(ref), _host(dist), _SCALE[bit_depth], np.concatenate(filters).astype(np.float32), start,
+    _vif_frames(_samples(ref), _samples(dist), _SCALE[bit_depth], np.concatenate(filters).astype(np.float32), start,
                 float(gain_limit), float(sigma_nsq), bool(skip_scale0), poly, out)
     return torch.from_numpy(out)
 
@@ -479,7 +491,7 @@ def float_adm_numba(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, gain_
         hv, d = adm_twin.csf_factors(s, norm_view_dist, ref_display_height, factors)
         rfs[s] = (hv, hv, d)
     out = np.empty((ref.shape[0], 12), np.float64)
-    _adm_frames(_host(ref), _host(dist), _SCALE[bit_depth], np.array(adm_twin.DWT_LO, np.float32),
+    _adm_frames(_samples(ref), _samples(dist), _SCALE[bit_depth], np.array(adm_twin.DWT_LO, np.float32),
                 np.array(adm_twin.DWT_HI, np.float32), rfs, float(gain_limit), float(noise_weight), float(p_norm),
                 bool(bypass_cm), bool(skip_scale0), np.float32(adm_twin._COS_1DEG_SQ), RCP_MANTISSA, out)
     return torch.from_numpy(out)
@@ -558,7 +570,8 @@ def float_motion_sad_numba(prev: torch.Tensor, cur: torch.Tensor, bit_depth: int
     taps = np.array(motion_twin.motion_filter(filter_size), np.float32)
     frames = _consecutive(prev, cur)
     if frames is None:
-        return torch.from_numpy(motion_sad_numba(_host(prev), _host(cur), bit_depth, int(filter_size)))
+        return torch.from_numpy(motion_sad_numba(_samples(prev), _samples(cur), bit_depth, int(filter_size)))
     out = np.empty(prev.shape[0], np.float32)
-    _motion_chain(_host(frames), _SCALE[bit_depth], taps, max(1, min(numba.get_num_threads(), prev.shape[0])), out)
+    _motion_chain(_samples(frames), _SCALE[bit_depth], taps, max(1, min(numba.get_num_threads(), prev.shape[0])),
+                  out)
     return torch.from_numpy(out.astype(np.float64))

@@ -320,16 +320,18 @@ def test_samples_above_the_bit_depth_are_refused():
     assert cambi(wide.to(torch.uint16), 16)["cambi"].tolist() == cambi(wide, 16)["cambi"].tolist()
 
 
+@pytest.mark.parametrize("size", [(96, 216), (95, 217)])
 @pytest.mark.parametrize("content", ["noise", "bands", "mixed"])
-def test_numba_runs_of_columns_equal_the_twin(content):
+def test_numba_runs_of_columns_equal_the_twin(content, size):
     """The numba kernel counts the window's histogram in runs of columns (a run of equal pixels adds its window
     profile at once; a column entering and leaving with one value is skipped): every scale's pooled value equals
     the twin's, which counts pixel by pixel as libvmaf does, on short runs (noise), long runs (one-code bands) and
-    both, with the window reaching past both edges (a 216-column frame, window 65 scaled to it)."""
+    both, with the window reaching past both edges (a 216-column frame, window 65 scaled to it). With the
+    high-resolution speed-up the numba kernel computes the spatial mask at even rows and columns only."""
     from fusedsim.families.cambi.cpu import cambi_scales_numba
 
     gen = torch.Generator().manual_seed(7)
-    h, w = 96, 216
+    h, w = size  # odd sizes too: the speed-up's mask at even rows and columns meets both edges
     noise = torch.randint(0, 256, (2, h, w), generator=gen)
     bands = (torch.arange(w).view(1, 1, w) // 9 + torch.arange(h).view(1, h, 1) // 17).expand(2, h, w) + 100
     frames = {"noise": noise, "bands": bands,

@@ -49,21 +49,56 @@ def _codes(frame, bit_depth, anti_dithering):
 
 
 @njit(cache=True, nogil=True)
-def _mask(x, threshold):
+def _mask(x, threshold, step):
+    """libvmaf's spatial mask at every ``step``-th row and column (``step`` 2: the high-resolution speed-up keeps
+    only those): the 7x7 count of flat pixels (equal to the right and lower neighbours) above ``threshold``, from an
+    integral image of the flat pixels. Rows are compared and summed through views indexed by the bare loop counter
+    (numba vectorises those; a 1080p frame's mask 2.8 -> ~1 ms)."""
     h, w = x.shape
     s = np.zeros((h + 1, w + 1), dtype=np.int32)
+    flat = np.empty(w, dtype=np.int32)
     for i in range(h):
-        run = 0
+        row = x[i]
+        right = x[i, 1:]
+        if i < h - 1:
+            below = x[i + 1]
+            for j in range(w - 1):
+                flat[j] = np.int32((row[j] == right[j]) & (row[j] == below[j]))
+            flat[w - 1] = np.int32(row[w - 1] == below[w - 1])
+        else:
+            for j in range(w - 1):
+                flat[j] = np.int32(row[j] == right[j])
+            flat[w - 1] = 1
+        above = s[i, 1:]
+        out_row = s[i + 1, 1:]
+        run = np.int32(0)
         for j in range(w):
-            flat = (j == w - 1 or x[i, j] == x[i, j + 1]) and (i == h - 1 or x[i, j] == x[i + 1, j])
-            run += 1 if flat else 0
-            s[i + 1, j + 1] = s[i, j + 1] + run
-    out = np.empty((h, w), dtype=np.bool_)
-    for i in range(h):
-        r0, r1 = max(i - 3, 0), min(i + 4, h)
-        for j in range(w):
-            c0, c1 = max(j - 3, 0), min(j + 4, w)
-            out[i, j] = s[r1, c1] - s[r0, c1] - s[r1, c0] + s[r0, c0] > threshold
+            run += flat[j]
+            out_row[j] = above[j] + run
+    oh, ow = (h + step - 1) // step, (w + step - 1) // step
+    out = np.empty((oh, ow), dtype=np.bool_)
+    for oi in range(oh):
+        i = oi * step
+        lo = s[max(i - 3, 0)]
+        hi = s[min(i + 4, h)]
+        dst = out[oi]
+        for oj in range(ow):
+            j = oj * step
+            if j < 3 or j + 4 > w:  # the window clipped at the left or right edge
+                c0, c1 = max(j - 3, 0), min(j + 4, w)
+                dst[oj] = hi[c1] - lo[c1] - hi[c0] + lo[c0] > threshold
+        first = (3 + step - 1) // step  # interior columns: 3 <= j and j + 4 <= w
+        last = (w - 4) // step + 1 if w >= 7 else 0
+        if last > first:
+            if step == 1:
+                hi7, lo7, dst3 = hi[7:], lo[7:], dst[3:]
+                for t in range(last - first):  # j = t + 3
+                    dst3[t] = hi7[t] - lo7[t] - hi[t] + lo[t] > threshold
+            else:
+                for t in range(first, last):
+                    j = np.uint64(t * step)
+                    c0, c1 = j - np.uint64(3), j + np.uint64(4)
+                    dst[np.uint64(t)] = hi[c1] - lo[c1] - hi[c0] + lo[c0] > threshold
     return out
 
 
@@ -209,10 +244,11 @@ def _quickselect_mean(arr, k):
 def _frame_scales(frame, tvi, bit_depth, anti_dithering, window, vlt_luma, mask_threshold, topk, high_res,
                   lut, weights, out):
     x = _codes(frame, bit_depth, anti_dithering)
-    mask = _mask(x, mask_threshold)
+    mask = _mask(x, mask_threshold, 2 if high_res else 1)  # with the speed-up, scale 0 keeps even rows/columns
     for scale in range(out.shape[0]):
         if scale > 0 or high_res:
             x = np.ascontiguousarray(x[::2, ::2])
+        if scale > 0:
             mask = np.ascontiguousarray(mask[::2, ::2])
         x = _mode_filter(x)
         c = _c_values(x, mask, window, tvi, vlt_luma, lut, weights)

@@ -68,11 +68,13 @@ def test_probe_records_the_keyframes_of_a_clip(tmp_path):
     assert all(info.keyframes[i] < info.keyframes[i + 1] for i in range(len(info.keyframes) - 1))
 
 
-def test_sessions_must_be_a_positive_integer(tmp_path):
+def test_sessions_and_queue_must_be_positive_integers(tmp_path):
     clip = encode_rgb(tmp_path / "c.mp4", "libx264", "yuv420p", photo_frames(2, 64, 48))
     for bad in (0, -1, 1.5, True):
         with pytest.raises(ValueError, match="sessions must be a positive integer"):
             next(nvcodec_frames(open_compressed(clip), sessions=bad))
+        with pytest.raises(ValueError, match="queue_frames must be a positive integer"):
+            next(nvcodec_frames(open_compressed(clip), queue_frames=bad))
 
 
 @pytest.mark.skipif(nvcodec_available(), reason="checks the refusal without PyNvVideoCodec or a GPU")

@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from fusedsim.io.compressed import CompressedReader
-from fusedsim.io.nvdec import NvdecFrame
+from fusedsim.io.nvdec import NvdecFrame, native_codes
 
 __all__ = ["nvcodec_available", "nvcodec_frames", "nvcodec_refusal", "plan_runs"]
 
@@ -226,15 +226,13 @@ def _planes(frame: Any, reader: CompressedReader, want_chroma: bool) -> tuple[to
     if name not in ("NV12", "P016"):
         raise ValueError(f"{reader.path}: NVDEC gave {name} frames; only 4:2:0 (NV12, P016) is read here: use "
                          "decoder='cpu'")
-    surface = torch.from_dlpack(frame)
+    bps = fmt.bytes_per_sample
     h, w, ch, cw = fmt.height, fmt.width, fmt.chroma_height, fmt.chroma_width
-    if tuple(surface.shape) != (h + ch, 2 * cw) or 2 * cw != w:
-        raise ValueError(f"{reader.path}: NVDEC gave a {tuple(surface.shape)} surface for a {w}x{h} clip (odd "
+    rows = torch.from_dlpack(frame).view(torch.uint8)  # NV12 or P016 rows as bytes, whatever dtype is exported
+    if tuple(rows.shape) != (h + ch, 2 * cw * bps) or 2 * cw != w:
+        raise ValueError(f"{reader.path}: NVDEC gave a {tuple(rows.shape)} byte surface for a {w}x{h} clip (odd "
                          "sizes are read by decoder='cpu')")
-    if name == "P016":
-        # codes in the high bits of 16-bit words: shift back (torch has no uint16 shift; go through int32)
-        surface = (surface.view(torch.int16).to(torch.int32) & 0xFFFF).bitwise_right_shift(16 - fmt.bit_depth)
-        surface = surface.to(torch.int16).view(torch.uint16)
+    surface = native_codes(rows, bps, 16 - fmt.bit_depth if bps == 2 else 0)
     y = surface[:h].clone()
     if not want_chroma:
         return y, None, None

@@ -20,7 +20,7 @@ import torch
 
 from fusedsim.io.compressed import CompressedReader, import_av
 
-__all__ = ["NvdecFrame", "nvdec_available", "nvdec_frames", "nvdec_refusal"]
+__all__ = ["NvdecFrame", "native_codes", "nvdec_available", "nvdec_frames", "nvdec_refusal"]
 
 
 #: NVDEC's output layouts that PyAV exports by DLPack (two planes: luma, then Cb/Cr interleaved)
@@ -79,7 +79,9 @@ def _rows(plane: Any, height: int, row_bytes: int) -> torch.Tensor:
     return t[:, :row_bytes].clone(memory_format=torch.contiguous_format)  # a copy: the decoder reuses its surfaces
 
 
-def _samples(rows: torch.Tensor, bytes_per_sample: int, shift: int) -> torch.Tensor:
+def native_codes(rows: torch.Tensor, bytes_per_sample: int, shift: int) -> torch.Tensor:
+    """NVDEC's byte rows ``(h, row_bytes)`` uint8 as samples: the bytes themselves (8-bit), or uint16 words shifted
+    right by ``shift`` (NVDEC puts 10/12-bit codes in the high bits)."""
     if bytes_per_sample == 1:
         return rows
     words = rows.view(torch.int16)  # torch lacks right shifts on uint16: shift the int16 view logically
@@ -122,7 +124,7 @@ def nvdec_frames(reader: CompressedReader, planes: Sequence[str] = ("y", "u", "v
                                      f"{', '.join(_EXPORTED)}; use decoder='cpu'")
                 shift = 16 - fmt.bit_depth if bps == 2 else 0
                 with torch.cuda.device(device):
-                    y = _samples(_rows(frame.planes[0], fmt.height, fmt.width * bps), bps, shift)
+                    y = native_codes(_rows(frame.planes[0], fmt.height, fmt.width * bps), bps, shift)
                     u = v = None
                     if want_chroma:
                         u, v = _chroma(frame, sw, fmt, bps, shift, reader)
@@ -141,5 +143,5 @@ def _chroma(frame: Any, sw: str, fmt: Any, bps: int, shift: int, reader: Compres
     ch, cw = fmt.chroma_height, fmt.chroma_width
     if len(frame.planes) != 2:
         raise ValueError(f"{reader.path}: NVDEC gave an unexpected layout {sw} with {len(frame.planes)} planes")
-    uv = _samples(_rows(frame.planes[1], ch, 2 * cw * bps), bps, shift).view(ch, cw, 2)
+    uv = native_codes(_rows(frame.planes[1], ch, 2 * cw * bps), bps, shift).view(ch, cw, 2)
     return uv[..., 0].contiguous(), uv[..., 1].contiguous()

@@ -1,1 +1,2 @@
-"""numba helpers shared by the CPU kernels: parallel row loops, float32 arithmetic, table look-ups, borders."""
+"""numba helpers shared by the CPU kernels: parallel row loops, float32 arithmetic, table look-ups, borders,
+integer frames as numpy."""

@@ -14,6 +14,7 @@ import torch
 from numba import njit, prange
 
 from fusedsim.core.cpu.parallel import parallel_kernel
+from fusedsim.core.cpu.samples import integer_samples
 from fusedsim.families.psnr_hvs.ops import psnr_hvs_plane
 from fusedsim.families.psnr_hvs.twin import STEP, VAR_SCALE_16, VAR_SCALE_64, block_grid, csf_and_mask
 
@@ -169,20 +170,10 @@ def _frame_sums(terms, out):
         out[f] = s
 
 
-def _as_array(x: torch.Tensor) -> np.ndarray:
-    """The samples as numpy in their own dtype where numba reads it directly (uint8, int16, uint16, int32: one
-    compiled specialisation each), else int32. torch's widening of a 1080p 8-bit plane to int32 cost 5.4 ms, a
-    sixth of the plane's PSNR-HVS on one core."""
-    x = x.detach().cpu()
-    if x.dtype not in (torch.uint8, torch.int16, torch.uint16, torch.int32):
-        x = x.to(torch.int32)
-    return x.contiguous().numpy()
-
-
 @psnr_hvs_plane.cpu_kernel
 def psnr_hvs_plane_numba(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, plane: int) -> torch.Tensor:
     """libvmaf's PSNR-HVS error per frame of one plane on the CPU: ``(N,)`` float64 (the twin's contract)."""
-    x, y = _as_array(ref), _as_array(dist)
+    x, y = integer_samples(ref), integer_samples(dist)
     n, h, w = x.shape
     by, bx = block_grid(h, w)
     csf, mask = csf_and_mask(plane)

@@ -18,6 +18,7 @@ import torch
 from numba import njit, prange
 
 from fusedsim.core.cpu.borders import reflect101
+from fusedsim.core.cpu.samples import integer_samples
 from fusedsim.families.vmaf_float import adm_twin, motion_twin, vif_twin
 from fusedsim.families.vmaf_float.ops import float_adm, float_motion_sad, float_vif
 from fusedsim.families.vmaf_float.rcp_table import RCP_MANTISSA
@@ -215,20 +216,6 @@ def _vif_frames(ref, dist, scaler, taps_flat, taps_start, gain_limit, sigma_nsq,
             out[f, 2 * scale + 1] = den
 
 
-def _host(t: torch.Tensor) -> np.ndarray:
-    """int32 samples: one compiled specialisation of each kernel, whatever the input dtype."""
-    return t.detach().to(torch.int32).contiguous().numpy()
-
-
-def _samples(t: torch.Tensor) -> np.ndarray:
-    """The frames as numpy without a conversion where the kernels read the dtype directly (uint8, int16, int32:
-    each frame is read once into float, so widening 8-bit frames to int32 first cost float_motion as much as
-    blurring them), else int32."""
-    if t.dtype in (torch.uint8, torch.int16, torch.int32):
-        return t.detach().contiguous().numpy()
-    return _host(t)
-
-
 @float_vif.cpu_kernel
 def float_vif_numba(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, gain_limit: float = 100.0,
                     kernelscale: float = 1.0, sigma_nsq: float = 2.0, skip_scale0: int = 0) -> torch.Tensor:
@@ -239,7 +226,7 @@ def float_vif_numba(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, gain_
     poly = np.array(vif_twin.LOG2_POLY, dtype=np.float32)
     if poly.shape[0] != 9:  # _log2f_row writes Horner's nine steps out
         raise RuntimeError(f"float_vif: the log2 polynomial has {poly.shape[0]} coefficients; the CPU kernel takes 9")
-    _vif_frames(_samples(ref), _samples(dist), _SCALE[bit_depth], np.concatenate(filters).astype(np.float32), start,
+    _vif_frames(integer_samples(ref), integer_samples(dist), _SCALE[bit_depth], np.concatenate(filters).astype(np.float32), start,
                 float(gain_limit), float(sigma_nsq), bool(skip_scale0), poly, out)
     return torch.from_numpy(out)
 
@@ -491,7 +478,7 @@ def float_adm_numba(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, gain_
         hv, d = adm_twin.csf_factors(s, norm_view_dist, ref_display_height, factors)
         rfs[s] = (hv, hv, d)
     out = np.empty((ref.shape[0], 12), np.float64)
-    _adm_frames(_samples(ref), _samples(dist), _SCALE[bit_depth], np.array(adm_twin.DWT_LO, np.float32),
+    _adm_frames(integer_samples(ref), integer_samples(dist), _SCALE[bit_depth], np.array(adm_twin.DWT_LO, np.float32),
                 np.array(adm_twin.DWT_HI, np.float32), rfs, float(gain_limit), float(noise_weight), float(p_norm),
                 bool(bypass_cm), bool(skip_scale0), np.float32(adm_twin._COS_1DEG_SQ), RCP_MANTISSA, out)
     return torch.from_numpy(out)
@@ -570,8 +557,8 @@ def float_motion_sad_numba(prev: torch.Tensor, cur: torch.Tensor, bit_depth: int
     taps = np.array(motion_twin.motion_filter(filter_size), np.float32)
     frames = _consecutive(prev, cur)
     if frames is None:
-        return torch.from_numpy(motion_sad_numba(_samples(prev), _samples(cur), bit_depth, int(filter_size)))
+        return torch.from_numpy(motion_sad_numba(integer_samples(prev), integer_samples(cur), bit_depth, int(filter_size)))
     out = np.empty(prev.shape[0], np.float32)
-    _motion_chain(_samples(frames), _SCALE[bit_depth], taps, max(1, min(numba.get_num_threads(), prev.shape[0])),
+    _motion_chain(integer_samples(frames), _SCALE[bit_depth], taps, max(1, min(numba.get_num_threads(), prev.shape[0])),
                   out)
     return torch.from_numpy(out.astype(np.float64))

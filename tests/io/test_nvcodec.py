@@ -110,7 +110,8 @@ CLIPS = [
 def test_frames_equal_cpu_frames(tmp_path, codec, pix_fmt, suffix, options):
     if not encoder_available(codec):
         pytest.skip(f"PyAV's FFmpeg has no {codec} encoder")
-    clip = encode_rgb(tmp_path / f"clip{suffix}", codec, pix_fmt, photo_frames(6, 192, 128), options=options)
+    # 256x176: above HEVC's smallest NVDEC size (144x144 on Hopper), so the 10-bit clip is decoded, not refused
+    clip = encode_rgb(tmp_path / f"clip{suffix}", codec, pix_fmt, photo_frames(6, 256, 176), options=options)
     reason = nvcodec_refusal(open_compressed(clip))
     if reason is not None:
         pytest.skip(f"this GPU's NVDEC refuses {codec} {pix_fmt}: {reason}")

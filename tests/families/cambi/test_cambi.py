@@ -126,6 +126,23 @@ def test_triton_equals_twin_on_crops(pairs, pair_name, frames, crop, bits, optio
     assert torch.equal(got.cpu(), twin)
 
 
+@pytest.mark.parametrize("options", [{"window_size": 310}, {"window_size": 310, "max_log_contrast": 1,
+                                                              "vis_lum_threshold": 0.06}])
+def test_code_by_code_kernel_equals_twin_at_a_1080p_window(pairs, options, kernel_device):
+    """The c-value kernel that counts windows code by code on the tensor cores (tiles of 32x32 centres at 1080p's
+    window of 33): a fixture frame's left part (324x300, 8-bit) with ``window_size`` raised so that its window is
+    33 too, 4 and 2 contrast steps; every scale's pooled value equals the twin's, which walks the window."""
+    from fusedsim.families.cambi.kernel import cambi_scales_triton
+
+    y, tvi, scalars = _crop_scales(pairs["r576x324_8b_mixed"], [6], (slice(0, 324), slice(0, 300)), 8, options,
+                                   kernel_device)
+    assert scalars[2] == 33  # the window
+    twin = cambi_scales_ref(y, tvi, *scalars)
+    assert (twin > 0).all()  # every scale bands: the comparison is not of zeros
+    got = cambi_scales_triton(y.to(kernel_device), tvi.to(kernel_device), *scalars)
+    assert torch.equal(got.cpu(), twin)
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 @pytest.mark.parametrize("pair_name", PAIRS)
 def test_triton_equals_libvmaf_on_gpu(pairs, pair_name):
@@ -264,47 +281,107 @@ def test_feature_option_errors_name_the_option():
     ("_codes_kernel", {"src": "*i16", "out": "*i16", "h": "i32", "w": "i32"},
      {"BIT_DEPTH": 12, "ANTI_DITHER": True, "BLOCK": 1024}),
     ("_flat_kernel", {"codes": "*i16", "out": "*i8", "h": "i32", "w": "i32"}, {"BLOCK": 1024}),
-    ("_mask_kernel", {"flat": "*i8", "out": "*i8", "h": "i32", "w": "i32", "threshold": "i32"}, {"BLOCK": 1024}),
+    ("_row_count_kernel", {"flat": "*i8", "out": "*i8", "h": "i32", "w": "i32", "out_w": "i32", "step": "i32"},
+     {"BLOCK": 1024}),
+    ("_mask_kernel", {"row_counts": "*i8", "out": "*i8", "h": "i32", "w": "i32", "out_h": "i32", "step": "i32",
+                      "threshold": "i32"}, {"BLOCK": 1024}),
     ("_mode_kernel", {"src": "*i16", "src_h": "i32", "src_w": "i32", "step": "i32", "mask": "*i8", "mask_h": "i32",
                       "mask_w": "i32", "mask_shift": "i32", "tvi": "*i32", "codes": "*i16", "counted": "*i16",
                       "h": "i32", "w": "i32", "low": "i32"}, {"NUM_DIFFS": 4, "OUTSIDE": -30000, "BLOCK": 1024}),
     ("_c_value_kernel", {"counted": "*i16", "tvi": "*i32", "weights": "*i32", "lut": "*fp32", "c_out": "*fp32",
-                         "sums": "*fp64", "nonzeros": "*i32", "h": "i32", "w": "i32", "window": "i32",
-                         "vlt_luma": "i32", "tiles_w": "i32"},
+                         "sums": "*fp64", "nonzeros": "*i32", "smallest": "*fp32", "c_stride": "i32", "h": "i32",
+                         "w": "i32", "window": "i32", "vlt_luma": "i32", "tiles_w": "i32"},
      {"NUM_DIFFS": 4, "GROUPS": 1, "PACKED2": True, "OUTSIDE": -30000, "TILE_H": 8, "TILE_W": 64}),
     ("_c_value_kernel", {"counted": "*i16", "tvi": "*i32", "weights": "*i32", "lut": "*fp32", "c_out": "*fp32",
-                         "sums": "*fp64", "nonzeros": "*i32", "h": "i32", "w": "i32", "window": "i32",
-                         "vlt_luma": "i32", "tiles_w": "i32"},
+                         "sums": "*fp64", "nonzeros": "*i32", "smallest": "*fp32", "c_stride": "i32", "h": "i32",
+                         "w": "i32", "window": "i32", "vlt_luma": "i32", "tiles_w": "i32"},
      {"NUM_DIFFS": 8, "GROUPS": 8, "PACKED2": False, "OUTSIDE": -30000, "TILE_H": 8, "TILE_W": 64}),
+    ("_c_value_bins_kernel", {"counted": "*i16", "tvi": "*i32", "weights": "*i32", "lut": "*fp32",
+                              "c_out": "*fp32", "sums": "*fp64", "nonzeros": "*i32", "smallest": "*fp32",
+                              "c_stride": "i32", "h": "i32", "w": "i32",
+                              "pad": "i32", "tile_h": "i32", "tile_w": "i32", "vlt_luma": "i32", "tiles_w": "i32"},
+     {"NUM_DIFFS": 4, "OUTSIDE": -30000, "CENTRE_H": 32, "CENTRE_W": 32, "REGION_H": 64, "REGION_W": 64}),
 ])
 def test_kernels_compile_for_sm90(kernel, signature, constexprs):
     """Compiled for an H100 (no GPU needed): the interpreter does not show what the compiler refuses. The c-value
-    product is one float32 multiply (no FMA can contract it) and the tile's c-value sum is taken in double."""
+    product is one float32 multiply (no FMA can contract it), the tile's c-value sum is taken in double, and the
+    code-by-code kernel's window counts are int8 products with int32 accumulation."""
     from _offline_compile import compiled_asm
 
     ptx = compiled_asm(f"fusedsim.families.cambi.kernel:{kernel}", signature, constexprs, "ptx", num_warps=4)
-    if kernel == "_c_value_kernel":
+    if kernel.startswith("_c_value"):
         assert "mul.rn.f32" in ptx or "mul.f32" in ptx
         assert "add.rn.f64" in ptx or "add.f64" in ptx
+    if kernel == "_c_value_bins_kernel":  # the window counts are integer products on the tensor cores
+        assert "wgmma.mma_async.sync.aligned" in ptx and ".s32.s8.s8" in ptx
 
 
-def test_gpu_pooling_takes_each_route():
-    """The GPU path's pooling from per-tile sums: every non-zero value selected (the sum of all), more non-zero
-    values than selected (top-k), and a sum past 2**29 (libvmaf's quickselect order replayed on the host)."""
-    from fusedsim.families.cambi.kernel import _pool
+@pytest.mark.parametrize("kernel,signature,constexprs", [
+    ("_count_at_least_kernel", {"values": "*fp32", "starts": "*i64", "lengths": "*i32", "ks": "*i32",
+                                "counts": "*i32", "rows": "i32"}, {"PASS": 3, "DIGITS": 16, "BLOCK": 1024}),
+    ("_sum_above_kernel", {"values": "*fp32", "starts": "*i64", "lengths": "*i32", "ks": "*i32", "counts": "*i32",
+                           "rows": "i32", "kth": "*fp32", "sums": "*fp64", "above": "*i32"},
+     {"PASSES": 8, "DIGITS": 16, "BLOCK": 1024}),
+])
+def test_pooling_kernels_compile_for_sm90(kernel, signature, constexprs):
+    """The radix select's kernels compiled for an H100: per-row threshold counts and sums added atomically
+    (integers, and doubles, exact where the pooling uses them)."""
+    from _offline_compile import compiled_asm
+
+    ptx = compiled_asm(f"fusedsim.families.cambi.gpu_pooling:{kernel}", signature, constexprs, "ptx", num_warps=8)
+    expected = {"_sum_above_kernel": ".add.f64", "_count_at_least_kernel": ".add.u32"}[kernel]
+    assert f"atom.global.gpu.acq_rel{expected}" in ptx
+
+
+def _pool(per_scale: list[torch.Tensor], device: torch.device) -> torch.Tensor:
+    """:func:`pool_top_k` of c-values ``(N, n_s)`` per scale, as the c-value kernels report them (one tile per row)."""
+    from fusedsim.families.cambi.gpu_pooling import pool_top_k
+
+    tiles = [(c.double().sum(dim=1, keepdim=True), (c > 0).sum(dim=1, keepdim=True).int(),
+              torch.where(c > 0, c, float("inf")).amin(dim=1, keepdim=True)) for c in per_scale]
+    return pool_top_k(torch.cat(per_scale, dim=1).to(device), [c.shape[1] for c in per_scale],
+                      [tuple(t.to(device) for t in stats) for stats in tiles], 0.6)
+
+
+def test_gpu_pooling_takes_each_route(kernel_device):
+    """The GPU path's pooling: every non-zero value selected (the sum of all), more non-zero values than selected
+    (the radix select of the k-th largest, ties at it included), sums past the exact bound of their smallest value
+    (libvmaf's quickselect order replayed on the host), and a sum past 2**29 that is still exact because its
+    smallest selected value is 2**9 (a bound of 2**39)."""
+    from fusedsim.families.cambi.gpu_pooling import exact_below
     from fusedsim.families.cambi.twin import pool_topk
 
     few = torch.tensor([[0.0, 0.5, 0.0, 0.0, 3.25, 0.0, 0.0, 0.0, 0.0, 0.0]])
     many = torch.tensor([[0.5, 0.75, 1.5, 2.0, 0.625, 7.0, 0.5, 0.0, 3.0, 1.0]])
+    ties = torch.tensor([[1.5, 0.75, 1.5, 2.0, 1.5, 7.0, 1.5, 0.0, 1.5, 1.0]])
     big = torch.tensor([[2.0**28, 2.0**28, 0.75, 0.5, 3.0, 0.0, 0.0, 1.0, 0.0, 0.0]])
-    scales = [(c, c.double().sum(dim=1, keepdim=True), (c > 0).sum(dim=1, keepdim=True).int())
-              for c in (few, many, big, few, many)]
-    got = _pool(scales, 0.6)
+    big_many = torch.tensor([[2.0**28, 2.0**28, 0.75, 0.5, 3.0, 0.5, 0.5, 1.0, 0.5, 0.5]])
+    coarse = torch.tensor([[2.0**29 + 512.0, 2.0**28, 512.0, 0.0, 1024.0, 0.0, 0.0, 0.0, 0.0, 0.0]])
     k = 6
-    assert got[0, 0].item() == 3.75 / k
-    assert got[0, 1].item() == (7.0 + 3.0 + 2.0 + 1.5 + 1.0 + 0.75) / k
-    assert got[0, 2].item() == quickselect_mean(big[0].numpy(), k)
-    assert torch.equal(got[:, 2], pool_topk(big, 0.6))
+    cases = [(few, 3.75 / k), (many, (7.0 + 3.0 + 2.0 + 1.5 + 1.0 + 0.75) / k),
+             (ties, (7.0 + 2.0 + 4 * 1.5) / k), (big, quickselect_mean(big[0].numpy(), k)),
+             (big_many, quickselect_mean(big_many[0].numpy(), k)), (coarse, (2.0**29 + 2.0**28 + 2048.0) / k)]
+    got = _pool([c for c, _ in cases[:5]], kernel_device)
+    for scale, (c, expected) in enumerate(cases[:5]):
+        assert got[0, scale].item() == expected, scale
+    assert torch.equal(got[0, 3:].cpu(), torch.cat([pool_topk(big, 0.6), pool_topk(big_many, 0.6)]))
+    assert _pool([coarse, many], kernel_device)[0, 0].item() == cases[5][1]
+    assert exact_below(torch.tensor([0.5, 0.75, 1.0, 512.0, float("inf")])).tolist() == [
+        2.0**29, 2.0**29, 2.0**30, 2.0**39, float("inf")]
+
+
+def test_gpu_pooling_selects_like_a_sort(kernel_device):
+    """The radix select on many rows at once (values spread over exponents, repeated values, zeros): each row's
+    top-k sum equals the sum of its k largest by a sort."""
+    gen = torch.Generator().manual_seed(5)
+    c = (torch.randint(1, 2**12, (3, 20000), generator=gen).float() / 8) * (torch.rand(3, 20000, generator=gen) > 0.2)
+    c[1, ::3] = 3.5  # a third of the row at one value, the k-th largest among them
+    short = c[:, :777]  # a second scale of another length, in the same buffer
+    got = _pool([c, short], kernel_device)
+    for scale, values in enumerate((c, short)):
+        k = int(0.6 * values.shape[1])
+        expected = torch.sort(values, dim=1, descending=True).values[:, :k].double().sum(dim=1) / k
+        assert torch.equal(got[:, scale].cpu(), expected)
 
 
 def test_samples_above_the_bit_depth_are_refused():
@@ -343,3 +420,22 @@ def test_numba_runs_of_columns_equal_the_twin(content, size):
         got = cambi_scales_numba(frames, *args)
         twin = cambi_scales_ref(frames, *args)
         assert torch.equal(got, twin), (content, window)
+
+
+@pytest.mark.parametrize("size", [(96, 216), (95, 217)])
+def test_triton_high_res_speed_up_equals_twin(size, kernel_device):
+    """With the high-resolution speed-up the Triton path computes the spatial mask at even rows and columns only
+    (where the decimated scales read it) and counts the v1 model's window of 17 code by code: every scale equals the
+    twin's on banded frames with noise, odd sizes included (the mask's last even row and column meet the edges)."""
+    from fusedsim.families.cambi.kernel import cambi_scales_triton
+
+    gen = torch.Generator().manual_seed(11)
+    h, w = size
+    noise = torch.randint(0, 1024, (2, h, w), generator=gen)
+    bands = (torch.arange(w).view(1, 1, w) // 9 + torch.arange(h).view(1, h, 1) // 17).expand(2, h, w) + 300
+    frames = torch.where(torch.rand((2, h, w), generator=gen) < 0.1, noise, bands).to(torch.int16)
+    args = (torch.tensor([178, 305, 432, 559]), 10, False, 17, 78, 21, 0.6, True)
+    twin = cambi_scales_ref(frames, *args)
+    assert (twin[:, :3] > 0).all()
+    got = cambi_scales_triton(frames.to(kernel_device), args[0].to(kernel_device), *args[1:])
+    assert torch.equal(got.cpu(), twin)

@@ -1,20 +1,25 @@
 """CAMBI on the GPU: Triton kernels for the twin's steps, the twin's bits.
 
-``_codes_kernel`` makes the 10-bit (optionally anti-dithered) codes, ``_flat_kernel`` and ``_mask_kernel`` the spatial
-mask (7x7 count of flat pixels, zero outside). Per scale, ``_mode_kernel`` decimates the previous scale's filtered
-codes (scale 0: the codes) on the fly, mode-filters them and writes the codes the window counts (the code where the
-decimated mask is set and the code lies in the counted band, else a code no window matches). ``_c_value_kernel``
-gives each program a tile of pixels and walks the window: per window position one shifted tile is compared with
-the centre codes, and a hit at offset k adds 1 to a field of a packed int64 counter: with up to 4 contrast steps and
-windows under 4096 pixels, two words of 12-bit fields (offsets 0-4 and 5-8); otherwise 16-bit fields, 4 offsets
-per word (counts stay below 2**13 since libvmaf's window holds fewer than 4226 pixels). The c-values are written, and per tile
-their double sum (exact in any order below 2**29, see the twin) and their number of non-zeros. A tile without a
-counted pixel (textured or out-of-band content) skips the walk.
+``_codes_kernel`` makes the 10-bit (optionally anti-dithered) codes, ``_flat_kernel``, ``_row_count_kernel`` and
+``_mask_kernel`` the spatial mask (7x7 count of flat pixels, zero outside, as 7-column then 7-row sums; with the
+high-resolution speed-up only at the even rows and columns, the only ones read). Per scale, ``_mode_kernel``
+decimates the previous scale's filtered codes (scale 0: the codes) on the fly, mode-filters them and writes the
+codes the window counts (the code where the decimated mask is set and the code lies in the counted band, else a
+code no window matches).
 
-Pooling: when a scale has at most ``k`` non-zero c-values and an exact sum, the top-k sum is the sum of all; else the
-top-k values are taken with ``torch.topk`` (exact below 2**29), else libvmaf's quickselect order is replayed on the
-host (the twin's :func:`~fusedsim.families.cambi.twin.quickselect_mean`, compiled when numba is there). One device
-synchronisation per call decides.
+The c-values come from ``_c_value_bins_kernel`` where the window fits its 64x64 neighbourhood with 16 centres to a
+side and there are at most 4 contrast steps (libvmaf's default and the v1 model's): per tile of centres it visits
+the distinct codes within reach of a centre's code and counts each code's window with two int8 matrix products on
+the tensor cores, so its work follows the number of codes near the tile, not the window's area (1089 pixels per
+centre at 1080p). Otherwise ``_c_value_kernel`` walks the window: per window position one shifted tile is compared
+with the centre codes, and a hit at offset k adds 1 to a field of a packed int64 counter: with up to 4 contrast
+steps and windows under 4096 pixels, two words of 12-bit fields (offsets 0-4 and 5-8); otherwise 16-bit fields, 4
+offsets per word (counts stay below 2**13 since libvmaf's window holds fewer than 4226 pixels). Both write the
+c-values, and per tile their double sum, their number of non-zeros and the smallest non-zero (which bounds where
+the sum is exact in any order, see the pooling). A tile without a counted pixel skips the counting.
+
+Pooling (:mod:`~fusedsim.families.cambi.gpu_pooling`): libvmaf's top-k double sums, exact on the device where any
+order gives libvmaf's, else replayed on the host in its order.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import triton.language as tl
 from fusedsim.families.cambi.ops import cambi_scales
 from fusedsim.families.cambi.reciprocal_table import RECIPROCAL_LUT
 from fusedsim.families.cambi.settings import CONTRAST_WEIGHTS, NUM_SCALES
-from fusedsim.families.cambi.twin import EXACT_SUM_LIMIT, quickselect_mean, topk_count
+from fusedsim.families.cambi.gpu_pooling import pool_top_k
 
 __all__ = ["cambi_scales_triton"]
 
@@ -34,6 +39,9 @@ _OUTSIDE = -30000  # int16 code of pixels the window does not count
 _BLOCK = 1024
 _TILE_H, _TILE_W = 8, 64
 _FIELDS = 4  # 16-bit counters per int64
+# the code-by-code kernel's centres, their neighbourhood (centres plus window) and warps
+_CENTRES, _REGION, _REGION_WARPS = (32, 32), (64, 64), 4
+_BY_CODE = True
 
 
 @triton.jit
@@ -95,19 +103,34 @@ def _flat_kernel(codes, out, h, w, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def _mask_kernel(flat, out, h, w, threshold, BLOCK: tl.constexpr):
+def _row_count_kernel(flat, out, h, w, out_w, step, BLOCK: tl.constexpr):
+    """Flat pixels among the 7 of each row centred on every ``step``-th column (zero outside): ``(h, out_w)``."""
     frame = tl.program_id(1).to(tl.int64)
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    inside = offs < h * w
-    i = offs // w
+    inside = offs < h * out_w
+    i = offs // out_w
+    j = (offs % out_w) * step
+    base = flat + frame * h * w + i * w + j
+    count = tl.zeros([BLOCK], dtype=tl.int32)
+    for dx in tl.static_range(-3, 4):
+        count += tl.load(base + dx, mask=inside & (j + dx >= 0) & (j + dx < w), other=0).to(tl.int32)
+    tl.store(out + frame * h * out_w + offs, count.to(tl.int8), mask=inside)
+
+
+@triton.jit
+def _mask_kernel(row_counts, out, h, w, out_h, step, threshold, BLOCK: tl.constexpr):
+    """The spatial mask at every ``step``-th row of the row counts ``(h, w)``: more than ``threshold`` flat pixels
+    in the 7x7 neighbourhood."""
+    frame = tl.program_id(1).to(tl.int64)
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    inside = offs < out_h * w
+    i = (offs // w) * step
     j = offs % w
-    base = flat + frame * h * w
+    base = row_counts + frame * h * w + i * w + j
     count = tl.zeros([BLOCK], dtype=tl.int32)
     for dy in tl.static_range(-3, 4):
-        for dx in tl.static_range(-3, 4):
-            ok = inside & (i + dy >= 0) & (i + dy < h) & (j + dx >= 0) & (j + dx < w)
-            count += tl.load(base + offs + dy * w + dx, mask=ok, other=0).to(tl.int32)
-    tl.store(out + frame * h * w + offs, (count > threshold).to(tl.int8), mask=inside)
+        count += tl.load(base + dy * w, mask=inside & (i + dy >= 0) & (i + dy < h), other=0).to(tl.int32)
+    tl.store(out + frame * out_h * w + offs, (count > threshold).to(tl.int8), mask=inside)
 
 
 @triton.jit
@@ -167,7 +190,8 @@ def _bin_count(lo, hi, acc, group, B: tl.constexpr, PACKED2: tl.constexpr):
 
 
 @triton.jit
-def _c_value_kernel(counted, tvi, weights, lut, c_out, sums, nonzeros, h, w, window, vlt_luma, tiles_w,
+def _c_value_kernel(counted, tvi, weights, lut, c_out, sums, nonzeros, smallest, c_stride, h, w, window, vlt_luma,
+                    tiles_w,
                     NUM_DIFFS: tl.constexpr, GROUPS: tl.constexpr, PACKED2: tl.constexpr, OUTSIDE: tl.constexpr,
                     TILE_H: tl.constexpr, TILE_W: tl.constexpr):
     frame = tl.program_id(1).to(tl.int64)
@@ -213,40 +237,93 @@ def _c_value_kernel(counted, tvi, weights, lut, c_out, sums, nonzeros, h, w, win
             recip = tl.load(lut + (p0 + pm), mask=allowed, other=0.0)
             value = (weight * p0 * pm).to(tl.float32) * recip
             best = tl.maximum(best, tl.where(allowed, value, 0.0))
-    tl.store(c_out + frame * h * w + i * w + j, best, mask=inside)
+    tl.store(c_out + frame * c_stride + i * w + j, best, mask=inside)
     slot = frame * tl.num_programs(0) + tile
     tl.store(sums + slot, tl.sum(tl.sum(best.to(tl.float64), axis=1), axis=0))
     tl.store(nonzeros + slot, tl.sum(tl.sum((best > 0).to(tl.int32), axis=1), axis=0))
+    tl.store(smallest + slot, tl.min(tl.min(tl.where(best > 0, best, float("inf")), axis=1), axis=0))
 
 
-def _cpu_quickselect():
-    """libvmaf's quickselect pooling, compiled when numba is there (the twin's otherwise)."""
-    try:
-        from fusedsim.families.cambi.cpu import quickselect_mean_numba
-    except ImportError:
-        return quickselect_mean
-    return quickselect_mean_numba
+@triton.jit
+def _update_count(total, n, k, D: tl.constexpr):
+    """The largest window count met at code offset +-D (``|k| == D``) so far."""
+    return tl.where((k == D) | (k == -D), tl.maximum(total, n), total)
 
 
-def _pool(scales: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]], topk: float) -> torch.Tensor:
-    """Each frame's libvmaf top-k mean of its c-values at each scale, from ``(c (N, n), per-tile sums, per-tile
-    non-zero counts)`` per scale: ``(N, 5)`` float64."""
-    means, hard = [], []
-    for c, sums, nonzeros in scales:
-        k = topk_count(c.shape[1], topk)
-        total = sums.sum(dim=1)
-        means.append(total / torch.full_like(total, float(k)))  # CUDA divides by a Python number as a * (1/b)
-        hard.append(~((nonzeros.sum(dim=1) <= k) & (total < EXACT_SUM_LIMIT)))
-    out = torch.stack(means, dim=1)
-    for f, scale in torch.nonzero(torch.stack(hard, dim=1)).tolist():  # the call's one synchronisation
-        c = scales[scale][0][f]
-        k = topk_count(c.shape[0], topk)
-        top = torch.topk(c, k, sorted=False).values.to(torch.float64).sum()
-        if top < EXACT_SUM_LIMIT:
-            out[f, scale] = top / torch.full_like(top, float(k))
-        else:
-            out[f, scale] = _cpu_quickselect()(c.cpu().numpy().copy(), k)
-    return out
+@triton.jit
+def _c_value_bins_kernel(counted, tvi, weights, lut, c_out, sums, nonzeros, smallest, c_stride, h, w, pad, tile_h,
+                         tile_w, vlt_luma, tiles_w, NUM_DIFFS: tl.constexpr, OUTSIDE: tl.constexpr,
+                         CENTRE_H: tl.constexpr, CENTRE_W: tl.constexpr, REGION_H: tl.constexpr,
+                         REGION_W: tl.constexpr):
+    """Window counts as box sums of one code's indicator, on the tensor cores: a program takes a tile of
+    ``tile_h x tile_w`` centres (held in ``CENTRE_H x CENTRE_W``) and its neighbourhood (in ``REGION_H x
+    REGION_W``) and visits the distinct codes present there within ``NUM_DIFFS`` of a centre's code, lowest first.
+    Per code, a horizontal band of ones ``(REGION_W, CENTRE_W)`` and a vertical one ``(CENTRE_H, REGION_H)`` turn
+    its 0/1 indicator into every centre's window count with two int8 products (int32 accumulation: exact). Each
+    centre keeps the count at its own code and the largest at each offset +-d. Work grows with the number of
+    distinct codes near the tile, not with the window's area."""
+    frame = tl.program_id(1).to(tl.int64)
+    tile = tl.program_id(0)
+    i0 = (tile // tiles_w) * tile_h
+    j0 = (tile % tiles_w) * tile_w
+    base = counted + frame * h * w
+    a = tl.arange(0, CENTRE_H)[:, None]
+    b = tl.arange(0, CENTRE_W)[None, :]
+    ci = i0 + a
+    cj = j0 + b
+    is_centre = (a < tile_h) & (b < tile_w) & (ci < h) & (cj < w)
+    v = tl.load(base + ci * w + cj, mask=is_centre, other=OUTSIDE).to(tl.int32)
+    centre = v != OUTSIDE
+    best = tl.zeros([CENTRE_H, CENTRE_W], dtype=tl.float32)
+    if tl.max(centre.to(tl.int32)) > 0:  # a tile without a counted pixel has only zero c-values
+        x = tl.arange(0, REGION_H)
+        y = tl.arange(0, REGION_W)
+        ri = i0 - pad + x[:, None]
+        rj = j0 - pad + y[None, :]
+        inside = ((ri >= 0) & (ri < h) & (rj >= 0) & (rj < w) & (x[:, None] < tile_h + 2 * pad)
+                  & (y[None, :] < tile_w + 2 * pad))
+        u = tl.load(base + ri * w + rj, mask=inside, other=OUTSIDE).to(tl.int32)
+        # centre (a, b) sums region rows a..a+2pad and columns b..b+2pad
+        vertical = ((x[None, :] >= a) & (x[None, :] <= a + 2 * pad)).to(tl.int8)  # (CENTRE_H, REGION_H)
+        horizontal = ((y[:, None] >= b) & (y[:, None] <= b + 2 * pad)).to(tl.int8)  # (REGION_W, CENTRE_W)
+        top = tl.max(tl.where(centre, v, -1)) + NUM_DIFFS
+        low = tl.min(tl.where(centre, v, 1 << 20)) - NUM_DIFFS
+        code = tl.min(tl.where(u >= low, u, 1 << 20))
+        p0 = tl.zeros([CENTRE_H, CENTRE_W], dtype=tl.int32)
+        m1 = tl.zeros([CENTRE_H, CENTRE_W], dtype=tl.int32)
+        m2 = tl.zeros([CENTRE_H, CENTRE_W], dtype=tl.int32)
+        m3 = tl.zeros([CENTRE_H, CENTRE_W], dtype=tl.int32)
+        m4 = tl.zeros([CENTRE_H, CENTRE_W], dtype=tl.int32)
+        while code <= top:
+            row_counts = tl.dot((u == code).to(tl.int8), horizontal)  # at most 2 pad + 1 < 128
+            n = tl.dot(vertical, row_counts.to(tl.int8))
+            k = code - v
+            p0 = tl.where(k == 0, n, p0)
+            m1 = _update_count(m1, n, k, 1)
+            if NUM_DIFFS >= 2:
+                m2 = _update_count(m2, n, k, 2)
+            if NUM_DIFFS >= 4:
+                m3 = _update_count(m3, n, k, 3)
+                m4 = _update_count(m4, n, k, 4)
+            code = tl.min(tl.where(u > code, u, 1 << 20))
+        for d in tl.static_range(NUM_DIFFS):
+            if d == 0:
+                pm = m1
+            elif d == 1:
+                pm = m2
+            elif d == 2:
+                pm = m3
+            else:
+                pm = m4
+            allowed = centre & (v <= tl.load(tvi + d)) & (v + NUM_DIFFS + d + 1 > vlt_luma)
+            recip = tl.load(lut + (p0 + pm), mask=allowed, other=0.0)
+            value = (tl.load(weights + d) * p0 * pm).to(tl.float32) * recip
+            best = tl.maximum(best, tl.where(allowed, value, 0.0))
+    tl.store(c_out + frame * c_stride + ci * w + cj, best, mask=is_centre)
+    slot = frame * tl.num_programs(0) + tile
+    tl.store(sums + slot, tl.sum(tl.sum(best.to(tl.float64), axis=1), axis=0))
+    tl.store(nonzeros + slot, tl.sum(tl.sum((best > 0).to(tl.int32), axis=1), axis=0))
+    tl.store(smallest + slot, tl.min(tl.min(tl.where(best > 0, best, float("inf")), axis=1), axis=0))
 
 
 _CONSTANTS: dict[torch.device, tuple[torch.Tensor, torch.Tensor]] = {}
@@ -276,33 +353,62 @@ def cambi_scales_triton(frames: torch.Tensor, tvi: torch.Tensor, bit_depth: int,
                         BLOCK=_BLOCK)
     flat = torch.empty((n, h, w), dtype=torch.int8, device=device)
     _flat_kernel[grid](codes, flat, h, w, BLOCK=_BLOCK)
-    mask = torch.empty((n, h, w), dtype=torch.int8, device=device)
-    _mask_kernel[grid](flat, mask, h, w, int(mask_threshold), BLOCK=_BLOCK)
+    # the mask only where a scale reads it: every pixel, or with the high-resolution speed-up every second one
+    mask_step = 2 if high_res else 1
+    mask_h, mask_w = -(-h // mask_step), -(-w // mask_step)
+    row_counts = torch.empty((n, h, mask_w), dtype=torch.int8, device=device)
+    _row_count_kernel[(triton.cdiv(h * mask_w, _BLOCK), n)](flat, row_counts, h, w, mask_w, mask_step,
+                                                              BLOCK=_BLOCK)
     del flat
+    mask = torch.empty((n, mask_h, mask_w), dtype=torch.int8, device=device)
+    _mask_kernel[(triton.cdiv(mask_h * mask_w, _BLOCK), n)](row_counts, mask, h, mask_w, mask_h, mask_step,
+                                                             int(mask_threshold), BLOCK=_BLOCK)
+    del row_counts
     packed2 = num_diffs <= 4 and window * window < 4096  # 9 bins of 12 bits in two words
     groups = 1 if packed2 else triton.next_power_of_2(-(-(2 * num_diffs + 1) // _FIELDS))
-    pooled = []
+    by_code = _BY_CODE and num_diffs <= 4 and window <= min(_REGION) - 15  # tiles of 16 centres or more
+    sizes, sh, sw = [], h, w
+    for scale in range(NUM_SCALES):
+        if scale > 0 or high_res:
+            sh, sw = (sh + 1) >> 1, (sw + 1) >> 1
+        sizes.append((sh, sw))
+    lengths = [a * b for a, b in sizes]
+    c_all = torch.empty((n, sum(lengths)), dtype=torch.float32, device=device)  # every scale's c-values per frame
+    tile_stats = []
     src, src_h, src_w = codes, h, w
-    sh, sw = h, w
     for scale in range(NUM_SCALES):
         step = 2 if scale > 0 or high_res else 1
-        if step == 2:
-            sh, sw = (sh + 1) >> 1, (sw + 1) >> 1
-        shift = scale + int(bool(high_res))
+        sh, sw = sizes[scale]
+        shift = scale  # into the mask, itself at every second pixel with the speed-up
         filtered = torch.empty((n, sh, sw), dtype=torch.int16, device=device)
         counted = torch.empty((n, sh, sw), dtype=torch.int16, device=device)
         _mode_kernel[(triton.cdiv(sh * sw, _BLOCK), n)](
-            src, src_h, src_w, step, mask, h, w, shift, steps, filtered, counted, sh, sw, low,
+            src, src_h, src_w, step, mask, mask_h, mask_w, shift, steps, filtered, counted, sh, sw, low,
             NUM_DIFFS=num_diffs, OUTSIDE=_OUTSIDE, BLOCK=_BLOCK)
-        tiles_w = triton.cdiv(sw, _TILE_W)
-        tiles = triton.cdiv(sh, _TILE_H) * tiles_w
-        c = torch.empty((n, sh, sw), dtype=torch.float32, device=device)
+        c = c_all[:, sum(lengths[:scale]):]  # rows of c_all.shape[1] values
+        if by_code:
+            tile_h = min(_CENTRES[0], _REGION[0] - 2 * (window // 2))
+            tile_w = min(_CENTRES[1], _REGION[1] - 2 * (window // 2))
+            tiles_w = triton.cdiv(sw, tile_w)
+            tiles = triton.cdiv(sh, tile_h) * tiles_w
+        else:
+            tiles_w = triton.cdiv(sw, _TILE_W)
+            tiles = triton.cdiv(sh, _TILE_H) * tiles_w
         sums = torch.empty((n, tiles), dtype=torch.float64, device=device)
         nonzeros = torch.empty((n, tiles), dtype=torch.int32, device=device)
-        _c_value_kernel[(tiles, n)](counted, steps, weights, lut, c, sums, nonzeros, sh, sw, int(window),
-                                    int(vlt_luma), tiles_w, NUM_DIFFS=num_diffs, GROUPS=groups, PACKED2=packed2,
-                                    OUTSIDE=_OUTSIDE,
-                                    TILE_H=_TILE_H, TILE_W=_TILE_W)
-        pooled.append((c.reshape(n, -1), sums, nonzeros))
+        smallest = torch.empty((n, tiles), dtype=torch.float32, device=device)
+        outputs = (c, sums, nonzeros, smallest)
+        if by_code:
+            _c_value_bins_kernel[(tiles, n)](counted, steps, weights, lut, *outputs, c_all.shape[1], sh, sw,
+                                             window // 2, tile_h,
+                                             tile_w, int(vlt_luma), tiles_w, NUM_DIFFS=num_diffs, OUTSIDE=_OUTSIDE,
+                                             CENTRE_H=_CENTRES[0], CENTRE_W=_CENTRES[1], REGION_H=_REGION[0],
+                                             REGION_W=_REGION[1], num_warps=_REGION_WARPS)
+        else:
+            _c_value_kernel[(tiles, n)](counted, steps, weights, lut, *outputs, c_all.shape[1], sh, sw, int(window),
+                                        int(vlt_luma),
+                                        tiles_w, NUM_DIFFS=num_diffs, GROUPS=groups, PACKED2=packed2,
+                                        OUTSIDE=_OUTSIDE, TILE_H=_TILE_H, TILE_W=_TILE_W)
+        tile_stats.append((sums, nonzeros, smallest))
         src, src_h, src_w = filtered, sh, sw
-    return _pool(pooled, topk)
+    return pool_top_k(c_all, lengths, tile_stats, topk)

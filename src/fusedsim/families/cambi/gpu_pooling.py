@@ -28,7 +28,8 @@ __all__ = ["exact_below", "pool_top_k"]
 _DIGITS = 16  # thresholds counted per pass: 4 bits of the k-th largest value's 32
 _PASSES = 8
 _BLOCK = 1024
-_PARTS = 16  # programs per selected row
+_COUNT_BLOCK = 256  # the counting passes keep a count per lane and threshold in registers
+_BLOCKS_PER_PROGRAM = 8  # a row's programs: enough that the longest row (scale 0) fills the GPU
 
 
 @triton.jit
@@ -58,14 +59,13 @@ def _count_at_least_kernel(values, starts, lengths, ks, counts, rows, PASS: tl.c
     digits = tl.arange(0, DIGITS)
     thresholds = ((prefix << 4) | digits.to(tl.int64)) << (28 - 4 * PASS)
     thresholds = tl.minimum(thresholds, 0x7FFFFFFF).to(tl.int32)  # above +inf's bits: only NaNs, never c-values
-    found = tl.zeros([DIGITS], dtype=tl.int32)
+    found = tl.zeros([BLOCK, DIGITS], dtype=tl.int32)  # per lane and threshold: reduced once, after the loop
     for first in range(tl.program_id(0) * BLOCK, n, tl.num_programs(0) * BLOCK):
         offs = first + tl.arange(0, BLOCK)
         inside = offs < n
         bits = tl.load(values + start + offs, mask=inside, other=0.0).to(tl.int32, bitcast=True)
-        at_least = inside[:, None] & (bits[:, None] >= thresholds[None, :])
-        found += tl.sum(at_least.to(tl.int32), axis=0)
-    tl.atomic_add(counts + (PASS * rows + slot) * DIGITS + digits, found)
+        found += (inside[:, None] & (bits[:, None] >= thresholds[None, :])).to(tl.int32)
+    tl.atomic_add(counts + (PASS * rows + slot) * DIGITS + digits, tl.sum(found, axis=0))
 
 
 @triton.jit
@@ -100,19 +100,19 @@ def exact_below(smallest: torch.Tensor) -> torch.Tensor:
     return torch.where(torch.isinf(smallest), float("inf"), bound)
 
 
-def _top_sums(values: torch.Tensor, starts: torch.Tensor, lengths: torch.Tensor,
-              ks: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """For rows of ``values`` (flat float32; row r is ``lengths[r]`` values from ``starts[r]``, each with more than
-    ``ks[r]`` non-zero values): the double sum of their ``ks[r]`` largest values and the k-th largest, ``(R,)``
-    float64 and float32."""
+def _top_sums(values: torch.Tensor, starts: torch.Tensor, lengths: torch.Tensor, ks: torch.Tensor,
+              longest: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """For rows of ``values`` (flat float32; row r is ``lengths[r]`` values from ``starts[r]``, at most ``longest``,
+    each with more than ``ks[r]`` non-zero values): the double sum of their ``ks[r]`` largest values and the k-th
+    largest, ``(R,)`` float64 and float32."""
     r = starts.numel()
     device = values.device
     ks = ks.to(torch.int32)
     counts = torch.zeros((_PASSES, r, _DIGITS), dtype=torch.int32, device=device)
-    grid = (_PARTS, r)
+    grid = (triton.cdiv(longest, _COUNT_BLOCK * _BLOCKS_PER_PROGRAM), r)
     for step in range(_PASSES):
         _count_at_least_kernel[grid](values, starts, lengths, ks, counts, r, PASS=step, DIGITS=_DIGITS,
-                                     BLOCK=_BLOCK)
+                                     BLOCK=_COUNT_BLOCK)
     kth = torch.empty(r, dtype=torch.float32, device=device)
     sums = torch.zeros(r, dtype=torch.float64, device=device)
     above = torch.zeros(r, dtype=torch.int32, device=device)
@@ -149,7 +149,7 @@ def pool_top_k(c: torch.Tensor, lengths: list[int], tiles: list[tuple[torch.Tens
     if frames.numel():
         starts = frames * c.shape[1] + torch.tensor(offsets, dtype=torch.int64, device=device)[scales]
         lengths_of = torch.tensor(lengths, dtype=torch.int32, device=device)[scales]
-        top, kth = _top_sums(c, starts, lengths_of, k_of[scales])
+        top, kth = _top_sums(c, starts, lengths_of, k_of[scales], max(lengths))
         total[frames, scales] = top
         bound[frames, scales] = exact_below(kth)
     out = total / k_of.to(torch.float64)  # true division, as the twin's

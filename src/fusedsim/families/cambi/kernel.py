@@ -39,8 +39,9 @@ _OUTSIDE = -30000  # int16 code of pixels the window does not count
 _BLOCK = 1024
 _TILE_H, _TILE_W = 8, 64
 _FIELDS = 4  # 16-bit counters per int64
-# the code-by-code kernel's centres, their neighbourhood (centres plus window) and warps
-_CENTRES, _REGION, _REGION_WARPS = (32, 32), (64, 64), 4
+# the code-by-code kernel's shapes by window (H200, 1080p): the largest window each serves, its centres, their
+# neighbourhood (centres plus window) and warps
+_BY_CODE_SHAPES = ((17, (16, 64), (32, 128), 4), (49, (32, 32), (64, 64), 4))
 _BY_CODE = True
 
 
@@ -366,7 +367,9 @@ def cambi_scales_triton(frames: torch.Tensor, tvi: torch.Tensor, bit_depth: int,
     del row_counts
     packed2 = num_diffs <= 4 and window * window < 4096  # 9 bins of 12 bits in two words
     groups = 1 if packed2 else triton.next_power_of_2(-(-(2 * num_diffs + 1) // _FIELDS))
-    by_code = _BY_CODE and num_diffs <= 4 and window <= min(_REGION) - 15  # tiles of 16 centres or more
+    shapes = [shape for shape in _BY_CODE_SHAPES if window <= shape[0]]
+    by_code = _BY_CODE and num_diffs <= 4 and bool(shapes)
+    _, centres, region, warps = shapes[0] if shapes else _BY_CODE_SHAPES[-1]
     sizes, sh, sw = [], h, w
     for scale in range(NUM_SCALES):
         if scale > 0 or high_res:
@@ -387,8 +390,8 @@ def cambi_scales_triton(frames: torch.Tensor, tvi: torch.Tensor, bit_depth: int,
             NUM_DIFFS=num_diffs, OUTSIDE=_OUTSIDE, BLOCK=_BLOCK)
         c = c_all[:, sum(lengths[:scale]):]  # rows of c_all.shape[1] values
         if by_code:
-            tile_h = min(_CENTRES[0], _REGION[0] - 2 * (window // 2))
-            tile_w = min(_CENTRES[1], _REGION[1] - 2 * (window // 2))
+            tile_h = min(centres[0], region[0] - 2 * (window // 2))
+            tile_w = min(centres[1], region[1] - 2 * (window // 2))
             tiles_w = triton.cdiv(sw, tile_w)
             tiles = triton.cdiv(sh, tile_h) * tiles_w
         else:
@@ -402,8 +405,8 @@ def cambi_scales_triton(frames: torch.Tensor, tvi: torch.Tensor, bit_depth: int,
             _c_value_bins_kernel[(tiles, n)](counted, steps, weights, lut, *outputs, c_all.shape[1], sh, sw,
                                              window // 2, tile_h,
                                              tile_w, int(vlt_luma), tiles_w, NUM_DIFFS=num_diffs, OUTSIDE=_OUTSIDE,
-                                             CENTRE_H=_CENTRES[0], CENTRE_W=_CENTRES[1], REGION_H=_REGION[0],
-                                             REGION_W=_REGION[1], num_warps=_REGION_WARPS)
+                                             CENTRE_H=centres[0], CENTRE_W=centres[1], REGION_H=region[0],
+                                             REGION_W=region[1], num_warps=warps)
         else:
             _c_value_kernel[(tiles, n)](counted, steps, weights, lut, *outputs, c_all.shape[1], sh, sw, int(window),
                                         int(vlt_luma),

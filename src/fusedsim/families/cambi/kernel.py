@@ -191,6 +191,25 @@ def _bin_count(lo, hi, acc, group, B: tl.constexpr, PACKED2: tl.constexpr):
 
 
 @triton.jit
+def _with_term(best, centre, v, p0, pm, d, tvi, weights, lut, vlt_luma, NUM_DIFFS: tl.constexpr):
+    """``best`` raised to contrast step ``d + 1``'s term where the step is allowed: one float32 product of the
+    integer ``w * N(v) * M`` and libvmaf's reciprocal of ``N(v) + M``."""
+    allowed = centre & (v <= tl.load(tvi + d)) & (v + NUM_DIFFS + d + 1 > vlt_luma)
+    recip = tl.load(lut + (p0 + pm), mask=allowed, other=0.0)
+    value = (tl.load(weights + d) * p0 * pm).to(tl.float32) * recip
+    return tl.maximum(best, tl.where(allowed, value, 0.0))
+
+
+@triton.jit
+def _store_tile(c_ptrs, best, is_centre, sums, nonzeros, smallest, slot):
+    """A tile's c-values, and its double sum, number of non-zeros and smallest non-zero for the pooling."""
+    tl.store(c_ptrs, best, mask=is_centre)
+    tl.store(sums + slot, tl.sum(tl.sum(best.to(tl.float64), axis=1), axis=0))
+    tl.store(nonzeros + slot, tl.sum(tl.sum((best > 0).to(tl.int32), axis=1), axis=0))
+    tl.store(smallest + slot, tl.min(tl.min(tl.where(best > 0, best, float("inf")), axis=1), axis=0))
+
+
+@triton.jit
 def _c_value_kernel(counted, tvi, weights, lut, c_out, sums, nonzeros, smallest, c_stride, h, w, window, vlt_luma,
                     tiles_w,
                     NUM_DIFFS: tl.constexpr, GROUPS: tl.constexpr, PACKED2: tl.constexpr, OUTSIDE: tl.constexpr,
@@ -232,17 +251,9 @@ def _c_value_kernel(counted, tvi, weights, lut, c_out, sums, nonzeros, smallest,
             p1 = _bin_count(lo, hi, acc, group, NUM_DIFFS + d + 1, PACKED2)
             p2 = _bin_count(lo, hi, acc, group, NUM_DIFFS - d - 1, PACKED2)
             pm = tl.maximum(p1, p2)
-            weight = tl.load(weights + d)
-            limit = tl.load(tvi + d)
-            allowed = centre & (v <= limit) & (v + NUM_DIFFS + d + 1 > vlt_luma)
-            recip = tl.load(lut + (p0 + pm), mask=allowed, other=0.0)
-            value = (weight * p0 * pm).to(tl.float32) * recip
-            best = tl.maximum(best, tl.where(allowed, value, 0.0))
-    tl.store(c_out + frame * c_stride + i * w + j, best, mask=inside)
-    slot = frame * tl.num_programs(0) + tile
-    tl.store(sums + slot, tl.sum(tl.sum(best.to(tl.float64), axis=1), axis=0))
-    tl.store(nonzeros + slot, tl.sum(tl.sum((best > 0).to(tl.int32), axis=1), axis=0))
-    tl.store(smallest + slot, tl.min(tl.min(tl.where(best > 0, best, float("inf")), axis=1), axis=0))
+            best = _with_term(best, centre, v, p0, pm, d, tvi, weights, lut, vlt_luma, NUM_DIFFS)
+    _store_tile(c_out + frame * c_stride + i * w + j, best, inside, sums, nonzeros, smallest,
+                frame * tl.num_programs(0) + tile)
 
 
 @triton.jit
@@ -307,24 +318,14 @@ def _c_value_bins_kernel(counted, tvi, weights, lut, c_out, sums, nonzeros, smal
                 m3 = _update_count(m3, n, k, 3)
                 m4 = _update_count(m4, n, k, 4)
             code = tl.min(tl.where(u > code, u, 1 << 20))
-        for d in tl.static_range(NUM_DIFFS):
-            if d == 0:
-                pm = m1
-            elif d == 1:
-                pm = m2
-            elif d == 2:
-                pm = m3
-            else:
-                pm = m4
-            allowed = centre & (v <= tl.load(tvi + d)) & (v + NUM_DIFFS + d + 1 > vlt_luma)
-            recip = tl.load(lut + (p0 + pm), mask=allowed, other=0.0)
-            value = (tl.load(weights + d) * p0 * pm).to(tl.float32) * recip
-            best = tl.maximum(best, tl.where(allowed, value, 0.0))
-    tl.store(c_out + frame * c_stride + ci * w + cj, best, mask=is_centre)
-    slot = frame * tl.num_programs(0) + tile
-    tl.store(sums + slot, tl.sum(tl.sum(best.to(tl.float64), axis=1), axis=0))
-    tl.store(nonzeros + slot, tl.sum(tl.sum((best > 0).to(tl.int32), axis=1), axis=0))
-    tl.store(smallest + slot, tl.min(tl.min(tl.where(best > 0, best, float("inf")), axis=1), axis=0))
+        best = _with_term(best, centre, v, p0, m1, 0, tvi, weights, lut, vlt_luma, NUM_DIFFS)
+        if NUM_DIFFS >= 2:
+            best = _with_term(best, centre, v, p0, m2, 1, tvi, weights, lut, vlt_luma, NUM_DIFFS)
+        if NUM_DIFFS >= 4:
+            best = _with_term(best, centre, v, p0, m3, 2, tvi, weights, lut, vlt_luma, NUM_DIFFS)
+            best = _with_term(best, centre, v, p0, m4, 3, tvi, weights, lut, vlt_luma, NUM_DIFFS)
+    _store_tile(c_out + frame * c_stride + ci * w + cj, best, is_centre, sums, nonzeros, smallest,
+                frame * tl.num_programs(0) + tile)
 
 
 _CONSTANTS: dict[torch.device, tuple[torch.Tensor, torch.Tensor]] = {}

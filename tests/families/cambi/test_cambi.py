@@ -317,19 +317,19 @@ def test_kernels_compile_for_sm90(kernel, signature, constexprs):
 
 
 @pytest.mark.parametrize("kernel,signature,constexprs", [
-    ("_count_at_least_kernel", {"values": "*fp32", "starts": "*i64", "lengths": "*i32", "ks": "*i32",
-                                "counts": "*i32", "rows": "i32"}, {"PASS": 3, "DIGITS": 16, "BLOCK": 1024}),
+    ("_digit_counts_kernel", {"values": "*fp32", "starts": "*i64", "lengths": "*i32", "ks": "*i32",
+                              "counts": "*i32", "rows": "i32"}, {"PASS": 3, "DIGITS": 16, "BLOCK": 1024, "BLOCKS": 8}),
     ("_sum_above_kernel", {"values": "*fp32", "starts": "*i64", "lengths": "*i32", "ks": "*i32", "counts": "*i32",
                            "rows": "i32", "kth": "*fp32", "sums": "*fp64", "above": "*i32"},
      {"PASSES": 8, "DIGITS": 16, "BLOCK": 1024}),
 ])
 def test_pooling_kernels_compile_for_sm90(kernel, signature, constexprs):
-    """The radix select's kernels compiled for an H100: per-row threshold counts and sums added atomically
-    (integers, and doubles, exact where the pooling uses them)."""
+    """The radix select's kernels compiled for an H100: per-row digit counts and sums added atomically (integers,
+    and doubles, exact where the pooling uses them)."""
     from _offline_compile import compiled_asm
 
     ptx = compiled_asm(f"fusedsim.families.cambi.gpu_pooling:{kernel}", signature, constexprs, "ptx", num_warps=8)
-    expected = {"_sum_above_kernel": ".add.f64", "_count_at_least_kernel": ".add.u32"}[kernel]
+    expected = {"_sum_above_kernel": ".add.f64", "_digit_counts_kernel": ".add.u32"}[kernel]
     assert f"atom.global.gpu.acq_rel{expected}" in ptx
 
 
@@ -371,11 +371,12 @@ def test_gpu_pooling_takes_each_route(kernel_device):
 
 
 def test_gpu_pooling_selects_like_a_sort(kernel_device):
-    """The radix select on many rows at once (values spread over exponents, repeated values, zeros): each row's
-    top-k sum equals the sum of its k largest by a sort."""
+    """The radix select on many rows at once (values spread over exponents, repeated values, a row of one value,
+    zeros): each row's top-k sum equals the sum of its k largest by a sort."""
     gen = torch.Generator().manual_seed(5)
     c = (torch.randint(1, 2**12, (3, 20000), generator=gen).float() / 8) * (torch.rand(3, 20000, generator=gen) > 0.2)
     c[1, ::3] = 3.5  # a third of the row at one value, the k-th largest among them
+    c[2] = torch.where(c[2] > 0, 1.0, 0.0)  # every non-zero value equal: every lane's digit counter fills up
     short = c[:, :777]  # a second scale of another length, in the same buffer
     got = _pool([c, short], kernel_device)
     for scale, values in enumerate((c, short)):

@@ -9,9 +9,10 @@ is replayed on the host.
 Per scale: when at most ``k`` c-values are non-zero, the selection is all of them and the c-value kernels' per-tile
 sums, non-zero counts and smallest non-zero values decide. Otherwise the k-th largest value ``t`` is found by a
 radix select over the float32 bit patterns (non-negative floats order as their bits), for every frame and scale
-that needs it at once: eight passes each count the values at or above 16 thresholds in registers (no histogram:
-c-values repeat a lot, and shared-memory bins serialise on equal values) and fix one more hexadecimal digit of
-``t``; one more pass sums the values above ``t``. The top-k sum is that plus ``t`` for each of the k not yet
+that needs it at once: eight passes each count, among the values that share the bits of ``t`` found so far, the
+values of each next 4-bit digit (in 4-bit fields of one register per lane: c-values repeat a lot, and shared-memory
+histogram bins serialise on equal values) and fix that digit of ``t``; one more pass sums the values above
+``t``. The top-k sum is that plus ``t`` for each of the k not yet
 counted.
 """
 
@@ -25,47 +26,54 @@ from fusedsim.families.cambi.twin import quickselect_mean, topk_count
 
 __all__ = ["exact_below", "pool_top_k"]
 
-_DIGITS = 16  # thresholds counted per pass: 4 bits of the k-th largest value's 32
+_DIGITS = 16  # one pass fixes 4 bits of the k-th largest value's 32
 _PASSES = 8
 _BLOCK = 1024
-_COUNT_BLOCK = 256  # the counting passes keep a count per lane and threshold in registers
-_BLOCKS_PER_PROGRAM = 8  # a row's programs: enough that the longest row (scale 0) fills the GPU
+_COUNT_BLOCKS = 8  # blocks per program of a counting pass: each lane meets at most 8 values, so 4-bit counters
 
 
 @triton.jit
 def _known_prefix(counts, slot, k, rows, PASS: tl.constexpr, DIGITS: tl.constexpr):
-    """The bits of the row's k-th largest value found by passes ``0..PASS-1`` (int64): each pass counted the values
-    at or above the 16 thresholds that extend the prefix by one more hexadecimal digit, and the digit is the
-    largest whose count reaches ``k``."""
+    """From the digit counts of passes ``0..PASS-1``: the bits of the row's k-th largest value found so far (int64)
+    and its rank among the values that share them. Per pass, the digit is the largest whose values, with those of
+    larger digits, reach the rank; the rank then drops by the values of larger digits."""
     digits = tl.arange(0, DIGITS)
     prefix = tl.program_id(0).to(tl.int64) * 0
+    wanted = k
     for step in tl.static_range(PASS):
         found = tl.load(counts + (step * rows + slot) * DIGITS + digits)
-        prefix = (prefix << 4) | tl.max(tl.where(found >= k, digits, 0), axis=0).to(tl.int64)
-    return prefix
+        at_least = tl.sum(found, axis=0) - tl.cumsum(found, axis=0) + found
+        digit = tl.max(tl.where(at_least >= wanted, digits, 0), axis=0)
+        wanted = wanted - tl.sum(tl.where(digits > digit, found, 0), axis=0)
+        prefix = (prefix << 4) | digit.to(tl.int64)
+    return prefix, wanted
 
 
 @triton.jit
-def _count_at_least_kernel(values, starts, lengths, ks, counts, rows, PASS: tl.constexpr, DIGITS: tl.constexpr,
-                           BLOCK: tl.constexpr):
-    """Pass ``PASS`` of the radix select, per selected row (``lengths`` values from ``starts``): how many values have
-    bits at or above each of the 16 thresholds ``(prefix << 4 | digit) << (28 - 4 PASS)``, added into
-    ``counts[PASS]``. Non-negative floats order as their bits; thresholds past every finite float count none. The
-    row's programs take every ``num_programs(0)``-th block."""
+def _digit_counts_kernel(values, starts, lengths, ks, counts, rows, PASS: tl.constexpr, DIGITS: tl.constexpr,
+                         BLOCK: tl.constexpr, BLOCKS: tl.constexpr):
+    """Pass ``PASS`` of the radix select, per selected row (``lengths`` values from ``starts``): among its values
+    whose bits above the digit equal the prefix found so far, how many have each value of the 4-bit digit at bit
+    ``28 - 4 PASS``, added into ``counts[PASS]``. Non-negative floats order as their bits. Each lane counts in 16
+    4-bit fields of one int64 (no shared-memory bins: c-values repeat a lot, and equal values would serialise)."""
     slot = tl.program_id(1)
     start = tl.load(starts + slot)
     n = tl.load(lengths + slot)
-    prefix = _known_prefix(counts, slot, tl.load(ks + slot), rows, PASS, DIGITS)
-    digits = tl.arange(0, DIGITS)
-    thresholds = ((prefix << 4) | digits.to(tl.int64)) << (28 - 4 * PASS)
-    thresholds = tl.minimum(thresholds, 0x7FFFFFFF).to(tl.int32)  # above +inf's bits: only NaNs, never c-values
-    found = tl.zeros([BLOCK, DIGITS], dtype=tl.int32)  # per lane and threshold: reduced once, after the loop
-    for first in range(tl.program_id(0) * BLOCK, n, tl.num_programs(0) * BLOCK):
-        offs = first + tl.arange(0, BLOCK)
+    prefix, _ = _known_prefix(counts, slot, tl.load(ks + slot), rows, PASS, DIGITS)
+    shift: tl.constexpr = 28 - 4 * PASS
+    packed = tl.zeros([BLOCK], dtype=tl.int64)
+    for block in range(BLOCKS):
+        offs = (tl.program_id(0) * BLOCKS + block) * BLOCK + tl.arange(0, BLOCK)
         inside = offs < n
         bits = tl.load(values + start + offs, mask=inside, other=0.0).to(tl.int32, bitcast=True)
-        found += (inside[:, None] & (bits[:, None] >= thresholds[None, :])).to(tl.int32)
-    tl.atomic_add(counts + (PASS * rows + slot) * DIGITS + digits, tl.sum(found, axis=0))
+        match = inside & ((bits.to(tl.int64) >> (shift + 4)) == prefix)
+        field = (((bits >> shift) & (DIGITS - 1)) * 4).to(tl.int64)
+        packed += tl.where(match, tl.full([BLOCK], 1, tl.int64) << field, 0)
+    digits = tl.arange(0, DIGITS)
+    found = tl.zeros([DIGITS], dtype=tl.int32)
+    for digit in tl.static_range(DIGITS):
+        found += tl.where(digits == digit, tl.sum(((packed >> (4 * digit)) & 15).to(tl.int32), axis=0), 0)
+    tl.atomic_add(counts + (PASS * rows + slot) * DIGITS + digits, found, mask=found > 0)
 
 
 @triton.jit
@@ -77,8 +85,8 @@ def _sum_above_kernel(values, starts, lengths, ks, counts, rows, kth, sums, abov
     slot = tl.program_id(1)
     start = tl.load(starts + slot)
     n = tl.load(lengths + slot)
-    threshold = _known_prefix(counts, slot, tl.load(ks + slot), rows, PASSES, DIGITS).to(tl.int32)
-    threshold = threshold.to(tl.float32, bitcast=True)
+    bits, _ = _known_prefix(counts, slot, tl.load(ks + slot), rows, PASSES, DIGITS)
+    threshold = bits.to(tl.int32).to(tl.float32, bitcast=True)
     tl.store(kth + slot, threshold, mask=tl.program_id(0) == 0)
     total = tl.zeros([BLOCK], dtype=tl.float64)
     count = tl.zeros([BLOCK], dtype=tl.int32)
@@ -109,10 +117,10 @@ def _top_sums(values: torch.Tensor, starts: torch.Tensor, lengths: torch.Tensor,
     device = values.device
     ks = ks.to(torch.int32)
     counts = torch.zeros((_PASSES, r, _DIGITS), dtype=torch.int32, device=device)
-    grid = (triton.cdiv(longest, _COUNT_BLOCK * _BLOCKS_PER_PROGRAM), r)
     for step in range(_PASSES):
-        _count_at_least_kernel[grid](values, starts, lengths, ks, counts, r, PASS=step, DIGITS=_DIGITS,
-                                     BLOCK=_COUNT_BLOCK)
+        _digit_counts_kernel[(triton.cdiv(longest, _BLOCK * _COUNT_BLOCKS), r)](
+            values, starts, lengths, ks, counts, r, PASS=step, DIGITS=_DIGITS, BLOCK=_BLOCK, BLOCKS=_COUNT_BLOCKS)
+    grid = (triton.cdiv(longest, _BLOCK * _COUNT_BLOCKS), r)
     kth = torch.empty(r, dtype=torch.float32, device=device)
     sums = torch.zeros(r, dtype=torch.float64, device=device)
     above = torch.zeros(r, dtype=torch.int32, device=device)

@@ -440,3 +440,23 @@ def test_triton_high_res_speed_up_equals_twin(size, kernel_device):
     assert (twin[:, :3] > 0).all()
     got = cambi_scales_triton(frames.to(kernel_device), args[0].to(kernel_device), *args[1:])
     assert torch.equal(got.cpu(), twin)
+
+
+def test_numba_pooling_equals_libvmafs_quickselect():
+    """The numba path's top-k mean without libvmaf's quickselect where any order gives the same double (all
+    non-zero values; or the k-th largest from two histogram passes over the float32 bits), and with it past the
+    exact bound: each equals the twin's replay of libvmaf's quickselect order."""
+    pytest.importorskip("numba")
+    from fusedsim.families.cambi.cpu import _top_k_mean
+
+    gen = torch.Generator().manual_seed(3)
+    n = 150_000  # above the size where the histograms take over from the quickselect
+    spread = (torch.randint(1, 2**14, (n,), generator=gen).float() / 16) * (torch.rand(n, generator=gen) > 0.1)
+    repeats = torch.where(torch.rand(n, generator=gen) > 0.3, 2.75, spread)  # the k-th largest among many equal values
+    sparse = spread * (torch.rand(n, generator=gen) > 0.7)  # at most k non-zero: the sum of all
+    past = spread.clone()
+    past[:4] = 2.0**37  # a sum past the exact bound of its k-th largest value (about 2**38): libvmaf's order
+    for values in (spread, repeats, sparse, past, spread[:5000]):
+        c = values.numpy().astype(np.float32)
+        k = int(0.6 * c.shape[0])
+        assert _top_k_mean(c.copy(), k) == quickselect_mean(c, k)

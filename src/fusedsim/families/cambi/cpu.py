@@ -5,11 +5,15 @@ per scale the in-place decimation, the mode filter and the c-values from sliding
 uint16 counts per code of the counted band and per column, each pixel entering the window adding 1 to the
 ``window`` columns it covers and leaving it removing 1 (libvmaf's ``calculate_c_values``), done for runs of equal
 pixels at once (a run of L pixels: L + window - 1 column updates, not L x window; the counts are the same
-integers, so the values are libvmaf's). Pooling replays libvmaf's
-quickselect and sums the selected values in its order, so the double sum is libvmaf's in every case.
+integers, so the values are libvmaf's). Pooling takes the top-k sum in any order where every order gives the same
+double (the bound of :mod:`~fusedsim.families.cambi.gpu_pooling`), with the k-th largest value from two histogram
+passes over the float32 bits; past that bound it replays libvmaf's quickselect and sums in its order, so the
+double sum is libvmaf's in every case.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import torch
@@ -22,6 +26,7 @@ from fusedsim.families.cambi.settings import CONTRAST_WEIGHTS, NUM_SCALES
 __all__ = ["cambi_scales_numba", "quickselect_mean_numba"]
 
 _WEIGHTS = np.array(CONTRAST_WEIGHTS, dtype=np.int64)
+_SELECT_BY_HISTOGRAM = 100_000  # values from which the top-k pooling selects by histograms, not by quickselect
 
 
 @njit(cache=True, nogil=True)
@@ -241,6 +246,68 @@ def _quickselect_mean(arr, k):
 
 
 @njit(cache=True, nogil=True)
+def _exact_below(smallest):
+    """``2**(floor(log2 smallest) + 30)``: below it, double sums of float32 values of at least ``smallest`` are exact
+    in any order (see :mod:`~fusedsim.families.cambi.gpu_pooling`)."""
+    _, exponent = math.frexp(smallest)
+    return math.ldexp(1.0, exponent + 29)
+
+
+@njit(cache=True, nogil=True, fastmath={"reassoc"})
+def _sum_above(c, threshold):
+    """The double sum of the values of ``c`` above ``threshold``, in any order (the callers use it only where every
+    order gives the same double, and check that bound on the result: a sum past it stays past it in any order)."""
+    total = 0.0
+    for i in range(c.shape[0]):
+        total += np.float64(c[i]) if c[i] > threshold else 0.0
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _top_k_mean(c, k):
+    """libvmaf's top-k mean of ``c`` without its quickselect where the sum is the same in any order: all non-zero
+    values when at most ``k`` are, else the k-th largest ``t`` from two 16-bit histogram passes over the float32
+    bits (non-negative floats order as their bits) and the values above it. Past the exact bound, libvmaf's
+    quickselect order (``c`` is permuted then)."""
+    nonzero = 0
+    for i in range(c.shape[0]):
+        nonzero += c[i] > 0
+    if nonzero <= k:
+        smallest = np.float32(np.inf)
+        for i in range(c.shape[0]):
+            if c[i] > 0:
+                smallest = min(smallest, c[i])
+        total = _sum_above(c, np.float32(0))
+        if nonzero == 0 or total < _exact_below(np.float64(smallest)):
+            return total / k
+        return _quickselect_mean(c, k)
+    if c.shape[0] < _SELECT_BY_HISTOGRAM:  # the histograms' 2 MB cost more than the quickselect here
+        return _quickselect_mean(c, k)
+    bits = c.view(np.uint32)
+    high = np.zeros((4, 65536), dtype=np.int32)  # four histograms: runs of equal values do not chain their updates
+    for i in range(bits.shape[0]):
+        high[i & 3, bits[i] >> np.uint32(16)] += 1
+    wanted = k
+    top = 65535
+    while high[:, top].sum() < wanted:
+        wanted -= high[:, top].sum()
+        top -= 1
+    low = np.zeros((4, 65536), dtype=np.int32)
+    for i in range(bits.shape[0]):
+        if bits[i] >> np.uint32(16) == top:
+            low[i & 3, bits[i] & np.uint32(0xFFFF)] += 1
+    bottom = 65535
+    while low[:, bottom].sum() < wanted:
+        wanted -= low[:, bottom].sum()
+        bottom -= 1
+    kth = np.array([(top << 16) | bottom], dtype=np.uint32).view(np.float32)[0]
+    selected = _sum_above(c, kth) + wanted * np.float64(kth)  # ``wanted`` copies of the k-th largest complete the k
+    if selected < _exact_below(np.float64(kth)):
+        return selected / k
+    return _quickselect_mean(c, k)
+
+
+@njit(cache=True, nogil=True)
 def _frame_scales(frame, tvi, bit_depth, anti_dithering, window, vlt_luma, mask_threshold, topk, high_res,
                   lut, weights, out):
     x = _codes(frame, bit_depth, anti_dithering)
@@ -254,7 +321,7 @@ def _frame_scales(frame, tvi, bit_depth, anti_dithering, window, vlt_luma, mask_
         c = _c_values(x, mask, window, tvi, vlt_luma, lut, weights)
         n = c.shape[0]
         k = min(max(int(topk * n), 1), n)
-        out[scale] = _quickselect_mean(c, k)
+        out[scale] = _top_k_mean(c, k)
 
 
 @njit(cache=True, nogil=True, parallel=True)

@@ -25,28 +25,39 @@ _LOG2_2PIE = math.log2(2 * math.pi * math.e)
 
 @njit(cache=True, nogil=True)
 def _covariance(r, th, tw):
+    """The 25x25 covariance of the 5x5 neighbourhoods, libvmaf's arithmetic: float32 means, then per pair a double
+    sum of centred products in row-major order. The samples are laid out one position per row, so that a position
+    updates the sums of all neighbours (and of every pair of a row of the matrix) at once: each sum still adds its
+    terms in libvmaf's order (independent sums, not a reordering), and every term is the same float or double."""
     sub_h, sub_w = th - 4, tw - 4
     count = sub_h * sub_w
-    means = np.zeros(25, dtype=np.float32)
+    samples = np.empty((count, 25), dtype=np.float32)  # position t = i * sub_w + j, neighbour k
     for k in range(25):
         a, b = k // 5, k % 5
-        acc = F(0.0)
         for i in range(sub_h):
             for j in range(sub_w):
-                acc = acc + r[a + i, b + j]
-        means[k] = acc / F(count)
+                samples[i * sub_w + j, k] = r[a + i, b + j]
+    sums32 = np.zeros(25, dtype=np.float32)
+    for t in range(count):
+        for k in range(25):
+            sums32[k] = sums32[k] + samples[t, k]
+    means = np.empty(25, dtype=np.float64)
+    for k in range(25):
+        means[k] = D(sums32[k] / F(count))
+    centred = np.empty((count, 25), dtype=np.float64)
+    for t in range(count):
+        for k in range(25):
+            centred[t, k] = D(samples[t, k]) - means[k]
     cov = np.zeros((25, 25), dtype=np.float32)
+    sums = np.empty(25, dtype=np.float64)
     for x in range(25):
-        ax, bx = x // 5, x % 5
-        mx = D(means[x])
+        sums[:] = 0.0
+        for t in range(count):
+            cx = centred[t, x]
+            for y in range(x + 1):
+                sums[y] += cx * centred[t, y]
         for y in range(x + 1):
-            ay, by = y // 5, y % 5
-            my = D(means[y])
-            acc = D(0.0)
-            for i in range(sub_h):
-                for j in range(sub_w):
-                    acc += (D(r[ax + i, bx + j]) - mx) * (D(r[ay + i, by + j]) - my)
-            value = F(acc / D(count))
+            value = F(sums[y] / D(count))
             cov[x, y] = value
             cov[y, x] = value
     return cov

@@ -12,8 +12,7 @@ radix select over the float32 bit patterns (non-negative floats order as their b
 that needs it at once: eight passes each count, among the values that share the bits of ``t`` found so far, the
 values of each next 4-bit digit (in 4-bit fields of one register per lane: c-values repeat a lot, and shared-memory
 histogram bins serialise on equal values) and fix that digit of ``t``; one more pass sums the values above
-``t``. The top-k sum is that plus ``t`` for each of the k not yet
-counted.
+``t``. The top-k sum is that plus ``t`` for each of the k not yet counted.
 """
 
 from __future__ import annotations

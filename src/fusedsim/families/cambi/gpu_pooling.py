@@ -137,30 +137,49 @@ def _host_quickselect():
     return quickselect_mean_numba
 
 
+_ROW_CONSTANTS: dict[tuple, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+
+
+def _row_constants(lengths: tuple[int, ...], ks: tuple[int, ...], offsets: tuple[int, ...],
+                   device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``k``, offset and length of each scale on ``device``, made once per frame size: a tensor built from a list
+    on a GPU is a synchronising copy."""
+    key = (lengths, ks, device)
+    if key not in _ROW_CONSTANTS:
+        _ROW_CONSTANTS[key] = (torch.tensor(ks, dtype=torch.int64, device=device),
+                               torch.tensor(offsets, dtype=torch.int64, device=device),
+                               torch.tensor(lengths, dtype=torch.int32, device=device))
+    return _ROW_CONSTANTS[key]
+
+
 def pool_top_k(c: torch.Tensor, lengths: list[int], tiles: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]],
                topk: float) -> torch.Tensor:
     """Each frame's libvmaf top-k mean of its c-values at each scale: ``c`` ``(N, sum(lengths))`` float32 holds
     each frame's scales one after the other (``lengths[s]`` values each), ``tiles[s]`` the c-value kernels'
     per-tile sums (N, T) float64, non-zero counts (N, T) and smallest non-zero values (N, T) float32 (inf where
-    none) of scale ``s``: ``(N, S)`` float64. Two device synchronisations at most: which frames need a selection,
-    and which sums are past their exact bound (those are replayed on the host in libvmaf's order)."""
+    none) of scale ``s``: ``(N, S)`` float64. One device synchronisation decides which scales select and which
+    sums of all non-zero values are past their exact bound; a second follows only where a selection ran (its
+    sums past their bound). Sums past the bound are replayed on the host in libvmaf's order."""
     c = c.contiguous()
-    device = c.device
-    ks = [topk_count(n, topk) for n in lengths]
-    offsets = [sum(lengths[:s]) for s in range(len(lengths))]
+    ks = tuple(topk_count(n, topk) for n in lengths)
+    starts_host = tuple(sum(lengths[:s]) for s in range(len(lengths)))
+    k_of, offsets, lengths_of = _row_constants(tuple(lengths), ks, starts_host, c.device)
     total = torch.stack([tile_sums.sum(dim=1) for tile_sums, _, _ in tiles], dim=1)
     bound = torch.stack([exact_below(smallest.amin(dim=1)) for _, _, smallest in tiles], dim=1)
-    k_of = torch.tensor(ks, dtype=torch.int64, device=device)
     selecting = torch.stack([nonzeros.sum(dim=1) for _, nonzeros, _ in tiles], dim=1) > k_of
-    frames, scales = torch.nonzero(selecting, as_tuple=True)  # the first synchronisation
-    if frames.numel():
-        starts = frames * c.shape[1] + torch.tensor(offsets, dtype=torch.int64, device=device)[scales]
-        lengths_of = torch.tensor(lengths, dtype=torch.int32, device=device)[scales]
-        top, kth = _top_sums(c, starts, lengths_of, k_of[scales], max(lengths))
+    past = (total >= bound) & ~selecting
+    flags = torch.nonzero(torch.stack([selecting, past])).tolist()  # the first synchronisation
+    replay = [(f, s) for which, f, s in flags if which == 1]
+    chosen = [(f, s) for which, f, s in flags if which == 0]
+    if chosen:
+        frames, scales = torch.tensor(chosen, dtype=torch.int64).T.to(c.device)
+        starts = frames * c.shape[1] + offsets[scales]
+        top, kth = _top_sums(c, starts, lengths_of[scales], k_of[scales], max(lengths))
         total[frames, scales] = top
         bound[frames, scales] = exact_below(kth)
+        replay += [tuple(fs) for fs in torch.nonzero((total >= bound) & selecting).tolist()]  # the second
     out = total / k_of.to(torch.float64)  # true division, as the twin's
-    for f, s in torch.nonzero(total >= bound).tolist():  # the second synchronisation
-        values = c[f, offsets[s]:offsets[s] + lengths[s]]
+    for f, s in replay:
+        values = c[f, starts_host[s]:starts_host[s] + lengths[s]]
         out[f, s] = _host_quickselect()(values.cpu().numpy().copy(), ks[s])
     return out

@@ -7,8 +7,8 @@ decimates the previous scale's filtered codes (scale 0: the codes) on the fly, m
 codes the window counts (the code where the decimated mask is set and the code lies in the counted band, else a
 code no window matches).
 
-The c-values come from ``_c_value_bins_kernel`` where the window fits its 64x64 neighbourhood with 16 centres to a
-side and there are at most 4 contrast steps (libvmaf's default and the v1 model's): per tile of centres it visits
+The c-values come from ``_c_value_bins_kernel`` for windows up to 49 pixels and at most 4 contrast steps (libvmaf's
+default and the v1 model's; tile shapes by window in ``_BY_CODE_SHAPES``): per tile of centres it visits
 the distinct codes within reach of a centre's code and counts each code's window with two int8 matrix products on
 the tensor cores, so its work follows the number of codes near the tile, not the window's area (1089 pixels per
 centre at 1080p). Otherwise ``_c_value_kernel`` walks the window: per window position one shifted tile is compared
@@ -42,7 +42,6 @@ _FIELDS = 4  # 16-bit counters per int64
 # the code-by-code kernel's shapes by window (H200, 1080p): the largest window each serves, its centres, their
 # neighbourhood (centres plus window) and warps
 _BY_CODE_SHAPES = ((17, (16, 64), (32, 128), 4), (49, (32, 32), (64, 64), 4))
-_BY_CODE = True
 
 
 @triton.jit
@@ -211,9 +210,8 @@ def _store_tile(c_ptrs, best, is_centre, sums, nonzeros, smallest, slot):
 
 @triton.jit
 def _c_value_kernel(counted, tvi, weights, lut, c_out, sums, nonzeros, smallest, c_stride, h, w, window, vlt_luma,
-                    tiles_w,
-                    NUM_DIFFS: tl.constexpr, GROUPS: tl.constexpr, PACKED2: tl.constexpr, OUTSIDE: tl.constexpr,
-                    TILE_H: tl.constexpr, TILE_W: tl.constexpr):
+                    tiles_w, NUM_DIFFS: tl.constexpr, GROUPS: tl.constexpr, PACKED2: tl.constexpr,
+                    OUTSIDE: tl.constexpr, TILE_H: tl.constexpr, TILE_W: tl.constexpr):
     frame = tl.program_id(1).to(tl.int64)
     tile = tl.program_id(0)
     i = (tile // tiles_w) * TILE_H + tl.arange(0, TILE_H)[:, None]
@@ -369,7 +367,7 @@ def cambi_scales_triton(frames: torch.Tensor, tvi: torch.Tensor, bit_depth: int,
     packed2 = num_diffs <= 4 and window * window < 4096  # 9 bins of 12 bits in two words
     groups = 1 if packed2 else triton.next_power_of_2(-(-(2 * num_diffs + 1) // _FIELDS))
     shapes = [shape for shape in _BY_CODE_SHAPES if window <= shape[0]]
-    by_code = _BY_CODE and num_diffs <= 4 and bool(shapes)
+    by_code = num_diffs <= 4 and bool(shapes)
     _, centres, region, warps = shapes[0] if shapes else _BY_CODE_SHAPES[-1]
     sizes, sh, sw = [], h, w
     for scale in range(NUM_SCALES):
@@ -404,15 +402,14 @@ def cambi_scales_triton(frames: torch.Tensor, tvi: torch.Tensor, bit_depth: int,
         outputs = (c, sums, nonzeros, smallest)
         if by_code:
             _c_value_bins_kernel[(tiles, n)](counted, steps, weights, lut, *outputs, c_all.shape[1], sh, sw,
-                                             window // 2, tile_h,
-                                             tile_w, int(vlt_luma), tiles_w, NUM_DIFFS=num_diffs, OUTSIDE=_OUTSIDE,
-                                             CENTRE_H=centres[0], CENTRE_W=centres[1], REGION_H=region[0],
-                                             REGION_W=region[1], num_warps=warps)
+                                             window // 2, tile_h, tile_w, int(vlt_luma), tiles_w,
+                                             NUM_DIFFS=num_diffs, OUTSIDE=_OUTSIDE, CENTRE_H=centres[0],
+                                             CENTRE_W=centres[1], REGION_H=region[0], REGION_W=region[1],
+                                             num_warps=warps)
         else:
             _c_value_kernel[(tiles, n)](counted, steps, weights, lut, *outputs, c_all.shape[1], sh, sw, int(window),
-                                        int(vlt_luma),
-                                        tiles_w, NUM_DIFFS=num_diffs, GROUPS=groups, PACKED2=packed2,
-                                        OUTSIDE=_OUTSIDE, TILE_H=_TILE_H, TILE_W=_TILE_W)
+                                        int(vlt_luma), tiles_w, NUM_DIFFS=num_diffs, GROUPS=groups,
+                                        PACKED2=packed2, OUTSIDE=_OUTSIDE, TILE_H=_TILE_H, TILE_W=_TILE_W)
         tile_stats.append((sums, nonzeros, smallest))
         src, src_h, src_w = filtered, sh, sw
     return pool_top_k(c_all, lengths, tile_stats, topk)

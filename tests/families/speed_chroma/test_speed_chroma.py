@@ -18,7 +18,13 @@ from fusedsim.families.speed_chroma.api import speed_chroma
 from fusedsim.families.speed_chroma.cpu import speed_residual_numba
 from fusedsim.families.speed_chroma.kernel import speed_residual_fwd
 from fusedsim.families.speed_chroma.ops import _examples
-from fusedsim.families.speed_chroma.twin import SpeedOptions, antialias_taps, local_mean_taps, speed_residual_ref
+from fusedsim.families.speed_chroma.twin import (
+    SpeedOptions,
+    antialias_taps,
+    local_mean_taps,
+    speed_residual_ref,
+    speed_scores_from_residuals,
+)
 from fusedsim.families.vmaf import features as registry
 from fusedsim.families.vmaf.feature_requests import FeatureRequest
 from fusedsim.families.vmaf.session import FeatureSession
@@ -95,6 +101,22 @@ def test_filters_are_libvmafs():
     assert bits(antialias_taps()) == ["3d9aedc6", "3dcaf6b8", "3df6259e", "3e0a2cd8", "3e0f9c33", "3e0a2cd8",
                                       "3df6259e", "3dcaf6b8", "3d9aedc6"]
     assert bits(local_mean_taps()) == ["3e2a5f21", "3f2ad06f", "3e2a5f21"]
+
+
+@pytest.mark.parametrize("weight_var_mode", range(7))
+def test_compiled_statistics_match_twin_in_every_mode(weight_var_mode):
+    # libvmaf's fixtures cover modes 0 and 5 (the tests above); the other modes and the singular-matrix branches
+    # (a constant plane: zero covariance) are held to the twin, whose float32/double order is libvmaf's
+    gen = torch.Generator().manual_seed(90 + weight_var_mode)
+    residuals = [torch.randn(3, 23, 31, generator=gen) * s for s in (1.0, 2.0, 0.5, 3.0)]
+    residuals[0][1] = 0.0  # frame 1: ref_u singular, so u is 0 and uv is v's score
+    residuals[1][2] = 0.0  # frame 2: ref_v and dis_v singular, so v compares the zero-variance planes
+    residuals[3][2] = 0.0
+    options = SpeedOptions(weight_var_mode=weight_var_mode, max_val=2.0)
+    compiled = speed_scores_from_residuals(*residuals, options, compiled=True)
+    twin = speed_scores_from_residuals(*residuals, options, compiled=False)
+    assert torch.equal(compiled, twin)
+    assert compiled[1, 0] == 0 and compiled[1, 2] == compiled[1, 1]
 
 
 @pytest.mark.parametrize("index", [0, 2, 3, 5])

@@ -110,16 +110,16 @@ def test_model_files_as_libvmaf_documents_them(name):
         ("_hfr_" in name)
 
 
-def _end_to_end(refdata, pair, option: str, run: str) -> None:
+def _end_to_end(refdata, pair, option: str, run: str, device: str = "cpu") -> None:
     model, = load_models(option)
     requests = [FeatureRequest.of(f.extractor, f.options) for f in model.features]
     session = FeatureSession(requests, pair.bit_depth)
-    u, v, du, dv = (torch.from_numpy(p) for p in chroma(refdata, pair))
+    u, v, du, dv = (torch.from_numpy(p).to(device) for p in chroma(refdata, pair))
+    y, dy = (torch.from_numpy(p).to(device) for p in (pair.ref_y, pair.dist_y))
     half = pair.n // 2  # two batches: motion carries across them
-    parts = [session.push((torch.from_numpy(pair.ref_y[s]), u[s], v[s]),
-                          (torch.from_numpy(pair.dist_y[s]), du[s], dv[s]))
+    parts = [session.push((y[s], u[s], v[s]), (dy[s], du[s], dv[s]))
              for s in (slice(0, half), slice(half, pair.n))] + [session.flush()]
-    computed = {name: np.concatenate([p[name].numpy() for p in parts if name in p]) for name in parts[0]}
+    computed = {name: np.concatenate([p[name].cpu().numpy() for p in parts if name in p]) for name in parts[0]}
     metrics = run_metrics(pair, run)
     for name, values in computed.items():
         assert np.array_equal(values, np.asarray(metrics[name])), f"{pair.name} {run} {name}"
@@ -133,6 +133,13 @@ def _end_to_end(refdata, pair, option: str, run: str) -> None:
 ])
 def test_end_to_end_from_computed_features(refdata, pairs, clip, run):
     _end_to_end(refdata, pairs[clip], RUNS[run], run)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("clip,run", [("r576x324_8b_mixed", "v1_3d0h"), ("prev_d504x400_10b_jpeg8", "v1_3d0h")])
+def test_end_to_end_on_the_gpu(refdata, pairs, clip, run):
+    # every v1 feature's GPU path, SpEED chroma's statistics on the worker thread, against libvmaf's columns
+    _end_to_end(refdata, pairs[clip], RUNS[run], run, device="cuda")
 
 
 @pytest.mark.skipif("cambi" in EXTRACTOR_OPTIONS, reason="the cambi feature is installed")

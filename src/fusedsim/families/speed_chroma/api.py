@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import torch
@@ -19,7 +21,7 @@ from fusedsim.families.speed_chroma.twin import (
 )
 from fusedsim.families.vmaf.inputs import check_bit_depth, frame_pair
 
-__all__ = ["speed_chroma"]
+__all__ = ["speed_chroma", "start_speed_chroma"]
 
 Planes = torch.Tensor | np.ndarray
 
@@ -54,6 +56,15 @@ def speed_chroma(ref_u: Planes, ref_v: Planes, dist_u: Planes, dist_v: Planes, b
     in libvmaf's float32 order: serial work on a few dozen samples a side) run on the host, compiled with numba
     (the twin :mod:`~fusedsim.families.speed_chroma.gsm` when the ``reference`` backend is forced).
     """
+    return start_speed_chroma(ref_u, ref_v, dist_u, dist_v, bit_depth, options=options)()
+
+
+def start_speed_chroma(ref_u: Planes, ref_v: Planes, dist_u: Planes, dist_v: Planes, bit_depth: int, *,
+                       options: SpeedOptions | None = None) -> Callable[[], dict[str, torch.Tensor]]:
+    """:func:`speed_chroma` started: the inputs are checked and the residuals launched now, and the returned
+    function gives the columns. On a GPU the residuals are copied to the host behind their kernels, and the host
+    statistics run on a worker thread as soon as they land, while the caller queues other work; the function
+    waits for them."""
     options = SpeedOptions() if options is None else options
     if not isinstance(options, SpeedOptions):
         raise TypeError(f"options must be a SpeedOptions; got {type(options).__name__}")
@@ -66,6 +77,37 @@ def speed_chroma(ref_u: Planes, ref_v: Planes, dist_u: Planes, dist_v: Planes, b
     check_plane_size(*ru.shape[-2:], options)
     scalars = (bd, options.prescale, METHOD_CODES[options.prescale_method], options.kernelscale)
     residuals = [speed_residual(p, *scalars) for p in (ru, rv, du, dv)]
-    scores = speed_scores_from_residuals(*residuals, options, compiled=_compiled_statistics()).to(ru.device)
-    columns = {name: scores[:, k] for k, name in enumerate(column_names(options))}
-    return {name: value[0] for name, value in columns.items()} if squeeze else columns
+    device = ru.device
+
+    def columns(scores: torch.Tensor) -> dict[str, torch.Tensor]:
+        named = {name: scores[:, k] for k, name in enumerate(column_names(options))}
+        return {name: value[0] for name, value in named.items()} if squeeze else named
+
+    if device.type != "cuda" or not _compiled_statistics():
+        scores = speed_scores_from_residuals(*residuals, options, compiled=_compiled_statistics()).to(device)
+        return lambda: columns(scores)
+    stacked = torch.stack(residuals, 1)
+    host = torch.empty(stacked.shape, dtype=torch.float32, pin_memory=True)
+    host.copy_(stacked, non_blocking=True)
+    landed = torch.cuda.Event()
+    landed.record(torch.cuda.current_stream(device))
+    pending = _statistics_worker().submit(_host_scores, landed, host, options)
+    return lambda: columns(torch.from_numpy(pending.result()).to(device))
+
+
+def _host_scores(landed: torch.cuda.Event, host: torch.Tensor, options: SpeedOptions) -> np.ndarray:
+    from fusedsim.families.speed_chroma.gsm_cpu import speed_scores_many
+
+    landed.synchronize()
+    return speed_scores_many(host.numpy(), options.sigma_nn, options.nn_floor, options.weight_var_mode,
+                             options.max_val)
+
+
+_WORKER: list[ThreadPoolExecutor] = []
+
+
+def _statistics_worker() -> ThreadPoolExecutor:
+    """One thread for the GPU path's host statistics (numba's parallel loops release the GIL)."""
+    if not _WORKER:
+        _WORKER.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="fusedsim-speed"))
+    return _WORKER[0]

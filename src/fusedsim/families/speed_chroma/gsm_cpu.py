@@ -15,7 +15,7 @@ from numba import njit, prange
 from fusedsim.core.cpu.parallel import parallel_kernel
 from fusedsim.families.speed_chroma.gsm import GsmParams
 
-__all__ = ["est_params_many", "est_params_numba"]
+__all__ = ["est_params_many", "est_params_numba", "speed_scores_many"]
 
 F = np.float32
 D = np.float64
@@ -349,3 +349,93 @@ def est_params_numba(residual: np.ndarray, sigma_nn: float) -> GsmParams:
     """:func:`.gsm.est_params`, compiled: the same :class:`~.gsm.GsmParams`, bit for bit."""
     entropies, variances, singular = _est_params(np.ascontiguousarray(residual, dtype=np.float32), float(sigma_nn))
     return GsmParams(entropies, variances, bool(singular))
+
+
+# ----------------------------------------------------------------------------------------------- scores
+@njit(cache=True, nogil=True)
+def _weight_args(mode, v_ref, v_dis):
+    """:func:`.gsm._weight`: the doubles whose ``log2`` weights the ref and dist entropies."""
+    one = F(1.0)
+    if mode == 0:
+        return D(one + v_ref), D(one + v_dis)
+    if mode == 1:
+        return D(one + v_ref), D(one + v_ref)
+    if mode == 2:
+        return D(one + v_dis), D(one + v_dis)
+    mean = D(v_ref + v_dis) / D(2.0)
+    if mode == 3:
+        return D(1.0) + mean, D(1.0) + mean
+    if mode == 4:
+        return D(one + v_ref), D(1.0) + mean
+    if mode == 5:
+        return D(one + v_ref), D(1.0) + (D(0.75) * D(v_ref) + D(0.25) * D(v_dis))
+    return D(one + v_ref), D(1.0) + (D(0.25) * D(v_ref) + D(0.75) * D(v_dis))  # mode 6 (checked by the caller)
+
+
+@njit(cache=True, nogil=True)
+def _plane_score(e_ref, v_ref, s_ref, e_dis, v_dis, s_dis, sigma_nn, nn_floor, mode):
+    """:func:`.gsm.speed_score`: the float32 SpEED score of one plane pair."""
+    if s_ref != s_dis:
+        return F(0.0)
+    snn, nnf = F(sigma_nn), F(nn_floor)
+    base = F(D(25.0) * (math.log2(D((F(1.0) + nnf) * snn)) + _LOG2_2PIE))
+    score = F(0.0)
+    for j in range(e_ref.shape[0]):
+        if e_ref[j] < base and e_dis[j] < base:
+            continue
+        arg_ref, arg_dis = _weight_args(mode, v_ref[j], v_dis[j])
+        spatial_ref = F(D(e_ref[j]) * math.log2(arg_ref))
+        spatial_dis = F(D(e_dis[j]) * math.log2(arg_dis))
+        score = F(score + abs(spatial_ref - spatial_dis))
+    return F(score / F(e_ref.shape[0]))
+
+
+@njit(cache=True, nogil=True)
+def _clipped(score, max_val):
+    """:func:`.twin.combine`'s clip: the score as a double where below ``max_val`` (NaN gives ``max_val``)."""
+    return D(score) if D(score) < max_val else max_val
+
+
+@parallel_kernel
+def _speed_scores_batch(residuals, sigma_nn, nn_floor, mode, max_val, entropies, variances, singular, out):
+    for m in prange(residuals.shape[0]):  # planes (frame, plane) in order ref_u, ref_v, dis_u, dis_v
+        e, v, s = _est_params(residuals[m], sigma_nn)
+        entropies[m] = e
+        variances[m] = v
+        singular[m] = s
+    for i in prange(out.shape[0]):
+        u = _plane_score(entropies[4 * i], variances[4 * i], singular[4 * i], entropies[4 * i + 2],
+                         variances[4 * i + 2], singular[4 * i + 2], sigma_nn, nn_floor, mode)
+        v = _plane_score(entropies[4 * i + 1], variances[4 * i + 1], singular[4 * i + 1], entropies[4 * i + 3],
+                         variances[4 * i + 3], singular[4 * i + 3], sigma_nn, nn_floor, mode)
+        err_u = singular[4 * i] or singular[4 * i + 2]
+        err_v = singular[4 * i + 1] or singular[4 * i + 3]
+        if err_u and not err_v:
+            uv = v
+        elif err_v and not err_u:
+            uv = u
+        else:
+            uv = F(D(F(u + v)) / 2.0)
+        out[i, 0] = _clipped(u, max_val)
+        out[i, 1] = _clipped(v, max_val)
+        out[i, 2] = _clipped(uv, max_val)
+
+
+def speed_scores_many(residuals: np.ndarray, sigma_nn: float, nn_floor: float, weight_var_mode: int,
+                      max_val: float) -> np.ndarray:
+    """libvmaf's ``(u, v, uv)`` scores ``(N, 3)`` float64 of ``N`` frames from their residuals ``(N, 4, H', W')``
+    float32 (planes ref_u, ref_v, dis_u, dis_v), threads taking planes then frames: :func:`.twin.combine` of
+    :func:`.gsm.speed_score` of :func:`.gsm.est_params`, bit for bit."""
+    if not 0 <= weight_var_mode <= 6:
+        raise ValueError(f"speed_weight_var_mode must be 0..6; got {weight_var_mode}")
+    n, planes, h, w = residuals.shape
+    flat = np.ascontiguousarray(residuals, dtype=np.float32).reshape(n * planes, h, w)
+    blocks = (h // 5) * (w // 5)
+    entropies = np.empty((n * planes, blocks), dtype=np.float32)
+    variances = np.empty((n * planes, blocks), dtype=np.float32)
+    singular = np.empty(n * planes, dtype=np.bool_)
+    out = np.empty((n, 3), dtype=np.float64)
+    if n:
+        _speed_scores_batch(flat, float(sigma_nn), float(nn_floor), int(weight_var_mode), float(max_val), entropies,
+                            variances, singular, out)
+    return out

@@ -299,14 +299,15 @@ def speed_scores_from_residuals(ref_u: torch.Tensor, ref_v: torch.Tensor, dis_u:
     ``(N, H', W')``; the GSM estimation runs on the host: :mod:`.gsm` (the twin), or with ``compiled`` its numba
     build :mod:`.gsm_cpu` (the same bits)."""
     stacked = torch.stack([t.detach().to("cpu", torch.float32) for t in (ref_u, ref_v, dis_u, dis_v)], 1)
+    if compiled:
+        from fusedsim.families.speed_chroma.gsm_cpu import speed_scores_many
+
+        out = speed_scores_many(stacked.numpy(), options.sigma_nn, options.nn_floor, options.weight_var_mode,
+                                options.max_val)
+        return torch.from_numpy(out).to(ref_u.device)
     n = stacked.shape[0]
     flat = stacked.reshape(n * 4, *stacked.shape[2:]).numpy()  # (frame, plane) in order ref_u, ref_v, dis_u, dis_v
-    if compiled:
-        from fusedsim.families.speed_chroma.gsm_cpu import est_params_many
-
-        params = est_params_many(flat, options.sigma_nn)
-    else:
-        params = [est_params(r, options.sigma_nn) for r in flat]
+    params = [est_params(r, options.sigma_nn) for r in flat]
     out = np.empty((n, 3), dtype=np.float64)
     for i in range(n):
         scores, errors = [], []

@@ -21,7 +21,7 @@ metric names out).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -116,14 +116,21 @@ def speed_chroma_feature(ref: Planes, dist: Planes, bit_depth: int, **options: A
     """``vmaf:speed_chroma``: libvmaf's SpEED chroma of the Cb and Cr planes, read at libvmaf's chroma size (``w/2 x
     h/2`` for 4:2:0, integer division: an odd-size file's last chroma row and column are not read); ``options``
     are libvmaf's (``speed_sigma_nn``, ``speed_prescale`` ...)."""
-    from fusedsim.families.speed_chroma.api import speed_chroma
+    return start_speed_chroma_feature(ref, dist, bit_depth, **options)()
+
+
+def start_speed_chroma_feature(ref: Planes, dist: Planes, bit_depth: int, **options: Any
+                               ) -> Callable[[], dict[str, torch.Tensor]]:
+    """:func:`speed_chroma_feature` started (:func:`~fusedsim.families.speed_chroma.api.start_speed_chroma`): call
+    the result for the columns."""
+    from fusedsim.families.speed_chroma.api import start_speed_chroma
     from fusedsim.families.speed_chroma.twin import SpeedOptions, chroma_crop
 
     if len(ref) < 3 or len(dist) < 3:
         raise ValueError("speed_chroma reads the chroma planes: give each clip's planes (y, u, v), not luma alone")
     h, w = chroma_crop(*ref[0].shape[-2:], *ref[1].shape[-2:])
     planes = [p[..., :h, :w] for p in (ref[1], ref[2], dist[1], dist[2])]
-    return speed_chroma(*planes, bit_depth, options=SpeedOptions.from_libvmaf(options))
+    return start_speed_chroma(*planes, bit_depth, options=SpeedOptions.from_libvmaf(options))
 
 
 def psnr_feature(ref: Planes, dist: Planes, bit_depth: int) -> dict[str, torch.Tensor]:

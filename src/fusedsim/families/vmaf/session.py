@@ -19,6 +19,9 @@ __all__ = ["FeatureSession"]
 
 #: Extractors whose kernels take most of a batch's GPU time (VIF: ~70 % of VMAF v0.6.1's at 1080p).
 _LONGEST_ON_GPU = frozenset({"vif"})
+#: Extractors with host work behind a short GPU stage (SpEED chroma's statistics): started first, so that the
+#: host computes on a worker thread while the others are queued.
+_HOST_WORK = frozenset({"speed_chroma"})
 
 Planes = Sequence[torch.Tensor]
 Columns = dict[str, torch.Tensor]
@@ -70,6 +73,22 @@ class _FloatMotion:
         return self.stream.flush()
 
 
+class _SpeedChroma:
+    """libvmaf's SpEED chroma: ``push`` starts it and returns a function that gives the columns (the host
+    statistics run on a worker thread meanwhile)."""
+
+    def __init__(self, request: FeatureRequest, bit_depth: int) -> None:
+        self.request, self.bit_depth = request, bit_depth
+
+    def push(self, ref: Planes, dist: Planes) -> Callable[[], Columns]:
+        from fusedsim.families.vmaf.features import start_speed_chroma_feature
+
+        return start_speed_chroma_feature(ref, dist, self.bit_depth, **dict(self.request.options))
+
+    def flush(self) -> Columns:
+        return {}
+
+
 def _registry_feature(name: str) -> Callable[..., Columns]:
     """A feature of the metric registry (``vmaf:<name>``): its compute function with the request's options (the
     libvmaf option names, only those that differ from the defaults)."""
@@ -96,15 +115,19 @@ class FeatureSession:
                 self._parts.append(_Motion(request, bit_depth))
             elif request.extractor == "float_motion":
                 self._parts.append(_FloatMotion(request, bit_depth))
+            elif request.extractor == "speed_chroma":
+                self._parts.append(_SpeedChroma(request, bit_depth))
             else:
                 self._parts.append(_Stateless(_registry_feature(request.extractor), request, bit_depth))
         self._launch_order = sorted(range(len(self.requests)),
-                                    key=lambda i: self.requests[i].extractor not in _LONGEST_ON_GPU)
+                                    key=lambda i: (self.requests[i].extractor not in _HOST_WORK,
+                                                   self.requests[i].extractor not in _LONGEST_ON_GPU))
 
     def push(self, ref: Planes, dist: Planes) -> Columns:
-        # launched longest GPU work first, so that the host enqueues the others' many small operations while the
+        # started host work first (see _HOST_WORK), then launched longest GPU work first, so that the host enqueues the others' many small operations while the
         # device computes (the host would otherwise hold the GPU back); merged in request order
         outputs = {i: self._parts[i].push(ref, dist) for i in self._launch_order}
+        outputs = {i: out() if callable(out) else out for i, out in outputs.items()}  # started ones, finished
         return self._merge(outputs[i] for i in range(len(self._parts)))
 
     def flush(self) -> Columns:

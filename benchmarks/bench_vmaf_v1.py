@@ -103,6 +103,55 @@ def gpu_part(ref, dist, batch: int) -> dict:
     return out
 
 
+MODEL = "vmaf_v1.0.16_3d0h"
+
+
+def model_part(ref, dist, batches: list[int], check_frames: int) -> dict:
+    """The whole v1 model (``VmafStream``, libvmaf's default options for ``vmaf_v1.0.16_3d0h``) on frames already
+    on the GPU, pushed in batches as a streaming caller does: frames/s from the first push to the last score on
+    the host; each feature alone the same way; the first frames' scores against the CPU path's."""
+    from fusedsim.families.vmaf.feature_requests import FeatureRequest
+    from fusedsim.families.vmaf.model import load_models
+    from fusedsim.families.vmaf.score_api import VmafStream
+    from fusedsim.families.vmaf.session import FeatureSession
+    from fusedsim.families.vmaf.features import to_numpy
+
+    n = ref[0].shape[0]
+    r = [torch.from_numpy(p.astype(np.int16)).cuda() for p in ref]
+    d = [torch.from_numpy(p.astype(np.int16)).cuda() for p in dist]
+
+    def stream(batch: int) -> dict:
+        s = VmafStream(10, model=MODEL)
+        parts = [s.push([p[i:i + batch] for p in r], [p[i:i + batch] for p in d]) for i in range(0, n, batch)]
+        parts.append(s.flush())
+        return {k: np.concatenate([p[k] for p in parts]) for k in parts[-1]}
+
+    out: dict = {"model": MODEL}
+    model, = load_models(MODEL)
+    requests = [FeatureRequest.of(f.extractor, f.options) for f in model.features]
+    for batch in batches:
+        stream(batch)  # compiles, allocates
+        seconds, scores = timed(lambda: stream(batch), "cuda")
+        out[f"model_fps_batch{batch}"] = n / seconds
+        for request in requests:
+            def alone():
+                session = FeatureSession([request], 10)
+                for i in range(0, n, batch):
+                    to_numpy(session.push([p[i:i + batch] for p in r], [p[i:i + batch] for p in d]))
+                to_numpy(session.flush())
+            alone()
+            seconds, _ = timed(alone, "cuda")
+            out[f"{request.extractor}_alone_fps_batch{batch}"] = n / seconds
+    if check_frames:
+        s = VmafStream(10, model=MODEL)
+        cpu = [s.push([p[:check_frames] for p in ref], [p[:check_frames] for p in dist]), s.flush()]
+        cpu_scores = np.concatenate([p["vmaf"] for p in cpu])
+        out["model_gpu_equals_cpu_frames"] = check_frames
+        out["model_gpu_equals_cpu"] = bool(np.array_equal(scores["vmaf"][:check_frames - 1], cpu_scores[:-1]))
+        out["model_scores_first"] = scores["vmaf"][:4].tolist()
+    return out
+
+
 def cpu_part(ref, dist) -> dict:
     import numba
 
@@ -150,6 +199,9 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=96)
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--libvmaf", help="path to libvmaf's vmaf tool")
+    parser.add_argument("--model-batches", default="1,16,64",
+                        help="batch sizes of the whole v1 model's timing on the GPU (comma-separated)")
+    parser.add_argument("--check-frames", type=int, default=6, help="frames of the model checked against the CPU")
     parser.add_argument("--smoke", action="store_true", help="small sizes on the CPU, to check the script")
     args = parser.parse_args()
     height, width = (1080, 1920) if not args.smoke else (200, 240)
@@ -159,6 +211,7 @@ def main() -> None:
               "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None}
     if torch.cuda.is_available() and not args.smoke:
         result.update(gpu_part(ref, dist, args.batch))
+        result.update(model_part(ref, dist, [int(b) for b in args.model_batches.split(",")], args.check_frames))
     result.update(cpu_part(ref, dist))
     if args.libvmaf:
         from fusedsim.families.speed_chroma.api import speed_chroma

@@ -289,16 +289,16 @@ def test_feature_option_errors_name_the_option():
                       "mask_w": "i32", "mask_shift": "i32", "tvi": "*i32", "codes": "*i16", "counted": "*i16",
                       "h": "i32", "w": "i32", "low": "i32"}, {"NUM_DIFFS": 4, "OUTSIDE": -30000, "BLOCK": 1024}),
     ("_c_value_kernel", {"counted": "*i16", "tvi": "*i32", "weights": "*i32", "lut": "*fp32", "c_out": "*fp32",
-                         "sums": "*fp64", "nonzeros": "*i32", "smallest": "*fp32", "c_stride": "i32", "h": "i32",
+                         "sums": "*fp64", "nonzeros": "*i32", "smallest": "*fp32", "c_stride": "i32", "tile_stride": "i32", "h": "i32",
                          "w": "i32", "window": "i32", "vlt_luma": "i32", "tiles_w": "i32"},
      {"NUM_DIFFS": 4, "GROUPS": 1, "PACKED2": True, "OUTSIDE": -30000, "TILE_H": 8, "TILE_W": 64}),
     ("_c_value_kernel", {"counted": "*i16", "tvi": "*i32", "weights": "*i32", "lut": "*fp32", "c_out": "*fp32",
-                         "sums": "*fp64", "nonzeros": "*i32", "smallest": "*fp32", "c_stride": "i32", "h": "i32",
+                         "sums": "*fp64", "nonzeros": "*i32", "smallest": "*fp32", "c_stride": "i32", "tile_stride": "i32", "h": "i32",
                          "w": "i32", "window": "i32", "vlt_luma": "i32", "tiles_w": "i32"},
      {"NUM_DIFFS": 8, "GROUPS": 8, "PACKED2": False, "OUTSIDE": -30000, "TILE_H": 8, "TILE_W": 64}),
     ("_c_value_bins_kernel", {"counted": "*i16", "tvi": "*i32", "weights": "*i32", "lut": "*fp32",
                               "c_out": "*fp32", "sums": "*fp64", "nonzeros": "*i32", "smallest": "*fp32",
-                              "c_stride": "i32", "h": "i32", "w": "i32",
+                              "c_stride": "i32", "tile_stride": "i32", "h": "i32", "w": "i32",
                               "pad": "i32", "tile_h": "i32", "tile_w": "i32", "vlt_luma": "i32", "tiles_w": "i32"},
      {"NUM_DIFFS": 4, "OUTSIDE": -30000, "CENTRE_H": 32, "CENTRE_W": 32, "REGION_H": 64, "REGION_W": 64}),
 ])
@@ -317,30 +317,44 @@ def test_kernels_compile_for_sm90(kernel, signature, constexprs):
 
 
 @pytest.mark.parametrize("kernel,signature,constexprs", [
-    ("_digit_counts_kernel", {"values": "*fp32", "starts": "*i64", "lengths": "*i32", "ks": "*i32",
-                              "counts": "*i32", "rows": "i32"}, {"PASS": 3, "DIGITS": 16, "BLOCK": 1024, "BLOCKS": 8}),
-    ("_sum_above_kernel", {"values": "*fp32", "starts": "*i64", "lengths": "*i32", "ks": "*i32", "counts": "*i32",
-                           "rows": "i32", "kth": "*fp32", "sums": "*fp64", "above": "*i32"},
-     {"PASSES": 8, "DIGITS": 16, "BLOCK": 1024}),
+    ("_digit_counts_kernel", {"values": "*fp32", "c_stride": "i32", "info": "*i64", "items": "*i32",
+                              "selecting": "*i8", "counts": "*i32", "prefixes": "*i32", "wanted": "*i32",
+                              "rows": "i32"},
+     {"SCALES": 5, "PASS": 3, "DIGITS": 16, "BLOCK": 1024, "BLOCKS": 15}),
+    ("_sum_above_kernel", {"values": "*fp32", "c_stride": "i32", "info": "*i64", "items": "*i32",
+                           "selecting": "*i8", "counts": "*i32", "prefixes": "*i32", "wanted": "*i32", "rows": "i32",
+                           "kth": "*fp32", "selected_sum": "*fp64", "above": "*i32"},
+     {"SCALES": 5, "PASSES": 8, "DIGITS": 16, "BLOCK": 1024, "BLOCKS": 15}),
+    ("_decide_kernel", {"sums": "*fp64", "nonzeros": "*i32", "smallest": "*fp32", "tile_stride": "i32",
+                        "info": "*i64", "total": "*fp64", "selecting": "*i8", "bound": "*fp64", "prefixes": "*i32",
+                        "wanted": "*i32", "counts": "*i32", "selected_sum": "*fp64", "above": "*i32", "rows": "i32"},
+     {"SCALES": 5, "DIGITS": 16, "PASSES": 8, "TILE_BLOCK": 1024}),
+    ("_finish_kernel", {"info": "*i64", "total": "*fp64", "selecting": "*i8", "bound": "*fp64", "kth": "*fp32",
+                        "selected_sum": "*fp64", "above": "*i32", "top": "*fp64", "replay": "*i8", "rows": "i32"},
+     {"SCALES": 5, "BLOCK": 128}),
 ])
 def test_pooling_kernels_compile_for_sm90(kernel, signature, constexprs):
     """The radix select's kernels compiled for an H100: per-row digit counts and sums added atomically (integers,
     and doubles, exact where the pooling uses them)."""
     from _offline_compile import compiled_asm
 
-    ptx = compiled_asm(f"fusedsim.families.cambi.gpu_pooling:{kernel}", signature, constexprs, "ptx", num_warps=8)
-    expected = {"_sum_above_kernel": ".add.f64", "_digit_counts_kernel": ".add.u32"}[kernel]
-    assert f"atom.global.gpu.acq_rel{expected}" in ptx
+    ptx = compiled_asm(f"fusedsim.families.cambi.gpu_pooling:{kernel}", signature, constexprs, "ptx", num_warps=4)
+    if kernel in ("_sum_above_kernel", "_digit_counts_kernel"):
+        expected = {"_sum_above_kernel": ".add.f64", "_digit_counts_kernel": ".add.u32"}[kernel]
+        assert f"atom.global.gpu.acq_rel{expected}" in ptx
+    if kernel == "_decide_kernel":  # the tiles' sums in double
+        assert "add.rn.f64" in ptx or "add.f64" in ptx
 
 
 def _pool(per_scale: list[torch.Tensor], device: torch.device) -> torch.Tensor:
     """:func:`pool_top_k` of c-values ``(N, n_s)`` per scale, as the c-value kernels report them (one tile per row)."""
     from fusedsim.families.cambi.gpu_pooling import pool_top_k
 
-    tiles = [(c.double().sum(dim=1, keepdim=True), (c > 0).sum(dim=1, keepdim=True).int(),
-              torch.where(c > 0, c, float("inf")).amin(dim=1, keepdim=True)) for c in per_scale]
-    return pool_top_k(torch.cat(per_scale, dim=1).to(device), [c.shape[1] for c in per_scale],
-                      [tuple(t.to(device) for t in stats) for stats in tiles], 0.6)
+    stats = (torch.cat([c.double().sum(dim=1, keepdim=True) for c in per_scale], dim=1),
+             torch.cat([(c > 0).sum(dim=1, keepdim=True).int() for c in per_scale], dim=1),
+             torch.cat([torch.where(c > 0, c, float("inf")).amin(dim=1, keepdim=True) for c in per_scale], dim=1))
+    return pool_top_k(torch.cat(per_scale, dim=1).to(device), [c.shape[1] for c in per_scale], [1] * len(per_scale),
+                      tuple(t.to(device) for t in stats), 0.6)
 
 
 def test_gpu_pooling_takes_each_route(kernel_device):

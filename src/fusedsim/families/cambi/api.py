@@ -86,9 +86,15 @@ def _check_range(frames: torch.Tensor, bit_depth: int, name: str, wrapped: bool 
                          f"(libvmaf's cambi refuses such input)")
 
 
+_TVI: dict[tuple[tuple[int, ...], torch.device], torch.Tensor] = {}
+
+
 def _score(frames: torch.Tensor, bit_depth: int, settings: CambiSettings) -> torch.Tensor:
     frames = _resized(frames, settings.enc_height, settings.enc_width)
-    tvi = torch.tensor(settings.tvi, dtype=torch.int32, device=frames.device)
+    key = (settings.tvi, frames.device)
+    if key not in _TVI:  # made once per device: a tensor built from a list on a GPU is a synchronising copy
+        _TVI[key] = torch.tensor(settings.tvi, dtype=torch.int32, device=frames.device)
+    tvi = _TVI[key]
     scales = cambi_scales(frames, tvi, bit_depth, settings.anti_dither, settings.window, settings.vlt_luma,
                           settings.mask_threshold, settings.topk, settings.high_res)
     return combine_scales(scales, settings.window, float("inf"))

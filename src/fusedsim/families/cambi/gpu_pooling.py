@@ -1,4 +1,4 @@
-"""CAMBI's top-k pooling on the GPU, equal to libvmaf's double sums.
+"""CAMBI's top-k pooling on the GPU, equal to libvmaf's double sums, decided on the device.
 
 libvmaf sums the ``k`` largest c-values of a scale in the order its quickselect leaves them. Every selected value is
 a float32 of at least the smallest selected one, ``t``, so all of them and every partial sum are multiples of
@@ -6,13 +6,15 @@ a float32 of at least the smallest selected one, ``t``, so all of them and every
 is the same in any order (:func:`exact_below`). Where that holds the sum is taken here; elsewhere libvmaf's order
 is replayed on the host.
 
-Per scale: when at most ``k`` c-values are non-zero, the selection is all of them and the c-value kernels' per-tile
-sums, non-zero counts and smallest non-zero values decide. Otherwise the k-th largest value ``t`` is found by a
-radix select over the float32 bit patterns (non-negative floats order as their bits), for every frame and scale
-that needs it at once: eight passes each count, among the values that share the bits of ``t`` found so far, the
-values of each next 4-bit digit (in 4-bit fields of one register per lane: c-values repeat a lot, and shared-memory
-histogram bins serialise on equal values) and fix that digit of ``t``; one more pass sums the values above
-``t``. The top-k sum is that plus ``t`` for each of the k not yet counted.
+A row is one frame's scale. ``_decide_kernel`` reduces the c-value kernels' per-tile sums, non-zero counts and
+smallest non-zero values of each row: where at most ``k`` values are non-zero the selection is all of them.
+Otherwise the k-th largest value ``t`` is found by a radix select over the float32 bit patterns (non-negative
+floats order as their bits): eight passes each count, among the row's values that share the bits of ``t`` found so
+far, the values of each next 4-bit digit (in 4-bit fields of two registers per lane: c-values repeat a lot, and
+shared-memory histogram bins serialise on equal values), and the next pass fixes that digit. One more pass sums
+the values above ``t``; the top-k sum is that plus ``t`` for each of the k not yet counted. Every row takes every
+launch (a row that does not select leaves at once), so the host learns nothing until the one synchronisation that
+reads which rows, if any, are past their bound.
 """
 
 from __future__ import annotations
@@ -23,80 +25,168 @@ import triton.language as tl
 
 from fusedsim.families.cambi.twin import quickselect_mean, topk_count
 
-__all__ = ["exact_below", "pool_top_k"]
+__all__ = ["exact_below", "pool_top_k", "tile_buffers"]
 
 _DIGITS = 16  # one pass fixes 4 bits of the k-th largest value's 32
 _PASSES = 8
 _BLOCK = 1024
-_COUNT_BLOCKS = 8  # blocks per program of a counting pass: each lane meets at most 8 values, so 4-bit counters
+_BLOCKS = 15  # blocks per program of a pass: a lane meets at most 15 values, so 4-bit counters
+_CHUNK = _BLOCK * _BLOCKS
+_TILE_BLOCK = 1024
 
 
 @triton.jit
-def _known_prefix(counts, slot, k, rows, PASS: tl.constexpr, DIGITS: tl.constexpr):
-    """From the digit counts of passes ``0..PASS-1``: the bits of the row's k-th largest value found so far (int64)
-    and its rank among the values that share them. Per pass, the digit is the largest whose values, with those of
-    larger digits, reach the rank; the rank then drops by the values of larger digits."""
-    digits = tl.arange(0, DIGITS)
-    prefix = tl.program_id(0).to(tl.int64) * 0
-    wanted = k
-    for step in tl.static_range(PASS):
-        found = tl.load(counts + (step * rows + slot) * DIGITS + digits)
+def _exact_bound(t):
+    """:func:`exact_below` of a float32 ``t > 0`` (``inf`` gives ``inf``): ``2**(e - 127 + 30)`` for its biased
+    exponent ``e`` (a subnormal's bound, 2**-97, is below its true one: still safe), as a double."""
+    e = (t.to(tl.int32, bitcast=True) >> 23) & 255
+    bound = ((e + (30 - 127 + 1023)).to(tl.int64) << 52).to(tl.float64, bitcast=True)
+    return tl.where(e == 255, float("inf"), bound)
+
+
+@triton.jit
+def _decide_kernel(sums, nonzeros, smallest, tile_stride, info, total, selecting, bound, prefixes, wanted, counts,
+                   selected_sum, above, rows, SCALES: tl.constexpr, DIGITS: tl.constexpr, PASSES: tl.constexpr,
+                   TILE_BLOCK: tl.constexpr):
+    """Per row (frame, scale): the double sum of its non-zero c-values, whether more than ``k`` are non-zero (it
+    selects), the bound of its smallest non-zero value; the select's state and counters zeroed."""
+    s = tl.program_id(0)
+    row = tl.program_id(1) * SCALES + s
+    k = tl.load(info + s * 5 + 2).to(tl.int32)
+    first = tl.program_id(1).to(tl.int64) * tile_stride + tl.load(info + s * 5 + 3)
+    tiles = tl.load(info + s * 5 + 4)
+    acc = tl.zeros([TILE_BLOCK], dtype=tl.float64)
+    count = tl.zeros([TILE_BLOCK], dtype=tl.int32)
+    low = tl.full([TILE_BLOCK], float("inf"), tl.float32)
+    for start in range(0, tiles, TILE_BLOCK):
+        offs = start + tl.arange(0, TILE_BLOCK)
+        ok = offs < tiles
+        acc += tl.load(sums + first + offs, mask=ok, other=0.0)
+        count += tl.load(nonzeros + first + offs, mask=ok, other=0)
+        low = tl.minimum(low, tl.load(smallest + first + offs, mask=ok, other=float("inf")))
+    tl.store(total + row, tl.sum(acc, axis=0))
+    tl.store(selecting + row, (tl.sum(count, axis=0) > k).to(tl.int8))
+    tl.store(bound + row, _exact_bound(tl.min(low, axis=0)))
+    tl.store(prefixes + row, 0)
+    tl.store(wanted + row, k)
+    zero = tl.zeros([DIGITS], dtype=tl.int32)
+    for step in tl.static_range(PASSES):
+        tl.store(counts + (step * rows + row) * DIGITS + tl.arange(0, DIGITS), zero)
+    tl.store(selected_sum + row, 0.0)
+    tl.store(above + row, 0)
+
+
+@triton.jit
+def _next_state(counts, prefixes, wanted, row, rows, PASS: tl.constexpr, DIGITS: tl.constexpr):
+    """The bits of the row's k-th largest value found by passes ``0..PASS-1`` and its rank among the values that
+    share them: pass ``PASS-1``'s state and counts give its digit, the largest whose values, with those of larger
+    digits, reach the rank; the rank then drops by the values of larger digits."""
+    if PASS == 0:
+        prefix = tl.load(prefixes + row)
+        rank = tl.load(wanted + row)
+    else:
+        prefix = tl.load(prefixes + (PASS - 1) * rows + row)
+        rank = tl.load(wanted + (PASS - 1) * rows + row)
+        digits = tl.arange(0, DIGITS)
+        found = tl.load(counts + ((PASS - 1) * rows + row) * DIGITS + digits)
         at_least = tl.sum(found, axis=0) - tl.cumsum(found, axis=0) + found
-        digit = tl.max(tl.where(at_least >= wanted, digits, 0), axis=0)
-        wanted = wanted - tl.sum(tl.where(digits > digit, found, 0), axis=0)
-        prefix = (prefix << 4) | digit.to(tl.int64)
-    return prefix, wanted
+        digit = tl.max(tl.where(at_least >= rank, digits, 0), axis=0)
+        rank = rank - tl.sum(tl.where(digits > digit, found, 0), axis=0)
+        prefix = (prefix << 4) | digit
+    return prefix, rank
 
 
 @triton.jit
-def _digit_counts_kernel(values, starts, lengths, ks, counts, rows, PASS: tl.constexpr, DIGITS: tl.constexpr,
-                         BLOCK: tl.constexpr, BLOCKS: tl.constexpr):
-    """Pass ``PASS`` of the radix select, per selected row (``lengths`` values from ``starts``): among its values
-    whose bits above the digit equal the prefix found so far, how many have each value of the 4-bit digit at bit
-    ``28 - 4 PASS``, added into ``counts[PASS]``. Non-negative floats order as their bits. Each lane counts in 16
-    4-bit fields of one int64 (no shared-memory bins: c-values repeat a lot, and equal values would serialise)."""
-    slot = tl.program_id(1)
-    start = tl.load(starts + slot)
-    n = tl.load(lengths + slot)
-    prefix, _ = _known_prefix(counts, slot, tl.load(ks + slot), rows, PASS, DIGITS)
-    shift: tl.constexpr = 28 - 4 * PASS
-    packed = tl.zeros([BLOCK], dtype=tl.int64)
-    for block in range(BLOCKS):
-        offs = (tl.program_id(0) * BLOCKS + block) * BLOCK + tl.arange(0, BLOCK)
-        inside = offs < n
-        bits = tl.load(values + start + offs, mask=inside, other=0.0).to(tl.int32, bitcast=True)
-        match = inside & ((bits.to(tl.int64) >> (shift + 4)) == prefix)
-        field = (((bits >> shift) & (DIGITS - 1)) * 4).to(tl.int64)
-        packed += tl.where(match, tl.full([BLOCK], 1, tl.int64) << field, 0)
-    digits = tl.arange(0, DIGITS)
-    found = tl.zeros([DIGITS], dtype=tl.int32)
-    for digit in tl.static_range(DIGITS):
-        found += tl.where(digits == digit, tl.sum(((packed >> (4 * digit)) & 15).to(tl.int32), axis=0), 0)
-    tl.atomic_add(counts + (PASS * rows + slot) * DIGITS + digits, found, mask=found > 0)
+def _digit_counts_kernel(values, c_stride, info, items, selecting, counts, prefixes, wanted, rows,
+                         SCALES: tl.constexpr, PASS: tl.constexpr, DIGITS: tl.constexpr, BLOCK: tl.constexpr,
+                         BLOCKS: tl.constexpr):
+    """Pass ``PASS`` over one chunk (work item: scale, chunk) of a frame's selecting row: among its values whose
+    bits above the digit at bit ``28 - 4 PASS`` equal the prefix found so far, how many have each digit value,
+    added into ``counts[PASS]``. The chunk's first program also records the state it started from."""
+    item = tl.program_id(0)
+    s = tl.load(items + 2 * item)
+    chunk = tl.load(items + 2 * item + 1)
+    row = tl.program_id(1) * SCALES + s
+    if tl.load(selecting + row) != 0:
+        n = tl.load(info + s * 5).to(tl.int32)
+        start = tl.program_id(1).to(tl.int64) * c_stride + tl.load(info + s * 5 + 1)
+        prefix, rank = _next_state(counts, prefixes, wanted, row, rows, PASS, DIGITS)
+        if PASS > 0:
+            if chunk == 0:
+                tl.store(prefixes + PASS * rows + row, prefix)
+                tl.store(wanted + PASS * rows + row, rank)
+        shift: tl.constexpr = 28 - 4 * PASS
+        low = tl.zeros([BLOCK], dtype=tl.int32)  # digits 0-7, 4 bits each
+        high = tl.zeros([BLOCK], dtype=tl.int32)  # digits 8-15
+        for block in range(BLOCKS):
+            offs = (chunk * BLOCKS + block) * BLOCK + tl.arange(0, BLOCK)
+            inside = offs < n
+            bits = tl.load(values + start + offs, mask=inside, other=0.0).to(tl.int32, bitcast=True)
+            match = inside
+            if PASS > 0:
+                match = match & ((bits >> (shift + 4)) == prefix)
+            digit = (bits >> shift) & (DIGITS - 1)
+            one = 1 << ((digit & 7) * 4)
+            low += tl.where(match & (digit < 8), one, 0)
+            high += tl.where(match & (digit >= 8), one, 0)
+        # two digits per 16-bit field pair: a sum over the block stays below 2**16 (at most BLOCK * BLOCKS)
+        digits = tl.arange(0, DIGITS)
+        found = tl.zeros([DIGITS], dtype=tl.int32)
+        for j in tl.static_range(4):
+            pair_low = tl.sum((low >> (4 * j)) & 0x000F000F, axis=0)
+            pair_high = tl.sum((high >> (4 * j)) & 0x000F000F, axis=0)
+            found += tl.where(digits == j, pair_low & 0xFFFF, 0) + tl.where(digits == j + 4, pair_low >> 16, 0)
+            found += tl.where(digits == j + 8, pair_high & 0xFFFF, 0) + tl.where(digits == j + 12, pair_high >> 16, 0)
+        tl.atomic_add(counts + (PASS * rows + row) * DIGITS + digits, found, mask=found > 0)
 
 
 @triton.jit
-def _sum_above_kernel(values, starts, lengths, ks, counts, rows, kth, sums, above, PASSES: tl.constexpr,
-                      DIGITS: tl.constexpr, BLOCK: tl.constexpr):
-    """Per selected row: its k-th largest value (from the passes' counts) into ``kth``, and the double sum and the
-    number of its values above it added into ``sums`` and ``above`` (the sum exact in any order where the caller
-    uses it)."""
-    slot = tl.program_id(1)
-    start = tl.load(starts + slot)
-    n = tl.load(lengths + slot)
-    bits, _ = _known_prefix(counts, slot, tl.load(ks + slot), rows, PASSES, DIGITS)
-    threshold = bits.to(tl.int32).to(tl.float32, bitcast=True)
-    tl.store(kth + slot, threshold, mask=tl.program_id(0) == 0)
-    total = tl.zeros([BLOCK], dtype=tl.float64)
-    count = tl.zeros([BLOCK], dtype=tl.int32)
-    for first in range(tl.program_id(0) * BLOCK, n, tl.num_programs(0) * BLOCK):
-        offs = first + tl.arange(0, BLOCK)
-        x = tl.load(values + start + offs, mask=offs < n, other=0.0)
-        over = x > threshold
-        total += tl.where(over, x, 0.0).to(tl.float64)
-        count += over.to(tl.int32)
-    tl.atomic_add(sums + slot, tl.sum(total, axis=0))
-    tl.atomic_add(above + slot, tl.sum(count, axis=0))
+def _sum_above_kernel(values, c_stride, info, items, selecting, counts, prefixes, wanted, rows, kth, selected_sum,
+                      above, SCALES: tl.constexpr, PASSES: tl.constexpr, DIGITS: tl.constexpr, BLOCK: tl.constexpr,
+                      BLOCKS: tl.constexpr):
+    """Per chunk of a selecting row: the row's k-th largest value (from the last pass's counts; the chunk's first
+    program stores it in ``kth``), and the double sum and number of the chunk's values above it, added into
+    ``selected_sum`` and ``above`` (the sum exact in any order where the pooling uses it)."""
+    item = tl.program_id(0)
+    s = tl.load(items + 2 * item)
+    chunk = tl.load(items + 2 * item + 1)
+    row = tl.program_id(1) * SCALES + s
+    if tl.load(selecting + row) != 0:
+        n = tl.load(info + s * 5).to(tl.int32)
+        start = tl.program_id(1).to(tl.int64) * c_stride + tl.load(info + s * 5 + 1)
+        bits, _ = _next_state(counts, prefixes, wanted, row, rows, PASSES, DIGITS)
+        threshold = bits.to(tl.float32, bitcast=True)
+        if chunk == 0:
+            tl.store(kth + row, threshold)
+        acc = tl.zeros([BLOCK], dtype=tl.float64)
+        count = tl.zeros([BLOCK], dtype=tl.int32)
+        for block in range(BLOCKS):
+            offs = (chunk * BLOCKS + block) * BLOCK + tl.arange(0, BLOCK)
+            x = tl.load(values + start + offs, mask=offs < n, other=0.0)
+            over = x > threshold
+            acc += tl.where(over, x, 0.0).to(tl.float64)
+            count += over.to(tl.int32)
+        tl.atomic_add(selected_sum + row, tl.sum(acc, axis=0))
+        tl.atomic_add(above + row, tl.sum(count, axis=0))
+
+
+@triton.jit
+def _finish_kernel(info, total, selecting, bound, kth, selected_sum, above, top, replay, rows, SCALES: tl.constexpr,
+                   BLOCK: tl.constexpr):
+    """Per row: its top-k double sum (all non-zero values, or those above ``t`` plus ``t`` for the rest: ``(k -
+    above) * t`` is exact, a product of an integer under 2**23 and a float32) and whether it is at or past the
+    bound where any order is exact (then replayed on the host)."""
+    row = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    ok = row < rows
+    k = tl.load(info + (row % SCALES) * 5 + 2, mask=ok, other=1)
+    chosen = tl.load(selecting + row, mask=ok, other=0) != 0
+    t = tl.load(kth + row, mask=ok & chosen, other=1.0)
+    picked = (tl.load(selected_sum + row, mask=ok & chosen, other=0.0)
+              + (k - tl.load(above + row, mask=ok & chosen, other=0)).to(tl.float64) * t.to(tl.float64))
+    value = tl.where(chosen, picked, tl.load(total + row, mask=ok, other=0.0))
+    limit = tl.where(chosen, _exact_bound(t), tl.load(bound + row, mask=ok, other=0.0))
+    tl.store(top + row, value, mask=ok)
+    tl.store(replay + row, (value >= limit).to(tl.int8), mask=ok)
 
 
 def exact_below(smallest: torch.Tensor) -> torch.Tensor:
@@ -107,25 +197,14 @@ def exact_below(smallest: torch.Tensor) -> torch.Tensor:
     return torch.where(torch.isinf(smallest), float("inf"), bound)
 
 
-def _top_sums(values: torch.Tensor, starts: torch.Tensor, lengths: torch.Tensor, ks: torch.Tensor,
-              longest: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """For rows of ``values`` (flat float32; row r is ``lengths[r]`` values from ``starts[r]``, at most ``longest``,
-    each with more than ``ks[r]`` non-zero values): the double sum of their ``ks[r]`` largest values and the k-th
-    largest, ``(R,)`` float64 and float32."""
-    r = starts.numel()
-    device = values.device
-    ks = ks.to(torch.int32)
-    counts = torch.zeros((_PASSES, r, _DIGITS), dtype=torch.int32, device=device)
-    for step in range(_PASSES):
-        _digit_counts_kernel[(triton.cdiv(longest, _BLOCK * _COUNT_BLOCKS), r)](
-            values, starts, lengths, ks, counts, r, PASS=step, DIGITS=_DIGITS, BLOCK=_BLOCK, BLOCKS=_COUNT_BLOCKS)
-    grid = (triton.cdiv(longest, _BLOCK * _COUNT_BLOCKS), r)
-    kth = torch.empty(r, dtype=torch.float32, device=device)
-    sums = torch.zeros(r, dtype=torch.float64, device=device)
-    above = torch.zeros(r, dtype=torch.int32, device=device)
-    _sum_above_kernel[grid](values, starts, lengths, ks, counts, r, kth, sums, above, PASSES=_PASSES,
-                            DIGITS=_DIGITS, BLOCK=_BLOCK)
-    return sums + (ks - above).to(torch.float64) * kth.to(torch.float64), kth
+def tile_buffers(n: int, tile_counts: list[int], device: torch.device
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The c-value kernels' per-tile statistics of every scale in one buffer each (scale ``s``'s tiles follow
+    those of the scales before it): sums ``(N, T)`` float64, non-zero counts int32, smallest non-zero float32."""
+    tiles = sum(tile_counts)
+    return (torch.empty((n, tiles), dtype=torch.float64, device=device),
+            torch.empty((n, tiles), dtype=torch.int32, device=device),
+            torch.empty((n, tiles), dtype=torch.float32, device=device))
 
 
 def _host_quickselect():
@@ -137,49 +216,65 @@ def _host_quickselect():
     return quickselect_mean_numba
 
 
-_ROW_CONSTANTS: dict[tuple, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+_LAYOUTS: dict[tuple, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
 
 
-def _row_constants(lengths: tuple[int, ...], ks: tuple[int, ...], offsets: tuple[int, ...],
-                   device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``k``, offset and length of each scale on ``device``, made once per frame size: a tensor built from a list
-    on a GPU is a synchronising copy."""
-    key = (lengths, ks, device)
-    if key not in _ROW_CONSTANTS:
-        _ROW_CONSTANTS[key] = (torch.tensor(ks, dtype=torch.int64, device=device),
-                               torch.tensor(offsets, dtype=torch.int64, device=device),
-                               torch.tensor(lengths, dtype=torch.int32, device=device))
-    return _ROW_CONSTANTS[key]
+def _layout(lengths: tuple[int, ...], tile_counts: tuple[int, ...], topk: float, device: torch.device
+            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per frame size, made once (a tensor built from a list on a GPU is a synchronising copy): the per-scale
+    table (values, offset, k, tile offset, tiles) int64 ``(S, 5)``, the work items of a pass (scale, chunk) int32
+    ``(I, 2)``, and each scale's k as float64."""
+    key = (lengths, tile_counts, topk, device)
+    if key not in _LAYOUTS:
+        ks = [topk_count(n, topk) for n in lengths]
+        table = [[n, sum(lengths[:s]), k, sum(tile_counts[:s]), tiles]
+                 for s, (n, k, tiles) in enumerate(zip(lengths, ks, tile_counts))]
+        items = [[s, chunk] for s, n in enumerate(lengths) for chunk in range(triton.cdiv(n, _CHUNK))]
+        _LAYOUTS[key] = (torch.tensor(table, dtype=torch.int64, device=device),
+                         torch.tensor(items, dtype=torch.int32, device=device),
+                         torch.tensor(ks, dtype=torch.float64, device=device))
+    return _LAYOUTS[key]
 
 
-def pool_top_k(c: torch.Tensor, lengths: list[int], tiles: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]],
-               topk: float) -> torch.Tensor:
+def pool_top_k(c: torch.Tensor, lengths: list[int], tile_counts: list[int],
+               tile_stats: tuple[torch.Tensor, torch.Tensor, torch.Tensor], topk: float) -> torch.Tensor:
     """Each frame's libvmaf top-k mean of its c-values at each scale: ``c`` ``(N, sum(lengths))`` float32 holds
-    each frame's scales one after the other (``lengths[s]`` values each), ``tiles[s]`` the c-value kernels'
-    per-tile sums (N, T) float64, non-zero counts (N, T) and smallest non-zero values (N, T) float32 (inf where
-    none) of scale ``s``: ``(N, S)`` float64. One device synchronisation decides which scales select and which
-    sums of all non-zero values are past their exact bound; a second follows only where a selection ran (its
-    sums past their bound). Sums past the bound are replayed on the host in libvmaf's order."""
+    each frame's scales one after the other (``lengths[s]`` values each), ``tile_stats`` the c-value kernels'
+    per-tile sums, non-zero counts and smallest non-zero values (:func:`tile_buffers`, ``tile_counts[s]`` tiles
+    for scale ``s``): ``(N, S)`` float64. One device synchronisation reads which rows are past their exact bound;
+    those are replayed on the host in libvmaf's order."""
     c = c.contiguous()
-    ks = tuple(topk_count(n, topk) for n in lengths)
-    starts_host = tuple(sum(lengths[:s]) for s in range(len(lengths)))
-    k_of, offsets, lengths_of = _row_constants(tuple(lengths), ks, starts_host, c.device)
-    total = torch.stack([tile_sums.sum(dim=1) for tile_sums, _, _ in tiles], dim=1)
-    bound = torch.stack([exact_below(smallest.amin(dim=1)) for _, _, smallest in tiles], dim=1)
-    selecting = torch.stack([nonzeros.sum(dim=1) for _, nonzeros, _ in tiles], dim=1) > k_of
-    past = (total >= bound) & ~selecting
-    flags = torch.nonzero(torch.stack([selecting, past])).tolist()  # the first synchronisation
-    replay = [(f, s) for which, f, s in flags if which == 1]
-    chosen = [(f, s) for which, f, s in flags if which == 0]
-    if chosen:
-        frames, scales = torch.tensor(chosen, dtype=torch.int64).T.to(c.device)
-        starts = frames * c.shape[1] + offsets[scales]
-        top, kth = _top_sums(c, starts, lengths_of[scales], k_of[scales], max(lengths))
-        total[frames, scales] = top
-        bound[frames, scales] = exact_below(kth)
-        replay += [tuple(fs) for fs in torch.nonzero((total >= bound) & selecting).tolist()]  # the second
-    out = total / k_of.to(torch.float64)  # true division, as the twin's
-    for f, s in replay:
-        values = c[f, starts_host[s]:starts_host[s] + lengths[s]]
-        out[f, s] = _host_quickselect()(values.cpu().numpy().copy(), ks[s])
+    n, scales = c.shape[0], len(lengths)
+    rows = n * scales
+    info, items, k_of = _layout(tuple(lengths), tuple(tile_counts), float(topk), c.device)
+    sums, nonzeros, smallest = tile_stats
+    device = c.device
+    total = torch.empty(rows, dtype=torch.float64, device=device)
+    bound = torch.empty(rows, dtype=torch.float64, device=device)
+    selecting = torch.empty(rows, dtype=torch.int8, device=device)
+    prefixes = torch.empty((_PASSES, rows), dtype=torch.int32, device=device)
+    wanted = torch.empty((_PASSES, rows), dtype=torch.int32, device=device)
+    counts = torch.empty((_PASSES, rows, _DIGITS), dtype=torch.int32, device=device)
+    selected_sum = torch.empty(rows, dtype=torch.float64, device=device)
+    above = torch.empty(rows, dtype=torch.int32, device=device)
+    kth = torch.empty(rows, dtype=torch.float32, device=device)
+    _decide_kernel[(scales, n)](sums, nonzeros, smallest, sums.shape[1], info, total, selecting, bound, prefixes,
+                                wanted, counts, selected_sum, above, rows, SCALES=scales, DIGITS=_DIGITS,
+                                PASSES=_PASSES, TILE_BLOCK=_TILE_BLOCK)
+    grid = (items.shape[0], n)
+    for step in range(_PASSES):
+        _digit_counts_kernel[grid](c, c.shape[1], info, items, selecting, counts, prefixes, wanted, rows,
+                                   SCALES=scales, PASS=step, DIGITS=_DIGITS, BLOCK=_BLOCK, BLOCKS=_BLOCKS)
+    _sum_above_kernel[grid](c, c.shape[1], info, items, selecting, counts, prefixes, wanted, rows, kth, selected_sum,
+                            above, SCALES=scales, PASSES=_PASSES, DIGITS=_DIGITS, BLOCK=_BLOCK, BLOCKS=_BLOCKS)
+    top = torch.empty(rows, dtype=torch.float64, device=device)
+    replay = torch.empty(rows, dtype=torch.int8, device=device)
+    _finish_kernel[(triton.cdiv(rows, 128),)](info, total, selecting, bound, kth, selected_sum, above, top, replay,
+                                             rows, SCALES=scales, BLOCK=128)
+    out = top.view(n, scales) / k_of  # true division, as the twin's
+    starts = [sum(lengths[:s]) for s in range(scales)]
+    for row in torch.nonzero(replay).flatten().tolist():  # the one synchronisation
+        f, s = divmod(row, scales)
+        values = c[f, starts[s]:starts[s] + lengths[s]]
+        out[f, s] = _host_quickselect()(values.cpu().numpy().copy(), topk_count(lengths[s], topk))
     return out

@@ -31,7 +31,7 @@ import triton.language as tl
 from fusedsim.families.cambi.ops import cambi_scales
 from fusedsim.families.cambi.reciprocal_table import RECIPROCAL_LUT
 from fusedsim.families.cambi.settings import CONTRAST_WEIGHTS, NUM_SCALES
-from fusedsim.families.cambi.gpu_pooling import pool_top_k
+from fusedsim.families.cambi.gpu_pooling import pool_top_k, tile_buffers
 
 __all__ = ["cambi_scales_triton"]
 
@@ -209,8 +209,8 @@ def _store_tile(c_ptrs, best, is_centre, sums, nonzeros, smallest, slot):
 
 
 @triton.jit
-def _c_value_kernel(counted, tvi, weights, lut, c_out, sums, nonzeros, smallest, c_stride, h, w, window, vlt_luma,
-                    tiles_w, NUM_DIFFS: tl.constexpr, GROUPS: tl.constexpr, PACKED2: tl.constexpr,
+def _c_value_kernel(counted, tvi, weights, lut, c_out, sums, nonzeros, smallest, c_stride, tile_stride, h, w, window,
+                    vlt_luma, tiles_w, NUM_DIFFS: tl.constexpr, GROUPS: tl.constexpr, PACKED2: tl.constexpr,
                     OUTSIDE: tl.constexpr, TILE_H: tl.constexpr, TILE_W: tl.constexpr):
     frame = tl.program_id(1).to(tl.int64)
     tile = tl.program_id(0)
@@ -251,7 +251,7 @@ def _c_value_kernel(counted, tvi, weights, lut, c_out, sums, nonzeros, smallest,
             pm = tl.maximum(p1, p2)
             best = _with_term(best, centre, v, p0, pm, d, tvi, weights, lut, vlt_luma, NUM_DIFFS)
     _store_tile(c_out + frame * c_stride + i * w + j, best, inside, sums, nonzeros, smallest,
-                frame * tl.num_programs(0) + tile)
+                frame * tile_stride + tile)
 
 
 @triton.jit
@@ -261,8 +261,8 @@ def _update_count(total, n, k, D: tl.constexpr):
 
 
 @triton.jit
-def _c_value_bins_kernel(counted, tvi, weights, lut, c_out, sums, nonzeros, smallest, c_stride, h, w, pad, tile_h,
-                         tile_w, vlt_luma, tiles_w, NUM_DIFFS: tl.constexpr, OUTSIDE: tl.constexpr,
+def _c_value_bins_kernel(counted, tvi, weights, lut, c_out, sums, nonzeros, smallest, c_stride, tile_stride, h, w,
+                         pad, tile_h, tile_w, vlt_luma, tiles_w, NUM_DIFFS: tl.constexpr, OUTSIDE: tl.constexpr,
                          CENTRE_H: tl.constexpr, CENTRE_W: tl.constexpr, REGION_H: tl.constexpr,
                          REGION_W: tl.constexpr):
     """Window counts as box sums of one code's indicator, on the tensor cores: a program takes a tile of
@@ -323,7 +323,7 @@ def _c_value_bins_kernel(counted, tvi, weights, lut, c_out, sums, nonzeros, smal
             best = _with_term(best, centre, v, p0, m3, 2, tvi, weights, lut, vlt_luma, NUM_DIFFS)
             best = _with_term(best, centre, v, p0, m4, 3, tvi, weights, lut, vlt_luma, NUM_DIFFS)
     _store_tile(c_out + frame * c_stride + ci * w + cj, best, is_centre, sums, nonzeros, smallest,
-                frame * tl.num_programs(0) + tile)
+                frame * tile_stride + tile)
 
 
 _CONSTANTS: dict[torch.device, tuple[torch.Tensor, torch.Tensor]] = {}
@@ -375,8 +375,18 @@ def cambi_scales_triton(frames: torch.Tensor, tvi: torch.Tensor, bit_depth: int,
             sh, sw = (sh + 1) >> 1, (sw + 1) >> 1
         sizes.append((sh, sw))
     lengths = [a * b for a, b in sizes]
+    tile_shapes = []  # per scale: centres per tile (h, w) and tiles across
+    for sh, sw in sizes:
+        if by_code:
+            tile_h = min(centres[0], region[0] - 2 * (window // 2))
+            tile_w = min(centres[1], region[1] - 2 * (window // 2))
+        else:
+            tile_h, tile_w = _TILE_H, _TILE_W
+        tiles_w = triton.cdiv(sw, tile_w)
+        tile_shapes.append((tile_h, tile_w, tiles_w, triton.cdiv(sh, tile_h) * tiles_w))
+    tile_counts = [shape[3] for shape in tile_shapes]
     c_all = torch.empty((n, sum(lengths)), dtype=torch.float32, device=device)  # every scale's c-values per frame
-    tile_stats = []
+    stats = tile_buffers(n, tile_counts, device)  # every scale's per-tile statistics per frame
     src, src_h, src_w = codes, h, w
     for scale in range(NUM_SCALES):
         step = 2 if scale > 0 or high_res else 1
@@ -388,28 +398,17 @@ def cambi_scales_triton(frames: torch.Tensor, tvi: torch.Tensor, bit_depth: int,
             src, src_h, src_w, step, mask, mask_h, mask_w, shift, steps, filtered, counted, sh, sw, low,
             NUM_DIFFS=num_diffs, OUTSIDE=_OUTSIDE, BLOCK=_BLOCK)
         c = c_all[:, sum(lengths[:scale]):]  # rows of c_all.shape[1] values
+        first_tile = sum(tile_counts[:scale])
+        outputs = (c, *(t[:, first_tile:] for t in stats), c_all.shape[1], stats[0].shape[1])
+        tile_h, tile_w, tiles_w, tiles = tile_shapes[scale]
         if by_code:
-            tile_h = min(centres[0], region[0] - 2 * (window // 2))
-            tile_w = min(centres[1], region[1] - 2 * (window // 2))
-            tiles_w = triton.cdiv(sw, tile_w)
-            tiles = triton.cdiv(sh, tile_h) * tiles_w
+            _c_value_bins_kernel[(tiles, n)](counted, steps, weights, lut, *outputs, sh, sw, window // 2, tile_h,
+                                             tile_w, int(vlt_luma), tiles_w, NUM_DIFFS=num_diffs, OUTSIDE=_OUTSIDE,
+                                             CENTRE_H=centres[0], CENTRE_W=centres[1], REGION_H=region[0],
+                                             REGION_W=region[1], num_warps=warps)
         else:
-            tiles_w = triton.cdiv(sw, _TILE_W)
-            tiles = triton.cdiv(sh, _TILE_H) * tiles_w
-        sums = torch.empty((n, tiles), dtype=torch.float64, device=device)
-        nonzeros = torch.empty((n, tiles), dtype=torch.int32, device=device)
-        smallest = torch.empty((n, tiles), dtype=torch.float32, device=device)
-        outputs = (c, sums, nonzeros, smallest)
-        if by_code:
-            _c_value_bins_kernel[(tiles, n)](counted, steps, weights, lut, *outputs, c_all.shape[1], sh, sw,
-                                             window // 2, tile_h, tile_w, int(vlt_luma), tiles_w,
-                                             NUM_DIFFS=num_diffs, OUTSIDE=_OUTSIDE, CENTRE_H=centres[0],
-                                             CENTRE_W=centres[1], REGION_H=region[0], REGION_W=region[1],
-                                             num_warps=warps)
-        else:
-            _c_value_kernel[(tiles, n)](counted, steps, weights, lut, *outputs, c_all.shape[1], sh, sw, int(window),
-                                        int(vlt_luma), tiles_w, NUM_DIFFS=num_diffs, GROUPS=groups,
-                                        PACKED2=packed2, OUTSIDE=_OUTSIDE, TILE_H=_TILE_H, TILE_W=_TILE_W)
-        tile_stats.append((sums, nonzeros, smallest))
+            _c_value_kernel[(tiles, n)](counted, steps, weights, lut, *outputs, sh, sw, int(window), int(vlt_luma),
+                                        tiles_w, NUM_DIFFS=num_diffs, GROUPS=groups, PACKED2=packed2,
+                                        OUTSIDE=_OUTSIDE, TILE_H=_TILE_H, TILE_W=_TILE_W)
         src, src_h, src_w = filtered, sh, sw
-    return pool_top_k(c_all, lengths, tile_stats, topk)
+    return pool_top_k(c_all, lengths, tile_counts, stats, topk)

@@ -169,29 +169,75 @@ def cpu_part(ref, dist) -> dict:
     return out
 
 
+def write_yuv(folder: Path, ref, dist) -> list[Path]:
+    """Both clips as raw 10-bit 4:2:0 files in ``folder`` (frames of Y, Cb, Cr, little-endian)."""
+    paths = []
+    for name, planes in (("ref", ref), ("dist", dist)):
+        path = folder / f"{name}.yuv"
+        with open(path, "wb") as f:
+            for i in range(planes[0].shape[0]):
+                for p in planes:
+                    f.write(p[i].astype("<u2").tobytes())
+        paths.append(path)
+    return paths
+
+
+def run_libvmaf(binary: str, paths: list[Path], size: tuple[int, int], args: list[str], threads: int,
+                out_json: Path) -> tuple[float, list[dict]]:
+    """libvmaf's ``vmaf`` on the clips as a whole process: its seconds and its per-frame records."""
+    h, w = size
+    cmd = [binary, "-r", str(paths[0]), "-d", str(paths[1]), "-w", str(w), "-h", str(h), "-p", "420", "-b", "10",
+           *args, "--threads", str(threads), "-q", "--json", "-o", str(out_json)]
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    seconds = time.perf_counter() - t0
+    return seconds, json.loads(out_json.read_text())["frames"]
+
+
 def libvmaf_part(binary: str, ref, dist, ours: dict) -> dict:
     n, h, w = ref[0].shape
     with tempfile.TemporaryDirectory() as tmp:
-        paths = []
-        for name, planes in (("ref", ref), ("dist", dist)):
-            path = Path(tmp) / f"{name}.yuv"
-            with open(path, "wb") as f:
-                for i in range(n):
-                    for p in planes:
-                        f.write(p[i].astype("<u2").tobytes())
-            paths.append(path)
-        out_json = Path(tmp) / "out.json"
-        cmd = [binary, "-r", str(paths[0]), "-d", str(paths[1]), "-w", str(w), "-h", str(h), "-p", "420", "-b", "10",
-               "-n", "--feature", LIBVMAF_SPEED_V1, "--threads", "1", "-q", "--json", "-o", str(out_json)]
-        t0 = time.perf_counter()
-        subprocess.run(cmd, check=True)
-        seconds = time.perf_counter() - t0
-        frames = json.loads(out_json.read_text())["frames"]
+        paths = write_yuv(Path(tmp), ref, dist)
+        seconds, frames = run_libvmaf(binary, paths, (h, w), ["-n", "--feature", LIBVMAF_SPEED_V1], 1,
+                                      Path(tmp) / "out.json")
     name = "speed_chroma_uv_mxv_45_nnf_0.1_snn_0.19_wvm_5"
     theirs = np.array([f["metrics"][name] for f in frames])
     mine = np.round(ours[name].numpy(), 6)  # stock libvmaf prints %.6f
     return {"libvmaf_speed_chroma_fps_threads1_whole_process": n / seconds,
             "libvmaf_printed_equals_ours_rounded": bool(np.array_equal(np.round(theirs, 6), mine))}
+
+
+def cpu_model_part(binary: str | None, ref, dist, frames: int) -> dict:
+    """The whole v1 model on the CPU (numba, one thread and every thread) and, with ``binary``, libvmaf's ``vmaf
+    -m version=vmaf_v1.0.16_3d0h`` on the same frames (whole process, ``--threads 1`` and every core): frames/s
+    and whether libvmaf's printed scores equal ours rounded to its 6 decimals."""
+    import numba
+
+    from fusedsim.families.vmaf.score_api import vmaf
+
+    ref = [p[:frames] for p in ref]
+    dist = [p[:frames] for p in dist]
+    n, h, w = ref[0].shape
+    vmaf([p[:2] for p in ref], [p[:2] for p in dist], 10, model=MODEL)  # compiles
+    out: dict = {"cpu_model_frames": n}
+    cores = numba.config.NUMBA_NUM_THREADS
+    for threads in sorted({1, cores}):
+        numba.set_num_threads(threads)
+        torch.set_num_threads(threads)
+        t0 = time.perf_counter()
+        ours = vmaf(ref, dist, 10, model=MODEL)
+        out[f"cpu_model_fps_threads{threads}"] = n / (time.perf_counter() - t0)
+    if binary:
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = write_yuv(Path(tmp), ref, dist)
+            for threads in sorted({1, cores}):
+                seconds, records = run_libvmaf(binary, paths, (h, w), ["-m", f"version={MODEL}"], threads,
+                                               Path(tmp) / "out.json")
+                out[f"libvmaf_model_fps_threads{threads}_whole_process"] = n / seconds
+        theirs = np.array([r["metrics"]["vmaf"] for r in records])
+        out["libvmaf_model_printed_equals_ours_rounded"] = bool(np.array_equal(theirs, np.round(ours["vmaf"], 6)))
+        out["cpu_model_ratio_per_core"] = out["cpu_model_fps_threads1"] / out["libvmaf_model_fps_threads1_whole_process"]
+    return out
 
 
 def main() -> None:
@@ -202,6 +248,7 @@ def main() -> None:
     parser.add_argument("--model-batches", default="1,16,64",
                         help="batch sizes of the whole v1 model's timing on the GPU (comma-separated)")
     parser.add_argument("--check-frames", type=int, default=6, help="frames of the model checked against the CPU")
+    parser.add_argument("--cpu-model-frames", type=int, default=16, help="frames of the whole model on the CPU")
     parser.add_argument("--smoke", action="store_true", help="small sizes on the CPU, to check the script")
     args = parser.parse_args()
     height, width = (1080, 1920) if not args.smoke else (200, 240)
@@ -213,6 +260,7 @@ def main() -> None:
         result.update(gpu_part(ref, dist, args.batch))
         result.update(model_part(ref, dist, [int(b) for b in args.model_batches.split(",")], args.check_frames))
     result.update(cpu_part(ref, dist))
+    result.update(cpu_model_part(args.libvmaf, ref, dist, args.cpu_model_frames if not args.smoke else 3))
     if args.libvmaf:
         from fusedsim.families.speed_chroma.api import speed_chroma
         from fusedsim.families.speed_chroma.twin import SpeedOptions

@@ -128,6 +128,18 @@ def test_kernels_match_twin(kernel_device, index):
     assert torch.equal(got.cpu(), want), example.note
 
 
+@pytest.mark.parametrize("prescale,method", [(1.0, 0), (0.8, 1)])
+def test_kernel_reads_uint16_samples_from_int16_storage_and_cropped_views(kernel_device, prescale, method):
+    # the video readers give 16-bit samples as int16 (values from 2**15 turn negative) and the feature path crops
+    # libvmaf's chroma size out of larger planes (a view): the kernel reads both without a copy
+    gen = torch.Generator().manual_seed(77)
+    wide = torch.randint(0, 1 << 16, (2, 100, 113), generator=gen, dtype=torch.int32)
+    stored = wide.to(torch.uint16).view(torch.int16)[:, :97, :110]
+    want = speed_residual_ref(wide[:, :97, :110], 16, prescale, method, 1.0)
+    got = speed_residual_fwd(stored.to(kernel_device), 16, prescale, method, 1.0)
+    assert torch.equal(got.cpu(), want)
+
+
 def test_feature_path_reads_libvmafs_chroma_of_odd_sizes(refdata, pairs):
     # 333x217 files store 167x109 chroma; libvmaf reads 166x108 (its runs used copies cropped so)
     pair = pairs["prev_c333x217_8b_mixed"]
@@ -136,9 +148,11 @@ def test_feature_path_reads_libvmafs_chroma_of_odd_sizes(refdata, pairs):
     y = torch.from_numpy(pair.ref_y)
     dy = torch.from_numpy(pair.dist_y)
     request = FeatureRequest.of("speed_chroma", LIBVMAF_OPTIONS["v1_3d0h"])
-    out = FeatureSession([request], 8).push((y, torch.from_numpy(u), torch.from_numpy(v)),
-                                            (dy, torch.from_numpy(du), torch.from_numpy(dv)))
-    assert list(out) == ["speed_chroma_u_mxv_45_nnf_0.1_snn_0.19_wvm_5", "speed_chroma_v_mxv_45_nnf_0.1_snn_0.19_wvm_5",
+    session = FeatureSession([request], 8)
+    first = session.push((y, torch.from_numpy(u), torch.from_numpy(v)), (dy, torch.from_numpy(du), torch.from_numpy(dv)))
+    assert all(len(column) == 0 for column in first.values())  # a batch's SpEED columns come one push later
+    out = session.flush()
+    assert list(out) == list(first) == ["speed_chroma_u_mxv_45_nnf_0.1_snn_0.19_wvm_5", "speed_chroma_v_mxv_45_nnf_0.1_snn_0.19_wvm_5",
                          "speed_chroma_uv_mxv_45_nnf_0.1_snn_0.19_wvm_5"]
     for name, got in out.items():
         assert np.array_equal(got.numpy(), v1_column(pair, "v1_3d0h", name)), name

@@ -96,8 +96,12 @@ def start_speed_chroma(ref_u: Planes, ref_v: Planes, dist_u: Planes, dist_v: Pla
 
 
 def _host_scores(landed: torch.cuda.Event, host: torch.Tensor, options: SpeedOptions) -> np.ndarray:
+    import numba
+
     from fusedsim.families.speed_chroma.gsm_cpu import speed_scores_many
 
+    # one core fewer than numba's default, for this worker thread only: the caller's thread keeps queueing GPU work
+    numba.set_num_threads(max(1, numba.config.NUMBA_NUM_THREADS - 1))
     landed.synchronize()
     return speed_scores_many(host.numpy(), options.sigma_nn, options.nn_floor, options.weight_var_mode,
                              options.max_val)

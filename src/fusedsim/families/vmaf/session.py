@@ -20,7 +20,7 @@ __all__ = ["FeatureSession"]
 #: Extractors whose kernels take most of a batch's GPU time (VIF: ~70 % of VMAF v0.6.1's at 1080p).
 _LONGEST_ON_GPU = frozenset({"vif"})
 #: Extractors with host work behind a short GPU stage (SpEED chroma's statistics): started first, so that the
-#: host computes on a worker thread while the others are queued.
+#: worker thread's host work begins as early as possible.
 _HOST_WORK = frozenset({"speed_chroma"})
 
 Planes = Sequence[torch.Tensor]
@@ -74,19 +74,28 @@ class _FloatMotion:
 
 
 class _SpeedChroma:
-    """libvmaf's SpEED chroma: ``push`` starts it and returns a function that gives the columns (the host
-    statistics run on a worker thread meanwhile)."""
+    """libvmaf's SpEED chroma, its columns one push later: a push starts its batch (the host statistics run on a
+    worker thread while the caller queues the next batch's work) and returns the previous batch's columns."""
 
     def __init__(self, request: FeatureRequest, bit_depth: int) -> None:
-        self.request, self.bit_depth = request, bit_depth
+        from fusedsim.families.speed_chroma.twin import SpeedOptions, column_names
 
-    def push(self, ref: Planes, dist: Planes) -> Callable[[], Columns]:
+        self.request, self.bit_depth = request, bit_depth
+        self.names = column_names(SpeedOptions.from_libvmaf(dict(request.options)))
+        self._started: Callable[[], Columns] | None = None
+
+    def push(self, ref: Planes, dist: Planes) -> Columns:
         from fusedsim.families.vmaf.features import start_speed_chroma_feature
 
-        return start_speed_chroma_feature(ref, dist, self.bit_depth, **dict(self.request.options))
+        started = start_speed_chroma_feature(ref, dist, self.bit_depth, **dict(self.request.options))
+        previous, self._started = self._started, started
+        if previous is None:
+            return {name: torch.zeros(0, dtype=torch.float64, device=ref[0].device) for name in self.names}
+        return previous()
 
     def flush(self) -> Columns:
-        return {}
+        previous, self._started = self._started, None
+        return previous() if previous is not None else {}
 
 
 def _registry_feature(name: str) -> Callable[..., Columns]:
@@ -124,10 +133,10 @@ class FeatureSession:
                                                    self.requests[i].extractor not in _LONGEST_ON_GPU))
 
     def push(self, ref: Planes, dist: Planes) -> Columns:
-        # started host work first (see _HOST_WORK), then launched longest GPU work first, so that the host enqueues the others' many small operations while the
-        # device computes (the host would otherwise hold the GPU back); merged in request order
+        # host work started first (see _HOST_WORK), then the longest GPU work launched first, so that the host
+        # enqueues the others' many small operations while the device computes (the host would otherwise hold the
+        # GPU back); merged in request order
         outputs = {i: self._parts[i].push(ref, dist) for i in self._launch_order}
-        outputs = {i: out() if callable(out) else out for i, out in outputs.items()}  # started ones, finished
         return self._merge(outputs[i] for i in range(len(self._parts)))
 
     def flush(self) -> Columns:

@@ -142,12 +142,14 @@ def model_part(ref, dist, batches: list[int], check_frames: int) -> dict:
             alone()
             seconds, _ = timed(alone, "cuda")
             out[f"{request.extractor}_alone_fps_batch{batch}"] = n / seconds
-    if check_frames:
+        print(json.dumps({k: v for k, v in out.items() if k.endswith(f"batch{batch}")}), flush=True)
+    if check_frames:  # every column (features and score) but the last frame's (motion's look-ahead differs)
         s = VmafStream(10, model=MODEL)
-        cpu = [s.push([p[:check_frames] for p in ref], [p[:check_frames] for p in dist]), s.flush()]
-        cpu_scores = np.concatenate([p["vmaf"] for p in cpu])
+        parts = [s.push([p[:check_frames] for p in ref], [p[:check_frames] for p in dist]), s.flush()]
+        cpu = {k: np.concatenate([p[k] for p in parts]) for k in parts[-1]}
         out["model_gpu_equals_cpu_frames"] = check_frames
-        out["model_gpu_equals_cpu"] = bool(np.array_equal(scores["vmaf"][:check_frames - 1], cpu_scores[:-1]))
+        out["model_gpu_equals_cpu_columns"] = sorted(cpu)
+        out["model_gpu_equals_cpu"] = all(np.array_equal(scores[k][:check_frames - 1], v[:-1]) for k, v in cpu.items())
         out["model_scores_first"] = scores["vmaf"][:4].tolist()
     return out
 
@@ -245,10 +247,11 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=96)
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--libvmaf", help="path to libvmaf's vmaf tool")
-    parser.add_argument("--model-batches", default="1,16,64",
+    parser.add_argument("--model-batches", default="16,64,1",
                         help="batch sizes of the whole v1 model's timing on the GPU (comma-separated)")
     parser.add_argument("--check-frames", type=int, default=6, help="frames of the model checked against the CPU")
-    parser.add_argument("--cpu-model-frames", type=int, default=16, help="frames of the whole model on the CPU")
+    parser.add_argument("--cpu-model-frames", type=int, default=16,
+                        help="frames of the whole model on the CPU (0: skip)")
     parser.add_argument("--smoke", action="store_true", help="small sizes on the CPU, to check the script")
     args = parser.parse_args()
     height, width = (1080, 1920) if not args.smoke else (200, 240)
@@ -256,17 +259,23 @@ def main() -> None:
     ref, dist = clip(n, height, width)
     result = {"size": [height, width], "bit_depth": 10, "frames": n, "torch": torch.__version__,
               "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None}
+
+    def part(values: dict) -> None:  # printed as it lands: a run cut short keeps what it measured
+        result.update(values)
+        print(json.dumps(values), flush=True)
+
     if torch.cuda.is_available() and not args.smoke:
-        result.update(gpu_part(ref, dist, args.batch))
-        result.update(model_part(ref, dist, [int(b) for b in args.model_batches.split(",")], args.check_frames))
-    result.update(cpu_part(ref, dist))
-    result.update(cpu_model_part(args.libvmaf, ref, dist, args.cpu_model_frames if not args.smoke else 3))
+        part(gpu_part(ref, dist, args.batch))
+        part(model_part(ref, dist, [int(b) for b in args.model_batches.split(",")], args.check_frames))
+    part(cpu_part(ref, dist))
+    if args.cpu_model_frames:
+        part(cpu_model_part(args.libvmaf, ref, dist, args.cpu_model_frames if not args.smoke else 3))
     if args.libvmaf:
         from fusedsim.families.speed_chroma.api import speed_chroma
         from fusedsim.families.speed_chroma.twin import SpeedOptions
 
         ours = speed_chroma(ref[1], ref[2], dist[1], dist[2], 10, options=SpeedOptions(**SPEED_V1))
-        result.update(libvmaf_part(args.libvmaf, ref, dist, ours))
+        part(libvmaf_part(args.libvmaf, ref, dist, ours))
     print(json.dumps(result, indent=1))
     write_json("vmaf_v1", result, os.environ.get("OUT"), results_dir=smoke_dir() if args.smoke else RESULTS)
 

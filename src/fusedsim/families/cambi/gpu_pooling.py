@@ -97,19 +97,25 @@ def _next_state(counts, prefixes, wanted, row, rows, PASS: tl.constexpr, DIGITS:
 
 
 @triton.jit
+def _work_item(items, info, c_stride, SCALES: tl.constexpr):
+    """This program's work item of a pass (grid: items, frames): its chunk, its row (frame, scale), the scale's
+    number of values and where the row's values start."""
+    s = tl.load(items + 2 * tl.program_id(0))
+    chunk = tl.load(items + 2 * tl.program_id(0) + 1)
+    row = tl.program_id(1) * SCALES + s
+    start = tl.program_id(1).to(tl.int64) * c_stride + tl.load(info + s * 5 + 1)
+    return chunk, row, tl.load(info + s * 5).to(tl.int32), start
+
+
+@triton.jit
 def _digit_counts_kernel(values, c_stride, info, items, selecting, counts, prefixes, wanted, rows,
                          SCALES: tl.constexpr, PASS: tl.constexpr, DIGITS: tl.constexpr, BLOCK: tl.constexpr,
                          BLOCKS: tl.constexpr):
     """Pass ``PASS`` over one chunk (work item: scale, chunk) of a frame's selecting row: among its values whose
     bits above the digit at bit ``28 - 4 PASS`` equal the prefix found so far, how many have each digit value,
     added into ``counts[PASS]``. The chunk's first program also records the state it started from."""
-    item = tl.program_id(0)
-    s = tl.load(items + 2 * item)
-    chunk = tl.load(items + 2 * item + 1)
-    row = tl.program_id(1) * SCALES + s
+    chunk, row, n, start = _work_item(items, info, c_stride, SCALES)
     if tl.load(selecting + row) != 0:
-        n = tl.load(info + s * 5).to(tl.int32)
-        start = tl.program_id(1).to(tl.int64) * c_stride + tl.load(info + s * 5 + 1)
         prefix, rank = _next_state(counts, prefixes, wanted, row, rows, PASS, DIGITS)
         if PASS > 0:
             if chunk == 0:
@@ -147,13 +153,8 @@ def _sum_above_kernel(values, c_stride, info, items, selecting, counts, prefixes
     """Per chunk of a selecting row: the row's k-th largest value (from the last pass's counts; the chunk's first
     program stores it in ``kth``), and the double sum and number of the chunk's values above it, added into
     ``selected_sum`` and ``above`` (the sum exact in any order where the pooling uses it)."""
-    item = tl.program_id(0)
-    s = tl.load(items + 2 * item)
-    chunk = tl.load(items + 2 * item + 1)
-    row = tl.program_id(1) * SCALES + s
+    chunk, row, n, start = _work_item(items, info, c_stride, SCALES)
     if tl.load(selecting + row) != 0:
-        n = tl.load(info + s * 5).to(tl.int32)
-        start = tl.program_id(1).to(tl.int64) * c_stride + tl.load(info + s * 5 + 1)
         bits, _ = _next_state(counts, prefixes, wanted, row, rows, PASSES, DIGITS)
         threshold = bits.to(tl.float32, bitcast=True)
         if chunk == 0:

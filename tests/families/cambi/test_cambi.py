@@ -470,7 +470,10 @@ def test_numba_pooling_equals_libvmafs_quickselect():
     sparse = spread * (torch.rand(n, generator=gen) > 0.7)  # at most k non-zero: the sum of all
     past = spread.clone()
     past[:4] = 2.0**37  # a sum past the exact bound of its k-th largest value (about 2**38): libvmaf's order
-    for values in (spread, repeats, sparse, past, spread[:5000]):
+    sparse_past = sparse.clone()
+    sparse_past[:2] = 2.0**53  # at most k non-zero, their sum past the bound of the smallest (2**26): order matters
+    zeros = torch.zeros(n)
+    for values in (spread, repeats, sparse, past, sparse_past, zeros, spread[:5000]):
         c = values.numpy().astype(np.float32)
         k = int(0.6 * c.shape[0])
         assert _top_k_mean(c.copy(), k) == quickselect_mean(c, k)

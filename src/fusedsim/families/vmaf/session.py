@@ -2,8 +2,10 @@
 
 Most features score each frame pair on its own; ``motion`` compares each reference frame with its neighbours, so
 its values for a batch's last frame come with the next batch (or :meth:`FeatureSession.flush` at the end of the
-clip). A session keeps only what such a feature needs from earlier batches: memory does not grow with clip
-length. Columns carry libvmaf's names, with the suffix of the options that change values (``_egl_1``).
+clip). ``speed_chroma``'s values for a batch come with the next push (its host statistics run on a worker thread
+while the next batch's GPU work is queued). A session keeps only what such a feature needs from earlier batches:
+memory does not grow with clip length. Columns carry libvmaf's names, with the suffix of the options that change
+values (``_egl_1``).
 """
 
 from __future__ import annotations

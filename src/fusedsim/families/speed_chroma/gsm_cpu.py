@@ -26,9 +26,9 @@ _LOG2_2PIE = math.log2(2 * math.pi * math.e)
 @njit(cache=True, nogil=True)
 def _covariance(r, th, tw):
     """The 25x25 covariance of the 5x5 neighbourhoods, libvmaf's arithmetic: float32 means, then per pair a double
-    sum of centred products in row-major order. The samples are laid out one position per row, so that a position
-    updates the sums of all neighbours (and of every pair of a row of the matrix) at once: each sum still adds its
-    terms in libvmaf's order (independent sums, not a reordering), and every term is the same float or double."""
+    sum of centred products in row-major order (:func:`_pair_sums`). The samples are laid out one position per
+    row: each sum still adds its terms in libvmaf's order (independent sums, not a reordering), and every term is
+    the same float or double."""
     sub_h, sub_w = th - 4, tw - 4
     count = sub_h * sub_w
     samples = np.empty((count, 25), dtype=np.float32)  # position t = i * sub_w + j, neighbour k
@@ -44,23 +44,51 @@ def _covariance(r, th, tw):
     means = np.empty(25, dtype=np.float64)
     for k in range(25):
         means[k] = D(sums32[k] / F(count))
-    centred = np.empty((count, 25), dtype=np.float64)
+    centred = np.zeros((count, 32), dtype=np.float64)  # 25 neighbours, zero-padded to whole blocks of 8
     for t in range(count):
         for k in range(25):
             centred[t, k] = D(samples[t, k]) - means[k]
+    sums = _pair_sums(centred, count)
     cov = np.zeros((25, 25), dtype=np.float32)
-    sums = np.empty(25, dtype=np.float64)
     for x in range(25):
-        sums[:] = 0.0
-        for t in range(count):
-            cx = centred[t, x]
-            for y in range(x + 1):
-                sums[y] += cx * centred[t, y]
         for y in range(x + 1):
-            value = F(sums[y] / D(count))
+            value = F(sums[x, y] / D(count))
             cov[x, y] = value
             cov[y, x] = value
     return cov
+
+
+@njit(cache=True, nogil=True)
+def _pair_sums(centred, count):
+    """For every pair ``y <= x`` of neighbours, the double sum of ``centred[t, x] * centred[t, y]`` over the
+    positions in order (libvmaf's ``compute_cov_kernel_scalar``). Eight neighbours ``y`` at a time keep their
+    sums in registers across the positions, each its own sequential chain (1.4x faster than one sum array
+    updated per position); the block past ``x`` reads the zero padding or pairs never used."""
+    sums = np.zeros((25, 32), dtype=np.float64)
+    for x in range(25):
+        for yb in range(0, x + 1, 8):
+            a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
+            for t in range(count):
+                row = centred[t]
+                cx = row[x]
+                a0 += cx * row[yb]
+                a1 += cx * row[yb + 1]
+                a2 += cx * row[yb + 2]
+                a3 += cx * row[yb + 3]
+                a4 += cx * row[yb + 4]
+                a5 += cx * row[yb + 5]
+                a6 += cx * row[yb + 6]
+                a7 += cx * row[yb + 7]
+            out = sums[x]
+            out[yb] = a0
+            out[yb + 1] = a1
+            out[yb + 2] = a2
+            out[yb + 3] = a3
+            out[yb + 4] = a4
+            out[yb + 5] = a5
+            out[yb + 6] = a6
+            out[yb + 7] = a7
+    return sums
 
 
 @njit(cache=True, nogil=True, inline="always")

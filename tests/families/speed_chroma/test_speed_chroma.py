@@ -119,6 +119,33 @@ def test_compiled_statistics_match_twin_in_every_mode(weight_var_mode):
     assert compiled[1, 0] == 0 and compiled[1, 2] == compiled[1, 1]
 
 
+def test_compiled_qr_solve_equals_the_twins_full_products():
+    # the numba solve skips the Householder products' exact-zero terms (rows and columns before step k); the
+    # twin multiplies the full matrices in libvmaf's order: the same solutions, and bit-identical parameters,
+    # on random, integer and zero-striped residuals (exact zeros everywhere in the products)
+    from fusedsim.families.speed_chroma import gsm, gsm_cpu
+
+    rng = np.random.default_rng(11)
+    for trial in range(24):
+        r = (rng.standard_normal((23, 41)) * rng.uniform(0.05, 50)).astype(np.float32)
+        if trial % 3 == 1:
+            r = np.round(r).astype(np.float32)
+        if trial % 3 == 2:
+            r[:, ::2] = 0
+        th, tw = gsm.block_grid(*r.shape)
+        cov = gsm_cpu._covariance(np.ascontiguousarray(r[:th, :tw]), th, tw)
+        y = rng.standard_normal((25, 32)).astype(np.float32)
+        x = np.zeros_like(y)
+        want = gsm._solve(cov, y)
+        assert gsm_cpu._solve(cov, y, x) == (want is not None)
+        if want is not None:
+            assert np.array_equal(x, want), trial
+        compiled, twin = gsm_cpu.est_params_numba(r, 0.19), gsm.est_params(r, 0.19)
+        assert compiled.singular == twin.singular
+        for a, b in ((compiled.entropies, twin.entropies), (compiled.variances, twin.variances)):
+            assert np.array_equal(a.view(np.uint32), b.view(np.uint32)), trial
+
+
 @pytest.mark.parametrize("index", [0, 2, 3, 5])
 def test_kernels_match_twin(kernel_device, index):
     example = _examples(torch.device("cpu"))[index]

@@ -260,6 +260,27 @@ def _matmul(x, y, out):
                 out[i, j] = out[i, j] + xik * y[k, j]
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _reflect_rows(h, y, out, k):
+    """``out = h @ y`` for libvmaf's Householder matrix of step ``k``, whose first ``k`` rows and columns are the
+    identity's (their off-diagonal entries are +-0: products of the reflection vector's zeros). Rows before ``k``
+    are copied, and the others sum only the terms from ``k`` on. The skipped terms are exact zeros, so each
+    sum is the same except where it is itself zero, whose sign may differ. A zero's sign never reaches the
+    scores: zeros only meet other sums and products, the divisors near zero take the singular branch, and the
+    variances enter as ``x + sigma`` or ``1 + x``."""
+    n = h.shape[0]
+    for i in range(k):
+        for j in range(y.shape[1]):
+            out[i, j] = y[i, j]
+    for i in range(k, n):
+        for j in range(y.shape[1]):
+            out[i, j] = F(0.0)
+        for m in range(k, n):
+            him = h[i, m]
+            for j in range(y.shape[1]):
+                out[i, j] = out[i, j] + him * y[m, j]
+
+
 @njit(cache=True, nogil=True)
 def _solve(cov, y, x):
     """libvmaf's QR solve into ``x``; False when ``|R_ii| < 1e-6``."""
@@ -293,9 +314,9 @@ def _solve(cov, y, x):
                 h[i, j] = (F(-2.0) * vec[i]) * vec[j]
         for i in range(n):
             h[i, i] = h[i, i] + F(1.0)
-        _matmul(h, z, tmp)
+        _reflect_rows(h, z, tmp, k)
         z[:, :] = tmp
-        _matmul(h, q, tmp)
+        _reflect_rows(h, q, tmp, k)
         q[:, :] = tmp
     r = np.empty((n, n), dtype=np.float32)
     _matmul(q, cov, r)

@@ -289,9 +289,9 @@ def _sum_above(c, threshold):
 
 @njit(cache=True, nogil=True)
 def _scan(c):
-    """Non-negative c-values: how many are non-zero, the smallest non-zero (inf: none) and the double sum of all,
-    in any order (used only where every order gives the same double). Three simple loops, each vectorised by
-    numba: the smallest as a minimum of the float32 bit patterns (non-negative floats order as their bits)."""
+    """Non-negative c-values: how many are non-zero and the smallest non-zero (inf: none). Two simple loops, each
+    vectorised by numba: the smallest as a minimum of the float32 bit patterns (non-negative floats order as their
+    bits)."""
     nonzero = 0
     for i in range(c.shape[0]):
         nonzero += c[i] > 0
@@ -301,7 +301,7 @@ def _scan(c):
     for i in range(bits.shape[0]):
         b = bits[i]
         smallest = min(smallest, b if np.uint32(b - np.uint32(1)) < none else none)  # 0 wraps above inf
-    return nonzero, np.array([smallest], dtype=np.uint32).view(np.float32)[0], _sum_above(c, np.float32(0))
+    return nonzero, np.array([smallest], dtype=np.uint32).view(np.float32)[0]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -317,8 +317,9 @@ def _top_k_mean(c, k):
     values when at most ``k`` are, else the k-th largest ``t`` from two 16-bit histogram passes over the float32
     bits (non-negative floats order as their bits) and the values above it. Past the exact bound, libvmaf's
     quickselect order (``c`` is permuted then)."""
-    nonzero, smallest, total = _scan(c)
+    nonzero, smallest = _scan(c)
     if nonzero <= k:
+        total = _sum_above(c, np.float32(0))  # every non-zero value, in any order
         if nonzero == 0 or total < _exact_below(np.float64(smallest)):
             return total / k
         return _quickselect_mean(c, k)

@@ -15,7 +15,7 @@ from numba import njit, prange
 from fusedsim.core.cpu.parallel import parallel_kernel
 from fusedsim.families.speed_chroma.gsm import GsmParams
 
-__all__ = ["est_params_many", "est_params_numba", "speed_scores_many"]
+__all__ = ["est_params_numba", "speed_scores_many"]
 
 F = np.float32
 D = np.float64
@@ -370,28 +370,6 @@ def _est_params(r, sigma_nn):
         for j in range(nb):
             entropies[j] = F(D(entropies[j]) + (math.log2(D(lam * variances[j] + snn)) + _LOG2_2PIE))
     return entropies, variances, singular
-
-
-@parallel_kernel
-def _est_params_batch(residuals, sigma_nn, entropies, variances, singular):
-    for m in prange(residuals.shape[0]):
-        e, v, s = _est_params(residuals[m], sigma_nn)
-        entropies[m] = e
-        variances[m] = v
-        singular[m] = s
-
-
-def est_params_many(residuals: np.ndarray, sigma_nn: float) -> list[GsmParams]:
-    """:func:`est_params_numba` of every residual ``(M, H', W')``, threads taking residuals."""
-    residuals = np.ascontiguousarray(residuals, dtype=np.float32)
-    m, h, w = residuals.shape
-    blocks = (h // 5) * (w // 5)
-    entropies = np.empty((m, blocks), dtype=np.float32)
-    variances = np.empty((m, blocks), dtype=np.float32)
-    singular = np.empty(m, dtype=np.bool_)
-    if m:
-        _est_params_batch(residuals, float(sigma_nn), entropies, variances, singular)
-    return [GsmParams(entropies[i], variances[i], bool(singular[i])) for i in range(m)]
 
 
 def est_params_numba(residual: np.ndarray, sigma_nn: float) -> GsmParams:

@@ -119,6 +119,25 @@ def test_compiled_statistics_match_twin_in_every_mode(weight_var_mode):
     assert compiled[1, 0] == 0 and compiled[1, 2] == compiled[1, 1]
 
 
+def test_statistics_from_given_covariances_equal_the_whole_estimation(kernel_device):
+    # the GPU path computes the covariances on the device (the op speed_covariance) and the rest on the host: the
+    # same scores as the twin's whole estimation, for residuals of several sizes and a singular plane
+    from fusedsim.families.speed_chroma.gsm_cpu import speed_scores_many
+    from fusedsim.families.speed_chroma.ops import speed_covariance
+
+    gen = torch.Generator().manual_seed(91)
+    residuals = torch.randn(3, 4, 17, 28, generator=gen) * torch.tensor([1.0, 2.0, 0.5, 3.0])[:, None, None]
+    residuals[2, 1] = 0.0
+    options = SpeedOptions(**V1)
+    covariances = speed_covariance(residuals.reshape(12, 17, 28).to(kernel_device)).cpu().reshape(3, 4, 25, 25)
+    got = speed_scores_many(residuals.numpy(), options.sigma_nn, options.nn_floor, options.weight_var_mode,
+                            options.max_val, covariances.numpy())
+    twin = speed_scores_from_residuals(*residuals.unbind(1), options, compiled=False)
+    assert torch.equal(torch.from_numpy(got), twin)
+    with pytest.raises(ValueError, match="covariances must be"):
+        speed_scores_many(residuals.numpy(), 0.19, 0.1, 5, 45.0, covariances[:2].numpy())
+
+
 def test_compiled_qr_solve_equals_the_twins_full_products():
     # the numba solve skips the Householder products' exact-zero terms (rows and columns before step k); the
     # twin multiplies the full matrices in libvmaf's order: the same solutions, and bit-identical parameters,

@@ -24,6 +24,7 @@ from numba import njit, prange
 from numba.cpython.unsafe.numbers import leading_zeros
 
 from fusedsim.core.cpu.parallel import parallel_kernel
+from fusedsim.core.cpu.samples import unsigned_samples
 from fusedsim.families.adm.ops import integer_adm
 from fusedsim.families.adm.twin import (
     COS_1DEG_SQ,
@@ -555,17 +556,6 @@ def _constants(height: int, width: int, plan_geometry: tuple[int, float, int, fl
     return consts, sizes
 
 
-def _as_array(t: torch.Tensor) -> np.ndarray:
-    """A C-contiguous numpy copy/view the kernels read: uint8 as it is, other integers as uint16 (samples lie in
-    ``[0, 2**12)``; two input types keep numba's compiled specialisations to two)."""
-    t = t.detach().cpu()
-    if t.dtype == torch.uint8:
-        return np.ascontiguousarray(t.numpy())
-    if t.dtype == torch.uint16:
-        return np.ascontiguousarray(t.view(torch.int16).numpy().view(np.uint16))
-    return np.ascontiguousarray(t.to(torch.int32).numpy().astype(np.uint16))
-
-
 def integer_adm_numba_sums(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int, gain_limit: float = 100.0,
                            csf_mode: int = 0, norm_view_dist: float = 3.0, ref_display_height: int = 1080,
                            noise_weight: float = 0.03125, *, row_chunks: int | None = None) -> torch.Tensor:
@@ -575,7 +565,7 @@ def integer_adm_numba_sums(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int
     Threads take whole frames when the batch has at least as many frames as threads, else each scale's rows in
     ``numba.get_num_threads()`` chunks; ``row_chunks`` forces the row split with that many chunks."""
     check_frame_size(*ref.shape[-2:])
-    r, d = _as_array(ref), _as_array(dist)
+    r, d = unsigned_samples(ref), unsigned_samples(dist)
     if r.dtype != d.dtype:
         r, d = r.astype(np.uint16), d.astype(np.uint16)
     n, height, width = r.shape

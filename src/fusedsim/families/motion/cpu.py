@@ -15,6 +15,7 @@ import torch
 from numba import njit, prange
 
 from fusedsim.core.cpu.parallel import parallel_kernel
+from fusedsim.core.cpu.samples import unsigned_samples
 from fusedsim.families.motion.ops import integer_motion_sad
 from fusedsim.families.motion.twin import sad_to_score
 
@@ -93,23 +94,10 @@ def _sads(prev, cur, shift, wide, n_bands):
     return parts.sum(axis=1)
 
 
-def _as_array(t: torch.Tensor) -> np.ndarray:
-    """A C-contiguous numpy view/copy the kernel accepts: uint8 as it is, every other integer dtype as uint16 (the
-    samples lie in ``[0, 2**16)``), so the kernel is compiled for two dtypes only."""
-    a = t.detach().cpu()
-    if a.dtype == torch.uint8:
-        return np.ascontiguousarray(a.numpy())
-    if a.dtype == torch.int16:  # same bits as uint16 for samples below 2**16
-        return np.ascontiguousarray(a.numpy()).view(np.uint16)
-    if a.dtype != torch.uint16:
-        a = a.to(torch.int32)
-    return np.ascontiguousarray(a.numpy().astype(np.uint16, copy=False))
-
-
 def motion_sad_numba(prev: torch.Tensor, cur: torch.Tensor, bit_depth: int, n_bands: int | None = None) -> np.ndarray:
     """The integer SAD of each frame pair ``(N, H, W)``: int64 ``(N,)``. ``n_bands``: row bands per pair (default:
     enough tasks for every thread)."""
-    p, c = _as_array(prev), _as_array(cur)
+    p, c = unsigned_samples(prev), unsigned_samples(cur)
     if p.dtype != c.dtype:
         p, c = p.astype(np.uint16), c.astype(np.uint16)
     n, height, width = p.shape

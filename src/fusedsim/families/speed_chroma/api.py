@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from fusedsim.core.backend import requested_backend
-from fusedsim.families.speed_chroma.ops import speed_residual
+from fusedsim.families.speed_chroma.ops import speed_covariance, speed_residual
 from fusedsim.families.speed_chroma.twin import (
     METHOD_CODES,
     SUPPORTED_BIT_DEPTHS,
@@ -51,10 +51,11 @@ def speed_chroma(ref_u: Planes, ref_v: Planes, dist_u: Planes, dist_v: Planes, b
         ``speed_chroma_uv_mxv_45_nnf_0.1_snn_0.19_wvm_5``): float64 tensors ``(N,)`` (``()`` for ``(H, W)``
         inputs) on the inputs' device.
 
-    The per-pixel stage runs through the op ``speed_residual`` (Triton on CUDA tensors, numba on CPU tensors);
-    the 5x5-block statistics of the small residuals (a 25x25 covariance, its eigenvalues and a QR solve per plane,
-    in libvmaf's float32 order: serial work on a few dozen samples a side) run on the host, compiled with numba
-    (the twin :mod:`~fusedsim.families.speed_chroma.gsm` when the ``reference`` backend is forced).
+    The per-pixel stage runs through the op ``speed_residual`` (Triton on CUDA tensors, numba on CPU tensors).
+    The 5x5-block statistics of the small residuals run in libvmaf's float32 order: on a GPU the 25x25 covariance
+    through the op ``speed_covariance``; its eigenvalues, a QR solve and the entropies (serial work on a few dozen
+    samples a side) on the host, compiled with numba (the twin :mod:`~fusedsim.families.speed_chroma.gsm` when
+    the ``reference`` backend is forced).
     """
     return start_speed_chroma(ref_u, ref_v, dist_u, dist_v, bit_depth, options=options)()
 
@@ -87,15 +88,19 @@ def start_speed_chroma(ref_u: Planes, ref_v: Planes, dist_u: Planes, dist_v: Pla
         scores = speed_scores_from_residuals(*residuals, options, compiled=_compiled_statistics()).to(device)
         return lambda: columns(scores)
     stacked = torch.stack(residuals, 1)
-    host = torch.empty(stacked.shape, dtype=torch.float32, pin_memory=True)
-    host.copy_(stacked, non_blocking=True)
+    n, planes, h, w = stacked.shape
+    covariances = speed_covariance(stacked.view(n * planes, h, w)).view(n, planes, 25, 25)
+    host = [torch.empty(t.shape, dtype=torch.float32, pin_memory=True) for t in (stacked, covariances)]
+    for target, source in zip(host, (stacked, covariances)):
+        target.copy_(source, non_blocking=True)
     landed = torch.cuda.Event()
     landed.record(torch.cuda.current_stream(device))
-    pending = _statistics_worker().submit(_host_scores, landed, host, options)
+    pending = _statistics_worker().submit(_host_scores, landed, *host, options)
     return lambda: columns(torch.from_numpy(pending.result()).to(device))
 
 
-def _host_scores(landed: torch.cuda.Event, host: torch.Tensor, options: SpeedOptions) -> np.ndarray:
+def _host_scores(landed: torch.cuda.Event, residuals: torch.Tensor, covariances: torch.Tensor,
+                 options: SpeedOptions) -> np.ndarray:
     import numba
 
     from fusedsim.families.speed_chroma.gsm_cpu import speed_scores_many
@@ -103,8 +108,8 @@ def _host_scores(landed: torch.cuda.Event, host: torch.Tensor, options: SpeedOpt
     # one core fewer than numba's default, for this worker thread only: the caller's thread keeps queueing GPU work
     numba.set_num_threads(max(1, numba.config.NUMBA_NUM_THREADS - 1))
     landed.synchronize()
-    return speed_scores_many(host.numpy(), options.sigma_nn, options.nn_floor, options.weight_var_mode,
-                             options.max_val)
+    return speed_scores_many(residuals.numpy(), options.sigma_nn, options.nn_floor, options.weight_var_mode,
+                             options.max_val, covariances.numpy())
 
 
 _WORKER: list[ThreadPoolExecutor] = []

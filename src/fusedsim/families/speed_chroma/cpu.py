@@ -3,7 +3,8 @@
 Per decimated sample the anti-alias blur is evaluated from the (prescaled) float samples it reads, vertical sums
 first, in the twin's float32 order; the prescale reads the same bilinear/nearest tables as the Triton kernel. Then
 the 3-tap local mean of the small decimated plane is removed. numba does not contract multiply-adds (no fastmath),
-so every float32 step rounds as in libvmaf. Threads split (frame, decimated row) tasks.
+so every float32 step rounds as in libvmaf. Threads split (frame, decimated row) tasks. The op
+``speed_covariance`` runs :mod:`.gsm_cpu`'s covariance, threads taking planes.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from numba import njit, prange
 
 from fusedsim.core.cpu.borders import reflect101
 from fusedsim.core.cpu.parallel import parallel_kernel
-from fusedsim.families.speed_chroma.ops import speed_residual
+from fusedsim.core.cpu.samples import unsigned_samples
+from fusedsim.families.speed_chroma.gsm_cpu import covariances_many
+from fusedsim.families.speed_chroma.ops import speed_covariance, speed_residual
 from fusedsim.families.speed_chroma.twin import (
     antialias_taps,
     local_mean_taps,
@@ -23,7 +26,7 @@ from fusedsim.families.speed_chroma.twin import (
     sample_tables,
 )
 
-__all__ = ["speed_residual_numba"]
+__all__ = ["speed_covariance_numba", "speed_residual_numba"]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -84,24 +87,12 @@ def _local_mean(d, taps, out):
             out[f, i, j] = d[f, i, j] - acc
 
 
-def _as_array(t: torch.Tensor) -> np.ndarray:
-    """uint8 as it is, every other integer dtype as uint16 (samples below 2**16): two compiled variants."""
-    a = t.detach().cpu()
-    if a.dtype == torch.uint8:
-        return np.ascontiguousarray(a.numpy())
-    if a.dtype == torch.int16:
-        return np.ascontiguousarray(a.numpy()).view(np.uint16)
-    if a.dtype != torch.uint16:
-        a = a.to(torch.int32)
-    return np.ascontiguousarray(a.numpy().astype(np.uint16, copy=False))
-
-
 @speed_residual.cpu_kernel
 def speed_residual_numba(plane: torch.Tensor, bit_depth: int, prescale: float = 1.0, method: int = 0,
                          kernelscale: float = 1.0) -> torch.Tensor:
     """The op ``speed_residual`` on the CPU: ``(N, H', W')`` float32, the twin's bits."""
     options = op_options(prescale, method, kernelscale)
-    src = _as_array(plane)
+    src = unsigned_samples(plane)
     n, h, w = src.shape
     oh, ow = operating_size(h, w, options)
     out = np.zeros((n, oh, ow), dtype=np.float32)
@@ -122,3 +113,9 @@ def speed_residual_numba(plane: torch.Tensor, bit_depth: int, prescale: float = 
                   x2.astype(np.int64), dx, sh, sw, scale)
         _local_mean(d, np.array(local_mean_taps(kernelscale), dtype=np.float32), out)
     return torch.from_numpy(out).to(plane.device)
+
+
+@speed_covariance.cpu_kernel
+def speed_covariance_numba(residuals: torch.Tensor) -> torch.Tensor:
+    """The op ``speed_covariance`` on the CPU: ``(N, 25, 25)`` float32, the twin's bits."""
+    return torch.from_numpy(covariances_many(residuals.detach().numpy())).to(residuals.device)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["BLOCK", "GsmParams", "block_grid", "est_params", "speed_score"]
+__all__ = ["BLOCK", "GsmParams", "block_grid", "covariance", "est_params", "speed_score"]
 
 F = np.float32
 D = np.float64
@@ -62,6 +62,13 @@ def _covariance(r: np.ndarray, th: int, tw: int) -> np.ndarray:
         col = centred[:, m]
         acc = acc + col[:, None] * col[None, :]
     return (acc / D(count)).astype(F)
+
+
+def covariance(residual: np.ndarray) -> np.ndarray:
+    """libvmaf's 25x25 float32 covariance of one residual image ``(H', W')`` float32 (at least 5x5): the 5x5
+    neighbourhoods of its whole-block area (``compute_mean``, then ``compute_cov_kernel_scalar``)."""
+    th, tw = block_grid(*residual.shape)
+    return _covariance(np.ascontiguousarray(residual[:th, :tw], dtype=F), th, tw)
 
 
 # ------------------------------------------------------------------------------------------- eigenvalues
@@ -265,7 +272,7 @@ def est_params(residual: np.ndarray, sigma_nn: float) -> GsmParams:
     """libvmaf's ``est_params`` of one residual image ``(H', W')`` float32 (at least 5x5)."""
     th, tw = block_grid(*residual.shape)
     r = np.ascontiguousarray(residual[:th, :tw], dtype=F)
-    cov = _covariance(r, th, tw)
+    cov = covariance(r)
     eig = eigenvalues(cov)
     nbh, nbv = tw // BLOCK, th // BLOCK
     # Y[5a+b, block] = the block's pixel (a, b); blocks in row-major order

@@ -15,7 +15,7 @@ from numba import njit, prange
 from fusedsim.core.cpu.parallel import parallel_kernel
 from fusedsim.families.speed_chroma.gsm import GsmParams
 
-__all__ = ["est_params_numba", "speed_scores_many"]
+__all__ = ["covariances_many", "est_params_numba", "speed_scores_many"]
 
 F = np.float32
 D = np.float64
@@ -337,8 +337,14 @@ def _solve(cov, y, x):
 @njit(cache=True, nogil=True)
 def _est_params(r, sigma_nn):
     h, w = r.shape
+    return _est_params_given(r, _covariance(r, h // 5 * 5, w // 5 * 5), sigma_nn)
+
+
+@njit(cache=True, nogil=True)
+def _est_params_given(r, cov, sigma_nn):
+    """:func:`_est_params` of the residual ``r`` whose covariance ``cov`` is already known."""
+    h, w = r.shape
     th, tw = h // 5 * 5, w // 5 * 5
-    cov = _covariance(r, th, tw)
     eig = _eigenvalues(cov)
     nbh, nbv = tw // 5, th // 5
     nb = nbh * nbv
@@ -424,9 +430,30 @@ def _clipped(score, max_val):
 
 
 @parallel_kernel
-def _speed_scores_batch(residuals, sigma_nn, nn_floor, mode, max_val, entropies, variances, singular, out):
+def _covariances(residuals, out):
+    h, w = residuals.shape[1:]
+    for m in prange(residuals.shape[0]):
+        out[m] = _covariance(residuals[m], h // 5 * 5, w // 5 * 5)
+
+
+def covariances_many(residuals: np.ndarray) -> np.ndarray:
+    """libvmaf's 25x25 covariances ``(N, 25, 25)`` float32 of residuals ``(N, H', W')`` float32 (at least 5x5),
+    threads taking planes: :func:`.gsm.covariance`'s bits."""
+    residuals = np.ascontiguousarray(residuals, dtype=np.float32)
+    out = np.empty((residuals.shape[0], 25, 25), dtype=np.float32)
+    if residuals.shape[0]:
+        _covariances(residuals, out)
+    return out
+
+
+@parallel_kernel
+def _speed_scores_batch(residuals, covariances, sigma_nn, nn_floor, mode, max_val, entropies, variances, singular,
+                        out):
     for m in prange(residuals.shape[0]):  # planes (frame, plane) in order ref_u, ref_v, dis_u, dis_v
-        e, v, s = _est_params(residuals[m], sigma_nn)
+        r = residuals[m]
+        h, w = r.shape
+        cov = covariances[m] if covariances.shape[0] else _covariance(r, h // 5 * 5, w // 5 * 5)
+        e, v, s = _est_params_given(r, cov, sigma_nn)
         entropies[m] = e
         variances[m] = v
         singular[m] = s
@@ -449,10 +476,11 @@ def _speed_scores_batch(residuals, sigma_nn, nn_floor, mode, max_val, entropies,
 
 
 def speed_scores_many(residuals: np.ndarray, sigma_nn: float, nn_floor: float, weight_var_mode: int,
-                      max_val: float) -> np.ndarray:
+                      max_val: float, covariances: np.ndarray | None = None) -> np.ndarray:
     """libvmaf's ``(u, v, uv)`` scores ``(N, 3)`` float64 of ``N`` frames from their residuals ``(N, 4, H', W')``
     float32 (planes ref_u, ref_v, dis_u, dis_v), threads taking planes then frames: :func:`.twin.combine` of
-    :func:`.gsm.speed_score` of :func:`.gsm.est_params`, bit for bit."""
+    :func:`.gsm.speed_score` of :func:`.gsm.est_params`, bit for bit. ``covariances`` ``(N, 4, 25, 25)`` float32:
+    the residuals' covariances when already computed (the op ``speed_covariance``), else computed here."""
     if not 0 <= weight_var_mode <= 6:
         raise ValueError(f"speed_weight_var_mode must be 0..6; got {weight_var_mode}")
     n, planes, h, w = residuals.shape
@@ -462,7 +490,13 @@ def speed_scores_many(residuals: np.ndarray, sigma_nn: float, nn_floor: float, w
     variances = np.empty((n * planes, blocks), dtype=np.float32)
     singular = np.empty(n * planes, dtype=np.bool_)
     out = np.empty((n, 3), dtype=np.float64)
+    if covariances is None:
+        known = np.zeros((0, 25, 25), dtype=np.float32)
+    else:
+        if covariances.shape != (n, planes, 25, 25):
+            raise ValueError(f"covariances must be (N, 4, 25, 25) = {(n, planes, 25, 25)}; got {covariances.shape}")
+        known = np.ascontiguousarray(covariances, dtype=np.float32).reshape(n * planes, 25, 25)
     if n:
-        _speed_scores_batch(flat, float(sigma_nn), float(nn_floor), int(weight_var_mode), float(max_val), entropies,
+        _speed_scores_batch(flat, known, float(sigma_nn), float(nn_floor), int(weight_var_mode), float(max_val), entropies,
                             variances, singular, out)
     return out

@@ -1,13 +1,14 @@
-"""The SpEED chroma op: ``speed_residual``, steps 1-5 of libvmaf's SpEED (float conversion, prescale, anti-alias
-blur, decimation by 16, local-mean removal) of a batch of integer chroma planes. The GSM estimation that follows
-works on these small residuals on the host (:mod:`.gsm`)."""
+"""The SpEED chroma ops: ``speed_residual``, steps 1-5 of libvmaf's SpEED (float conversion, prescale, anti-alias
+blur, decimation by 16, local-mean removal) of a batch of integer chroma planes, and ``speed_covariance``, the 25x25
+covariance of each residual (the GSM estimation's first step). The rest of the estimation (eigenvalues, a QR
+solve, entropies) works on these small residuals on the host (:mod:`.gsm`)."""
 
 from __future__ import annotations
 
 import torch
 
 from fusedsim.core.registry import Example, KernelOp, register_op
-from fusedsim.families.speed_chroma.twin import METHOD_CODES, residual_shape, speed_residual_ref
+from fusedsim.families.speed_chroma.twin import METHOD_CODES, residual_shape, speed_covariance_ref, speed_residual_ref
 
 
 def _examples(device: torch.device) -> list[Example]:
@@ -34,15 +35,34 @@ def _fake(plane: torch.Tensor, bit_depth: int, prescale: float, method: int, ker
     return plane.new_empty(plane.shape[0], h, w, dtype=torch.float32)
 
 
-def _import_triton() -> None:
-    """The Triton kernel, imported on first GPU use: it registers its launcher on the op below."""
-    from fusedsim.families.speed_chroma import kernel
+def _covariance_examples(device: torch.device) -> list[Example]:
+    # residual-like planes (zero-mean noise at several scales), odd sizes with rows and columns past whole blocks,
+    # one integer-valued plane and one constant plane (a zero covariance, the singular branch's input)
+    out = []
+    for i, (shape, scale) in enumerate([((3, 7, 9), 1.0), ((2, 23, 31), 40.0), ((1, 33, 60), 0.05),
+                                        ((2, 12, 26), 3.0)]):
+        gen = torch.Generator().manual_seed(350 + i)
+        r = torch.randn(shape, generator=gen) * scale
+        if i == 3:
+            r[0] = r[0].round()
+            r[1] = 2.5
+        out.append(Example((r.to(device),), (), note=f"{shape} x{scale}"))
+    return out
 
-    del kernel  # imported for its registration only
+
+def _covariance_fake(residuals: torch.Tensor) -> torch.Tensor:
+    return residuals.new_empty(residuals.shape[0], 25, 25, dtype=torch.float32)
+
+
+def _import_triton() -> None:
+    """The Triton kernels, imported on first GPU use: they register their launchers on the ops below."""
+    from fusedsim.families.speed_chroma import covariance_kernel, kernel
+
+    del covariance_kernel, kernel  # imported for their registration only
 
 
 def _import_cpu() -> None:
-    """The numba kernel, imported on first CPU call under ``auto``: it registers itself on the op below."""
+    """The numba kernels, imported on first CPU call under ``auto``: they register themselves on the ops below."""
     from fusedsim.families.speed_chroma import cpu
 
     del cpu  # imported for its registration only
@@ -63,5 +83,20 @@ speed_residual = register_op(KernelOp(
         f"integer planes (N, H, W) -> (N, H', W') float32; method: {METHOD_CODES}.",
 ))
 
+speed_covariance = register_op(KernelOp(
+    name="speed_covariance",
+    schema="(Tensor residuals) -> Tensor",
+    n_tensors=1,
+    load_triton=_import_triton,
+    reference=speed_covariance_ref,
+    fake=_covariance_fake,
+    examples=_covariance_examples,
+    differentiable=False,
+    tolerance=None,  # libvmaf's sequential float32 and double sums, each in its order: bit-identical to the twin
+    load_cpu=_import_cpu,
+    doc="libvmaf's SpEED covariance of the 5x5 neighbourhoods of each residual (N, H', W') float32 "
+        "-> (N, 25, 25) float32.",
+))
+
 #: Every op of this family.
-OPS = (speed_residual,)
+OPS = (speed_residual, speed_covariance)

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from fusedsim.families.speed_chroma.gsm import BLOCK, est_params, speed_score
+from fusedsim.families.speed_chroma.gsm import BLOCK, covariance, est_params, speed_score
 
 __all__ = ["FEATURES", "KERNELSCALES", "METHOD_CODES", "PRESCALE_METHODS", "SUPPORTED_BIT_DEPTHS", "SpeedOptions",
            "antialias_taps", "check_plane_size", "chroma_crop", "column_names", "filter_taps", "local_mean_residual",
@@ -358,6 +358,14 @@ def speed_residual_ref(plane: torch.Tensor, bit_depth: int, prescale: float = 1.
     """The op ``speed_residual``: :func:`residual_ref` of integer planes ``(N, H, W)`` with the prescale
     (``method`` from :data:`METHOD_CODES`) and kernel scale given as scalars: ``(N, H', W')`` float32."""
     return residual_ref(plane, bit_depth, op_options(prescale, method, kernelscale))
+
+
+def speed_covariance_ref(residuals: torch.Tensor) -> torch.Tensor:
+    """The op ``speed_covariance``: libvmaf's 25x25 float32 covariance of each residual ``(N, H', W')`` float32 (the
+    first step of the GSM estimation, :func:`.gsm.covariance`): ``(N, 25, 25)`` float32 on the residuals' device."""
+    planes = residuals.detach().to("cpu", torch.float32).numpy()
+    out = np.stack([covariance(p) for p in planes]) if len(planes) else np.zeros((0, 25, 25), np.float32)
+    return torch.from_numpy(out).to(residuals.device)
 
 
 def residual_shape(height: int, width: int, prescale: float, method: int, kernelscale: float) -> tuple[int, int]:

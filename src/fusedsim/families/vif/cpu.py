@@ -23,6 +23,7 @@ from numba import njit, prange
 from numba.cpython.unsafe.numbers import leading_zeros
 
 from fusedsim.core.cpu.parallel import parallel_kernel
+from fusedsim.core.cpu.samples import unsigned_samples
 from fusedsim.families.vif.cpu_passes import (
     horizontal_3,
     horizontal_5,
@@ -281,19 +282,10 @@ def _scale_pass(x, y, taps, shift_mu, shift_sq, gain_limit, table, sub_taps, sub
     return acc
 
 
-def _as_array(t: torch.Tensor) -> np.ndarray:
-    """C-contiguous uint8 (as is) or uint16 samples: two compiled variants serve every input dtype (values are
-    within the bit depth, at most 16 bits)."""
-    if t.dtype != torch.uint8:
-        t = t.to(torch.int32)
-    a = np.ascontiguousarray(t.detach().cpu().numpy())
-    return a if a.dtype == np.uint8 else a.astype(np.uint16)
-
-
 def integer_vif_numba_accumulators(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int,
                                    gain_limit: float) -> torch.Tensor:
     """The accumulators of :func:`~fusedsim.families.vif.twin.integer_vif_accumulators_ref`: ``(N, 4, 4)`` int64."""
-    x, y = _as_array(ref), _as_array(dist)
+    x, y = unsigned_samples(ref), unsigned_samples(dist)
     if x.dtype != y.dtype:
         x, y = x.astype(np.uint16), y.astype(np.uint16)
     n = x.shape[0]

@@ -299,9 +299,9 @@ def test_bad_input_names_the_argument():
         stream.push(frames[:, :, :8])
     with pytest.raises(TypeError, match="frames"):
         stream.push(frames.float())
-    with pytest.raises(ValueError, match="frames has samples outside"):
+    with pytest.raises(ValueError, match="frames holds the sample"):
         MotionStream(8).push(frames.to(torch.int16) + 200)
-    with pytest.raises(ValueError, match="frames has samples outside"):
+    with pytest.raises(ValueError, match="frames holds the sample"):
         integer_motion(frames.to(torch.int32) * 8, 10)
     with pytest.raises(ValueError, match="at least 3x3"):
         integer_motion(frames[:, :2], 8)

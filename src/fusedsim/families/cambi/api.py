@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from fusedsim.core.sample_range import check_sample_range
 from fusedsim.families.cambi.ops import cambi_scales
 from fusedsim.families.cambi.settings import CambiSettings, cambi_settings, resize_indices
 from fusedsim.families.cambi.twin import combine_scales
@@ -57,9 +58,9 @@ def _frames(x: object, name: str, bit_depth: int) -> torch.Tensor:
         t = t.view(torch.int16)  # a sample of 2**15 or more turns negative: out of range below 16 bits
         if bit_depth == 16:
             return t.to(torch.int32) & 0xFFFF
-        _check_range(t, bit_depth, name, wrapped=True)
+        check_sample_range(t, name, bit_depth, wrapped=True)
         return t
-    _check_range(t, bit_depth, name)
+    check_sample_range(t, name, bit_depth)
     return t
 
 
@@ -71,19 +72,6 @@ def _resized(frames: torch.Tensor, height: int, width: int) -> torch.Tensor:
     rows = torch.from_numpy(resize_indices(h, height)).to(frames.device)
     cols = torch.from_numpy(resize_indices(w, width)).to(frames.device)
     return frames.index_select(-2, rows).index_select(-1, cols).contiguous()
-
-
-def _check_range(frames: torch.Tensor, bit_depth: int, name: str, wrapped: bool = False) -> None:
-    """libvmaf's extractor fails on a sample above ``2**bit_depth - 1`` (one synchronisation on a GPU). ``wrapped``:
-    uint16 samples read as int16 (negative ones are 2**16 more)."""
-    top = (1 << bit_depth) - 1
-    if frames.dtype == torch.uint8 and bit_depth >= 8 or frames.numel() == 0:
-        return
-    low, high = (int(v) for v in torch.aminmax(frames))
-    if low < 0 or high > top:
-        bad = low + (1 << 16) if low < 0 and wrapped else (high if high > top else low)
-        raise ValueError(f"{name} holds the sample {bad}, outside [0, {top}] for {bit_depth}-bit samples "
-                         f"(libvmaf's cambi refuses such input)")
 
 
 _TVI: dict[tuple[tuple[int, ...], torch.device], torch.Tensor] = {}

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 import numpy as np
 import torch
 
+from fusedsim.core.sample_range import check_sample_range
 from fusedsim.families.motion.ops import integer_motion_sad
 from fusedsim.families.motion.twin import MIN_SIZE, SUPPORTED_BIT_DEPTHS, MotionOptions
 from fusedsim.families.vmaf.inputs import check_bit_depth, to_frames
@@ -31,20 +32,6 @@ def concat_columns(chunks: Iterable[dict[str, torch.Tensor]]) -> dict[str, torch
     """The emissions of a stream (``push`` results, then ``flush``) joined into whole columns."""
     chunks = list(chunks)
     return {name: torch.cat([c[name] for c in chunks]) for name in chunks[0]} if chunks else {}
-
-
-def _check_values(t: torch.Tensor, bit_depth: int) -> None:
-    """Samples must lie in ``[0, 2**bit_depth)`` (one reduction and one host synchronisation)."""
-    if t.dtype == torch.uint8 or t.dtype == torch.uint16 and bit_depth == 16:
-        return  # every value of the dtype is a valid sample
-    top = (1 << bit_depth) - 1
-    # few torch ops take uint16: read it as int16 (samples of 2**15 and more turn negative)
-    lo, hi = torch.aminmax(t.view(torch.int16) if t.dtype == torch.uint16 else t)
-    lo_v, hi_v = int(lo), int(hi)
-    if t.dtype == torch.uint16 and lo_v < 0:
-        raise ValueError(f"frames has samples outside [0, {top}] for bit_depth={bit_depth}: values of 32768 or more")
-    if lo_v < 0 or hi_v > top:
-        raise ValueError(f"frames has samples outside [0, {top}] for bit_depth={bit_depth}: min {lo_v}, max {hi_v}")
 
 
 class MotionStream:
@@ -108,7 +95,7 @@ class MotionStream:
             raise ValueError(f"frames must be at least {MIN_SIZE}x{MIN_SIZE} (libvmaf's mirrored 5-tap filter reads "
                              f"outside smaller frames); got {h}x{w}")
         if self.check_values:
-            _check_values(t, self.bit_depth)
+            check_sample_range(t, "frames", self.bit_depth)
         return t
 
     # ---------------------------------------------------------------------------------------------- scores

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from fusedsim.core.sample_range import check_sample_range
+
 __all__ = ["check_bit_depth", "frame_pair", "to_frames"]
 
 _INT_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.uint16, torch.uint32)
@@ -49,23 +51,6 @@ def to_frames(x: object, name: str) -> torch.Tensor:
     return t
 
 
-def _check_range(t: torch.Tensor, name: str, bit_depth: int) -> None:
-    top = (1 << bit_depth) - 1
-    if t.dtype == torch.uint8 and bit_depth >= 8 or t.dtype == torch.uint16 and bit_depth >= 16:
-        return
-    if t.dtype == torch.uint16:  # few torch ops take uint16: read it as int16 (values >= 2**15 turn negative)
-        lo, hi = torch.aminmax(t.view(torch.int16))
-        lo_v, hi_v = int(lo), int(hi)
-        if lo_v < 0:
-            raise ValueError(f"{name} has samples outside [0, {top}] for bit_depth={bit_depth}: "
-                             f"values of 32768 or more")
-    else:
-        lo, hi = torch.aminmax(t)
-        lo_v, hi_v = int(lo), int(hi)
-    if lo_v < 0 or hi_v > top:
-        raise ValueError(f"{name} has samples outside [0, {top}] for bit_depth={bit_depth}: min {lo_v}, max {hi_v}")
-
-
 def frame_pair(ref: object, dist: object, bit_depth: int, names: tuple[str, str] = ("ref", "dist"),
                ) -> tuple[torch.Tensor, torch.Tensor, bool]:
     """Checked ``(N, H, W)`` integer tensors of equal shape on one device, values within ``bit_depth``.
@@ -80,6 +65,6 @@ def frame_pair(ref: object, dist: object, bit_depth: int, names: tuple[str, str]
                          f"{tuple(d.shape)}")
     if r.device != d.device:
         raise ValueError(f"{names[0]} and {names[1]} must be on the same device; got {r.device} and {d.device}")
-    _check_range(r, names[0], bit_depth)
-    _check_range(d, names[1], bit_depth)
+    check_sample_range(r, names[0], bit_depth)
+    check_sample_range(d, names[1], bit_depth)
     return r, d, squeeze

@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from fusedsim.core.sample_range import check_sample_ranges, sample_ranges_checked
 from fusedsim.families.vmaf.feature_requests import FeatureRequest, merge_requests
 
 __all__ = ["FeatureSession"]
@@ -120,6 +121,7 @@ class FeatureSession:
 
     def __init__(self, requests: Sequence[FeatureRequest], bit_depth: int) -> None:
         self.requests = tuple(merge_requests(requests))
+        self.bit_depth = bit_depth
         self._parts: list[Any] = []
         for request in self.requests:
             if request.extractor == "motion":
@@ -137,8 +139,12 @@ class FeatureSession:
     def push(self, ref: Planes, dist: Planes) -> Columns:
         # host work started first (see _HOST_WORK), then the longest GPU work launched first, so that the host
         # enqueues the others' many small operations while the device computes (the host would otherwise hold the
-        # GPU back); merged in request order
-        outputs = {i: self._parts[i].push(ref, dist) for i in self._launch_order}
+        # GPU back); merged in request order. Every plane's samples are checked here at once: one synchronisation
+        # where each feature's own checks would take one or two each
+        check_sample_ranges([(f"{side}_{'yuv'[k]}", plane) for side, planes in (("ref", ref), ("dist", dist))
+                             for k, plane in enumerate(planes)], self.bit_depth)
+        with sample_ranges_checked():
+            outputs = {i: self._parts[i].push(ref, dist) for i in self._launch_order}
         return self._merge(outputs[i] for i in range(len(self._parts)))
 
     def flush(self) -> Columns:

@@ -31,22 +31,21 @@ def _covariance_kernel(r_ptr, out_ptr, h, w, sub_h, sub_w, LANES: tl.constexpr, 
     offset = (k // K) * w + k % K  # neighbour k = (a, b) of a position: a rows down, b columns right
     count = sub_h * sub_w
     sums = tl.zeros([LANES], tl.float32)
-    for t in range(count):  # compute_mean: float32, position after position
-        i = t // sub_w
-        at = base + i * w + (t - i * sub_w)
-        sums = sums + tl.load(at + offset, mask=live, other=0.0)
+    for i in range(sub_h):  # compute_mean: float32, position after position in row-major order
+        for j in range(sub_w):
+            sums = sums + tl.load(base + i * w + j + offset, mask=live, other=0.0)
     means = tl.math.div_rn(sums, tl.zeros([LANES], tl.float32) + count.to(tl.float32)).to(tl.float64)
     rows, cols = k[:, None], k[None, :]
     row_offset, col_offset = offset[:, None], offset[None, :]
     row_live, col_live = live[:, None], live[None, :]
     row_mean, col_mean = means[:, None], means[None, :]
     acc = tl.zeros([LANES, LANES], tl.float64)
-    for t in range(count):  # compute_cov_kernel_scalar: double, position after position
-        i = t // sub_w
-        at = base + i * w + (t - i * sub_w)
-        x = tl.load(at + row_offset, mask=row_live, other=0.0).to(tl.float64) - row_mean
-        y = tl.load(at + col_offset, mask=col_live, other=0.0).to(tl.float64) - col_mean
-        acc = acc + x * y
+    for i in range(sub_h):  # compute_cov_kernel_scalar: double, position after position
+        for j in range(sub_w):
+            at = base + i * w + j
+            x = tl.load(at + row_offset, mask=row_live, other=0.0).to(tl.float64) - row_mean
+            y = tl.load(at + col_offset, mask=col_live, other=0.0).to(tl.float64) - col_mean
+            acc = acc + x * y
     cov = (acc / count.to(tl.float64)).to(tl.float32)
     tl.store(out_ptr + plane * (K * K) * (K * K) + rows * (K * K) + cols, cov, mask=row_live & col_live)
 

@@ -67,7 +67,14 @@ def _w32(x):  # pragma: no cover - compiled
     return np.int64(np.int32(x))
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
+def _i32(x):  # pragma: no cover - compiled
+    """``x`` as int32, for sums known to fit: numba computes int32 arithmetic in int64, and the truncation after
+    each step lets LLVM keep 32-bit lanes (64-bit vector multiplies are slow on Intel's cores)."""
+    return np.int32(x)
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _dwt_row(src, i, s0, bpc, cs, tlo, thi, ba, bv, bh, bd):  # pragma: no cover - compiled
     """Band row ``i`` (a, v, h, d) of one image ``src`` (the pixels at scale 0, else the previous ``a`` band)."""
     n_in, w_in = src.shape
@@ -79,16 +86,19 @@ def _dwt_row(src, i, s0, bpc, cs, tlo, thi, ba, bv, bh, bd):  # pragma: no cover
     x1 = src[r1]
     x2 = src[r2]
     x3 = src[r3]
-    if s0:
-        half = np.int64(1) << (bpc - 1)
-        off = half - 46342 * half
+    if s0:  # samples of at most 12 bits: every sum fits int32 (see _i32)
+        half = np.int32(1 << (bpc - 1))
+        off = np.int32(half - 46342 * half)
+        sh = np.int32(bpc)
         for j in range(w_in):
-            p0 = np.int64(x0[j])
-            p1 = np.int64(x1[j])
-            p2 = np.int64(x2[j])
-            p3 = np.int64(x3[j])
-            tlo[j] = _w16((15826 * p0 + 27411 * p1 + 7345 * p2 - 4240 * p3 + off) >> bpc)
-            thi[j] = _w16((-4240 * p0 - 7345 * p1 + 27411 * p2 - 15826 * p3 + half) >> bpc)
+            p0 = np.int32(x0[j])
+            p1 = np.int32(x1[j])
+            p2 = np.int32(x2[j])
+            p3 = np.int32(x3[j])
+            lo = _i32(_i32(_i32(15826 * p0) + _i32(27411 * p1)) + _i32(_i32(7345 * p2) - _i32(4240 * p3)))
+            hi = _i32(_i32(_i32(-4240 * p0) - _i32(7345 * p1)) + _i32(_i32(27411 * p2) - _i32(15826 * p3)))
+            tlo[j] = _w16(_i32(lo + off) >> sh)
+            thi[j] = _w16(_i32(hi + half) >> sh)
     else:
         vadd = cs[_C_VADD]
         vsh = cs[_C_VSH]
@@ -105,7 +115,31 @@ def _dwt_row(src, i, s0, bpc, cs, tlo, thi, ba, bv, bh, bd):  # pragma: no cover
     # interior outputs read 2j-1 .. 2j+2 without mirroring; the few border ones go through _hout
     j_hi = max(1, min(w_out, (w_in - 3) // 2 + 1))
     _hout(tlo, thi, 0, w_in, s0, hadd, hsh, ba, bv, bh, bd)
-    for j in range(1, j_hi):
+    if s0:  # int16 band values: the sums stay below 54822 * 32768 + 32768 < 2**31
+        hadd32 = np.int32(hadd)
+        hsh32 = np.int32(hsh)
+        for j in range(1, j_hi):
+            c = 2 * j
+            l0 = np.int32(tlo[c - 1])
+            l1 = np.int32(tlo[c])
+            l2 = np.int32(tlo[c + 1])
+            l3 = np.int32(tlo[c + 2])
+            h0 = np.int32(thi[c - 1])
+            h1 = np.int32(thi[c])
+            h2 = np.int32(thi[c + 1])
+            h3 = np.int32(thi[c + 2])
+            ba[j] = _w16(_i32(_i32(_i32(15826 * l0) + _i32(27411 * l1)) + _i32(_i32(7345 * l2) - _i32(4240 * l3))
+                              + hadd32) >> hsh32)
+            bv[j] = _w16(_i32(_i32(_i32(-4240 * l0) - _i32(7345 * l1)) + _i32(_i32(27411 * l2) - _i32(15826 * l3))
+                              + hadd32) >> hsh32)
+            bh[j] = _w16(_i32(_i32(_i32(15826 * h0) + _i32(27411 * h1)) + _i32(_i32(7345 * h2) - _i32(4240 * h3))
+                              + hadd32) >> hsh32)
+            bd[j] = _w16(_i32(_i32(_i32(-4240 * h0) - _i32(7345 * h1)) + _i32(_i32(27411 * h2) - _i32(15826 * h3))
+                              + hadd32) >> hsh32)
+        j_lo = j_hi
+    else:
+        j_lo = 1
+    for j in range(j_lo, j_hi):
         c = 2 * j
         l0 = tlo[c - 1]
         l1 = tlo[c]
@@ -273,7 +307,7 @@ def _restored(o, t, d, sh, angle, egl):  # pragma: no cover - compiled
     return _grow((k * o + 16384) >> 15, o, t, k, angle, egl)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _decouple_row(bo, bt, ring, slot, cs, egl, cos2, div, dv):  # pragma: no cover - compiled
     """Decoupling and both CSFs of one band row of scales 1-3 into ``ring[slot]`` (:func:`_put`'s planes), over
     the whole row in two loops as at scale 0 (:func:`_decouple_row0`): the reductions and the division table's
@@ -297,7 +331,7 @@ def _decouple_row(bo, bt, ring, slot, cs, egl, cos2, div, dv):  # pragma: no cov
         _put(out, j, rh, rv, rd, _w32(th - rh), _w32(tv - rv), _w32(td - rd), cs, False)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _decouple_row0(bo, bt, ring, slot, cs, egl, cos2, div, dv):  # pragma: no cover - compiled
     """:func:`_decouple_row` at scale 0 over the whole row, in two loops: the division table's look-ups first (into
     ``dv``; scale 0's coefficients index it directly), then the arithmetic without look-ups, which the compiler
@@ -320,7 +354,7 @@ def _decouple_row0(bo, bt, ring, slot, cs, egl, cos2, div, dv):  # pragma: no co
         _put(out, j, rh, rv, rd, _w16(th - rh), _w16(tv - rv), _w16(td - rd), cs, True)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _den_row(bo, s0, scale, cs, out_row):  # pragma: no cover - compiled
     """Denominator row sums of h, v, d over ``[L, R)`` (libvmaf's per-pixel shifts; the row shift comes later). The
     loops start at column 0 and mask the columns left of L: from a start numba cannot prove non-negative it wraps
@@ -353,7 +387,7 @@ def _masking(around, th, tv, td, sh, sv, sd, i0, i1, i2, ch, cv, cd, s0):  # pra
     return _cm_val(sh, thr, i0, 0, s0, ch), _cm_val(sv, thr, i1, 1, s0, cv), _cm_val(sd, thr, i2, 2, s0, cd)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _cm_row(ring, up, mid, dn, s0, cs, colsum, tri, w, num_row, aim_row):  # pragma: no cover - compiled
     """Contrast-masking row sums (DLM into ``num_row``, AIM into ``aim_row``) of the ring's row ``mid``. Three
     loops from column 0 that vectorise: the column sums of the three rows, their three-column sums (mirrored at

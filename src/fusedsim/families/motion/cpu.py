@@ -40,11 +40,15 @@ def _diff_row(p, c, out):
 
 
 @njit(cache=True, nogil=True)
-def _band_sad(prev, cur, y0, y1, shift, wide, ring, ybuf):
-    """SAD of output rows ``[y0, y1)`` of one pair (2-D arrays). Scratch: ``ring`` int32 ``(5, width)``, the
-    differences of the last 5 input rows (row ``r`` in slot ``(r + 5) % 5``); ``ybuf`` int64 ``(width + 4,)``."""
+def _band_sad(prev, cur, y0, y1, shift, wide):
+    """SAD of output rows ``[y0, y1)`` of one pair (2-D arrays). Scratch, allocated here (as arguments LLVM could
+    not rule out their overlap, and its overlap checks cost 25 %): ``ring`` int32 ``(5, width)``, the differences
+    of the last 5 input rows (row ``r`` in slot ``(r + 5) % 5``); ``ybuf`` int64 ``(width + 4,)``."""
     height, width = prev.shape
+    ring = np.empty((5, width), dtype=np.int32)
+    ybuf = np.empty(width + 4, dtype=np.int64)
     rnd = 1 << (shift - 1)
+    rnd32, shift32 = np.int32(rnd), np.int32(shift)
     for r in range(y0 - 2, y0 + 2):
         m = _mirror(r, height)
         _diff_row(prev[m], cur[m], ring[(r + 5) % 5])
@@ -58,11 +62,12 @@ def _band_sad(prev, cur, y0, y1, shift, wide, ring, ybuf):
                 s = (3571 * (np.int64(da[j]) + np.int64(de[j])) + 16004 * (np.int64(db[j]) + np.int64(dd[j]))
                      + 26386 * np.int64(dc[j]))
                 ybuf[j + 2] = (s + rnd) >> shift
-        else:
+        else:  # up to 12 bits every step fits int32; each is truncated to int32 so that LLVM keeps 32-bit lanes
+            # (numba computes int32 arithmetic in int64; 64-bit vector multiplies are slow on Intel's cores)
             for j in range(width):
-                s = (np.int32(3571) * (da[j] + de[j]) + np.int32(16004) * (db[j] + dd[j])
-                     + np.int32(26386) * dc[j])
-                ybuf[j + 2] = (s + np.int32(rnd)) >> np.int32(shift)
+                s = np.int32(np.int32(np.int32(3571) * np.int32(da[j] + de[j]))
+                             + np.int32(np.int32(16004) * np.int32(db[j] + dd[j])) + np.int32(np.int32(26386) * dc[j]))
+                ybuf[j + 2] = np.int32(np.int32(s + rnd32) >> shift32)
         # reflect-101 columns: -2 -> 2, -1 -> 1, w -> w-2, w+1 -> w-3
         ybuf[0] = ybuf[4]
         ybuf[1] = ybuf[3]
@@ -88,9 +93,7 @@ def _sads(prev, cur, shift, wide, n_bands):
         y0 = b * step
         y1 = min(height, y0 + step)
         if y0 < y1:
-            ring = np.empty((5, width), dtype=np.int32)
-            ybuf = np.empty(width + 4, dtype=np.int64)
-            parts[f, b] = _band_sad(prev[f], cur[f], y0, y1, shift, wide, ring, ybuf)
+            parts[f, b] = _band_sad(prev[f], cur[f], y0, y1, shift, wide)
     return parts.sum(axis=1)
 
 

@@ -2,9 +2,10 @@
 VMAF v1 models.
 
 ``twin.py`` (the PyTorch specification, the options, sizes and libvmaf's output rules), ``gsm.py`` (the GSM
-parameter estimation and score in libvmaf's float32 order: eigenvalues, QR solve, entropies), ``ops.py`` (the op
-``speed_residual``: the per-plane residual of a batch), ``kernel.py`` (Triton), ``cpu.py`` (numba) and ``api.py``
-(:func:`speed_chroma`). Importing this package imports no torch.
+parameter estimation and score in libvmaf's float32 order: covariance, eigenvalues, QR solve, entropies), ``ops.py``
+(the ops ``speed_residual``, the per-plane residual of a batch, and ``speed_covariance``, each residual's 25x25
+covariance), ``kernel.py`` and ``covariance_kernel.py`` (Triton), ``cpu.py`` (numba), ``gsm_cpu.py`` (the
+estimation compiled with numba) and ``api.py`` (:func:`speed_chroma`). Importing this package imports no torch.
 """
 
 from __future__ import annotations

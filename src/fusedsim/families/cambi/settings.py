@@ -8,6 +8,7 @@ from BT.1886 (Lw 300, Lb 0.01, gamma 2.4) or PQ, in double as libvmaf computes t
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -171,6 +172,7 @@ def _resolve(width: int, height: int, enc_bitdepth: int, window_size: int,
     return settings
 
 
+@functools.lru_cache(maxsize=64)  # a clip's every batch asks for the same settings (their tables cost ~0.1 ms)
 def cambi_settings(width: int, height: int, bit_depth: int, *, enc_width: int = 0, enc_height: int = 0,
                    enc_bitdepth: int = 0, src_width: int = 0, src_height: int = 0, window_size: int = 65,
                    topk: float = 0.6, tvi_threshold: float = 0.019, vis_lum_threshold: float = 0.0,

@@ -21,6 +21,7 @@ metric names out).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -124,13 +125,21 @@ def start_speed_chroma_feature(ref: Planes, dist: Planes, bit_depth: int, **opti
     """:func:`speed_chroma_feature` started (:func:`~fusedsim.families.speed_chroma.api.start_speed_chroma`): call
     the result for the columns."""
     from fusedsim.families.speed_chroma.api import start_speed_chroma
-    from fusedsim.families.speed_chroma.twin import SpeedOptions, chroma_crop
+    from fusedsim.families.speed_chroma.twin import chroma_crop
 
     if len(ref) < 3 or len(dist) < 3:
         raise ValueError("speed_chroma reads the chroma planes: give each clip's planes (y, u, v), not luma alone")
     h, w = chroma_crop(*ref[0].shape[-2:], *ref[1].shape[-2:])
     planes = [p[..., :h, :w] for p in (ref[1], ref[2], dist[1], dist[2])]
-    return start_speed_chroma(*planes, bit_depth, options=SpeedOptions.from_libvmaf(options))
+    return start_speed_chroma(*planes, bit_depth, options=_speed_options(tuple(sorted(options.items()))))
+
+
+@functools.lru_cache(maxsize=64)
+def _speed_options(options: tuple[tuple[str, Any], ...]) -> Any:
+    """SpEED chroma's options from libvmaf's names, parsed once per set (a clip's every batch asks again)."""
+    from fusedsim.families.speed_chroma.twin import SpeedOptions
+
+    return SpeedOptions.from_libvmaf(dict(options))
 
 
 def psnr_feature(ref: Planes, dist: Planes, bit_depth: int) -> dict[str, torch.Tensor]:

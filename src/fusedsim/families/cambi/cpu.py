@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from numba import njit, prange
 
+from fusedsim.core.cpu.parallel import parallel_kernel
 from fusedsim.families.cambi.ops import cambi_scales
 from fusedsim.families.cambi.reciprocal_table import RECIPROCAL_LUT
 from fusedsim.families.cambi.settings import CONTRAST_WEIGHTS, NUM_SCALES
@@ -370,7 +371,7 @@ def _frame_scales(frame, tvi, bit_depth, anti_dithering, window, vlt_luma, mask_
         out[scale] = _top_k_mean(c, k)
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@parallel_kernel
 def _cambi_scales(frames, tvi, bit_depth, anti_dithering, window, vlt_luma, mask_threshold, topk, high_res,
                   lut, weights, out):
     for f in prange(frames.shape[0]):

@@ -5,6 +5,11 @@ libvmaf's ``speed_chroma`` for comparison. CAMBI, the fourth input of the v1 mod
   twin on the same frames (bit equality asserted), its kernel time per batch, the host GSM statistics per frame,
   ``speed_chroma`` end to end, and the v1 ADM (``csf_mode=2``) and motion (``max_val=18``) per frame.
 * CPU: the same API on CPU tensors (numba), 1 thread and every thread.
+* The whole ``vmaf_v1.0.16_3d0h`` model through ``VmafStream`` on frames already on the GPU, in batches
+  (``--model-batches``), and each of its features alone the same way.
+* The whole model on the CPU, one thread and every thread, against libvmaf's ``-m version=vmaf_v1.0.16_3d0h``
+  (``--cpu-model-frames``), and each feature alone on one thread against libvmaf's ``-n --feature NAME=OPTIONS``
+  after its start-up (``--cpu-feature-frames``).
 * libvmaf (``--libvmaf PATH`` to its ``vmaf`` tool): ``-n --feature speed_chroma=<v1 options>`` on the same clip,
   ``--threads 1``: frames/s and equality of the printed values with ours.
 
@@ -259,6 +264,49 @@ def cpu_model_part(binary: str | None, ref, dist, frames: int) -> dict:
     return out
 
 
+def cpu_feature_part(binary: str, ref, dist, frames: int) -> dict:
+    """Each feature of the v1 model alone on one CPU thread (a ``FeatureSession`` with that feature, the frames as
+    int16 tensors as the video readers give them) against libvmaf's ``vmaf -n --feature NAME=OPTIONS --threads
+    1`` on the same frames after its start-up (a one-frame run's time taken off): ms a frame and the ratio."""
+    import numba
+
+    from fusedsim.families.vmaf.feature_requests import FeatureRequest
+    from fusedsim.families.vmaf.model import load_models
+    from fusedsim.families.vmaf.session import FeatureSession
+
+    ref = [p[:frames] for p in ref]
+    dist = [p[:frames] for p in dist]
+    n, h, w = ref[0].shape
+    r = [torch.from_numpy(p.astype(np.int16)) for p in ref]
+    d = [torch.from_numpy(p.astype(np.int16)) for p in dist]
+    numba.set_num_threads(1)
+    torch.set_num_threads(1)
+    model, = load_models(MODEL)
+    out: dict = {"cpu_feature_frames": n}
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = write_yuv(Path(tmp), ref, dist)
+        for feature in model.features:
+            request = FeatureRequest.of(feature.extractor, feature.options)
+
+            def ours():
+                session = FeatureSession([request], 10)
+                session.push(r, d)
+                session.flush()
+
+            ours()  # compiles
+            seconds, _ = timed(ours, "cpu", repeats=2)
+            options = ":".join(f"{k}={v}" for k, v in feature.options.items())
+            args = ["-n", "--feature", f"{feature.extractor}={options}" if options else feature.extractor]
+            first = min(one_frame_seconds(binary, paths, (h, w), args, 1, Path(tmp) / "one.json") for _ in range(2))
+            whole = min(run_libvmaf(binary, paths, (h, w), args, 1, Path(tmp) / "out.json")[0] for _ in range(2))
+            theirs_ms = (whole - first) / (n - 1) * 1e3 if whole > first else None
+            mine_ms = seconds / n * 1e3
+            out[f"cpu_{feature.extractor}_ms_threads1"] = mine_ms
+            out[f"libvmaf_{feature.extractor}_ms_threads1_after_start"] = theirs_ms
+            out[f"cpu_{feature.extractor}_ratio_per_core"] = theirs_ms / mine_ms if theirs_ms else None
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--frames", type=int, default=96)
@@ -270,6 +318,8 @@ def main() -> None:
     parser.add_argument("--check-frames", type=int, default=6, help="frames of the model checked against the CPU")
     parser.add_argument("--cpu-model-frames", type=int, default=16,
                         help="frames of the whole model on the CPU (0: skip)")
+    parser.add_argument("--cpu-feature-frames", type=int, default=12,
+                        help="frames of each feature alone on one CPU thread against libvmaf (0: skip; needs --libvmaf)")
     parser.add_argument("--smoke", action="store_true", help="small sizes on the CPU, to check the script")
     args = parser.parse_args()
     height, width = (1080, 1920) if not args.smoke else (200, 240)
@@ -288,6 +338,8 @@ def main() -> None:
     part(cpu_part(ref, dist))
     if args.cpu_model_frames:
         part(cpu_model_part(args.libvmaf, ref, dist, args.cpu_model_frames if not args.smoke else 3))
+    if args.libvmaf and args.cpu_feature_frames:
+        part(cpu_feature_part(args.libvmaf, ref, dist, args.cpu_feature_frames if not args.smoke else 3))
     if args.libvmaf:
         from fusedsim.families.speed_chroma.api import speed_chroma
         from fusedsim.families.speed_chroma.twin import SpeedOptions

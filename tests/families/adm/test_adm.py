@@ -31,6 +31,7 @@ from fusedsim.families.adm.twin import (
     adm_columns,
     column_names,
     integer_adm_ref,
+    integer_adm_sums_ref,
     powf_third,
 )
 
@@ -112,6 +113,19 @@ def test_triton_kernel_matches_twin(pairs, kernel_device, pair_name, crop, frame
     want = integer_adm_ref(ref, dist, pair.bit_depth, egl)
     got = integer_adm_fwd(ref.to(kernel_device), dist.to(kernel_device), pair.bit_depth, egl)
     assert torch.equal(got.cpu(), want), pair_name
+
+
+def test_numba_kernel_equals_twin_on_full_range_12_bit_content():
+    # the CPU kernel adds scale 0's wavelet (and scale 1's vertical pass) in int32 lanes, proven to fit for samples
+    # of at most 12 bits: checkerboards, stripes and 0/4095 blocks drive the band values to their extremes
+    yy, xx = torch.meshgrid(torch.arange(72), torch.arange(80), indexing="ij")
+    top = 4095
+    frames = torch.stack([((yy + xx) % 2) * top, ((xx // 2) % 2) * top, ((yy // 3) % 2) * top,
+                          ((yy // 8 + xx // 8) % 2) * top, torch.full_like(yy, top)]).to(torch.int32)
+    dist = torch.stack([frames[1], frames[0], top - frames[2], frames[3] // 2, frames[4] * 0])
+    for egl in (100.0, 1.0):
+        want = integer_adm_sums_ref(frames, dist, 12, egl)
+        assert torch.equal(integer_adm_numba_sums(frames, dist, 12, egl), want), egl
 
 
 def test_triton_frame_groups_equal_one_launch(pairs, kernel_device):

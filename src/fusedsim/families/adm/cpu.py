@@ -99,6 +99,14 @@ def _dwt_row(src, i, s0, bpc, cs, tlo, thi, ba, bv, bh, bd):  # pragma: no cover
             hi = _i32(_i32(_i32(-4240 * p0) - _i32(7345 * p1)) + _i32(_i32(27411 * p2) - _i32(15826 * p3)))
             tlo[j] = _w16(_i32(lo + off) >> sh)
             thi[j] = _w16(_i32(hi + half) >> sh)
+    elif cs[_C_VSH] == 0:  # scale 1 reads scale 0's 16-bit a band, with no shift: every sum fits int32
+        for j in range(w_in):
+            p0 = np.int32(x0[j])
+            p1 = np.int32(x1[j])
+            p2 = np.int32(x2[j])
+            p3 = np.int32(x3[j])
+            tlo[j] = _i32(_i32(_i32(15826 * p0) + _i32(27411 * p1)) + _i32(_i32(7345 * p2) - _i32(4240 * p3)))
+            thi[j] = _i32(_i32(_i32(-4240 * p0) - _i32(7345 * p1)) + _i32(_i32(27411 * p2) - _i32(15826 * p3)))
     else:
         vadd = cs[_C_VADD]
         vsh = cs[_C_VSH]

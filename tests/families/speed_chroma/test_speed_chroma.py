@@ -138,6 +138,19 @@ def test_statistics_from_given_covariances_equal_the_whole_estimation(kernel_dev
         speed_scores_many(residuals.numpy(), 0.19, 0.1, 5, 45.0, covariances[:2].numpy())
 
 
+@pytest.mark.parametrize("backend", ["reference", "auto", "triton"])
+def test_covariance_op_refuses_bad_residuals(kernel_device, backend):
+    from fusedsim.families.speed_chroma.ops import speed_covariance
+
+    with use_backend(backend):
+        with pytest.raises(ValueError, match="at least 5; got shape"):
+            speed_covariance(torch.zeros(2, 4, 9, device=kernel_device))
+        with pytest.raises(ValueError, match=r"must be \(N, H', W'\)"):
+            speed_covariance(torch.zeros(9, 9, device=kernel_device))
+        with pytest.raises(TypeError, match="float32"):
+            speed_covariance(torch.zeros(1, 9, 9, dtype=torch.float64, device=kernel_device))
+
+
 def test_compiled_qr_solve_equals_the_twins_full_products():
     # the numba solve skips the Householder products' exact-zero terms (rows and columns before step k); the
     # twin multiplies the full matrices in libvmaf's order: the same solutions, and bit-identical parameters,

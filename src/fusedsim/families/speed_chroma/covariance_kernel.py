@@ -16,6 +16,7 @@ import triton.language as tl
 from fusedsim.core.launch import on_tensors_device
 from fusedsim.families.speed_chroma.gsm import BLOCK, block_grid
 from fusedsim.families.speed_chroma.ops import speed_covariance
+from fusedsim.families.speed_chroma.twin import check_residuals
 
 __all__ = ["speed_covariance_fwd"]
 
@@ -54,6 +55,7 @@ def _covariance_kernel(r_ptr, out_ptr, h, w, sub_h, sub_w, LANES: tl.constexpr, 
 @on_tensors_device
 def speed_covariance_fwd(residuals: torch.Tensor) -> torch.Tensor:
     """The op ``speed_covariance`` on the residuals' device: ``(N, 25, 25)`` float32, the twin's bits."""
+    check_residuals(residuals)
     n, h, w = residuals.shape
     elements = BLOCK * BLOCK
     out = torch.empty(n, elements, elements, dtype=torch.float32, device=residuals.device)

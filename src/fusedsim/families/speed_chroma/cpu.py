@@ -19,6 +19,7 @@ from fusedsim.core.cpu.samples import unsigned_samples
 from fusedsim.families.speed_chroma.gsm_cpu import covariances_many
 from fusedsim.families.speed_chroma.ops import speed_covariance, speed_residual
 from fusedsim.families.speed_chroma.twin import (
+    check_residuals,
     antialias_taps,
     local_mean_taps,
     op_options,
@@ -118,4 +119,5 @@ def speed_residual_numba(plane: torch.Tensor, bit_depth: int, prescale: float = 
 @speed_covariance.cpu_kernel
 def speed_covariance_numba(residuals: torch.Tensor) -> torch.Tensor:
     """The op ``speed_covariance`` on the CPU: ``(N, 25, 25)`` float32, the twin's bits."""
+    check_residuals(residuals)
     return torch.from_numpy(covariances_many(residuals.detach().numpy())).to(residuals.device)

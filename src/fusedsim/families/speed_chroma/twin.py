@@ -360,9 +360,20 @@ def speed_residual_ref(plane: torch.Tensor, bit_depth: int, prescale: float = 1.
     return residual_ref(plane, bit_depth, op_options(prescale, method, kernelscale))
 
 
+def check_residuals(residuals: object) -> None:
+    """The op ``speed_covariance``'s input: float32 residuals ``(N, H', W')`` holding a whole 5x5 block."""
+    if not isinstance(residuals, torch.Tensor) or residuals.dtype != torch.float32:
+        kind = residuals.dtype if isinstance(residuals, torch.Tensor) else type(residuals).__name__
+        raise TypeError(f"residuals must be a float32 tensor (N, H', W'); got {kind}")
+    if residuals.dim() != 3 or min(residuals.shape[-2:]) < BLOCK:
+        raise ValueError(f"residuals must be (N, H', W') with H' and W' at least {BLOCK}; got shape "
+                         f"{tuple(residuals.shape)}")
+
+
 def speed_covariance_ref(residuals: torch.Tensor) -> torch.Tensor:
     """The op ``speed_covariance``: libvmaf's 25x25 float32 covariance of each residual ``(N, H', W')`` float32 (the
     first step of the GSM estimation, :func:`.gsm.covariance`): ``(N, 25, 25)`` float32 on the residuals' device."""
+    check_residuals(residuals)
     planes = residuals.detach().to("cpu", torch.float32).numpy()
     out = np.stack([covariance(p) for p in planes]) if len(planes) else np.zeros((0, 25, 25), np.float32)
     return torch.from_numpy(out).to(residuals.device)

@@ -6,7 +6,8 @@ libvmaf's ``speed_chroma`` for comparison. CAMBI, the fourth input of the v1 mod
   ``speed_chroma`` end to end, and the v1 ADM (``csf_mode=2``) and motion (``max_val=18``) per frame.
 * CPU: the same API on CPU tensors (numba), 1 thread and every thread.
 * The whole ``vmaf_v1.0.16_3d0h`` model through ``VmafStream`` on frames already on the GPU, in batches
-  (``--model-batches``), and each of its features alone the same way.
+  (``--model-batches``): frames/s from the first push to the last score, and the kernels' device time per frame
+  (torch profiler); each of its features alone the same way.
 * The whole model on the CPU, one thread and every thread, against libvmaf's ``-m version=vmaf_v1.0.16_3d0h``
   (``--cpu-model-frames``), and each feature alone on one thread against libvmaf's ``-n --feature NAME=OPTIONS``
   after its start-up (``--cpu-feature-frames``).
@@ -111,6 +112,17 @@ def gpu_part(ref, dist, batch: int) -> dict:
 MODEL = "vmaf_v1.0.16_3d0h"
 
 
+def kernel_microseconds(run) -> float:
+    """The device time of every kernel and copy ``run()`` launches (torch profiler), in µs: the kernels alone,
+    without the host's gaps between them."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        run()
+        torch.cuda.synchronize()
+    return float(sum(e.self_device_time_total for e in prof.key_averages()))
+
+
 def model_part(ref, dist, batches: list[int], check_frames: int) -> dict:
     """The whole v1 model (``VmafStream``, libvmaf's default options for ``vmaf_v1.0.16_3d0h``) on frames already
     on the GPU, pushed in batches as a streaming caller does: frames/s from the first push to the last score on
@@ -138,6 +150,7 @@ def model_part(ref, dist, batches: list[int], check_frames: int) -> dict:
         stream(batch)  # compiles, allocates
         seconds, scores = timed(lambda: stream(batch), "cuda")
         out[f"model_fps_batch{batch}"] = n / seconds
+        out[f"model_kernels_us_per_frame_batch{batch}"] = kernel_microseconds(lambda: stream(batch)) / n
         for request in requests:
             def alone():
                 session = FeatureSession([request], 10)

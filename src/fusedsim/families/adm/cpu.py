@@ -17,11 +17,14 @@ from a start it cannot prove non-negative) and a loop reads few enough arrays fo
 
 from __future__ import annotations
 
+import functools
+
 import numba
 import numpy as np
 import torch
-from numba import njit, prange
+from numba import njit, prange, types
 from numba.cpython.unsafe.numbers import leading_zeros
+from numba.extending import overload
 
 from fusedsim.core.cpu.parallel import parallel_kernel
 from fusedsim.core.cpu.samples import unsigned_samples
@@ -72,6 +75,12 @@ def _i32(x):  # pragma: no cover - compiled
     """``x`` as int32, for sums known to fit: numba computes int32 arithmetic in int64, and the truncation after
     each step lets LLVM keep 32-bit lanes (64-bit vector multiplies are slow on Intel's cores)."""
     return np.int32(x)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _c32(x):  # pragma: no cover - compiled
+    """A constant known to fit int32, sign-extended, so that products with it use 32x32->64-bit multiplies."""
+    return np.int64(np.int32(x))
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -283,9 +292,9 @@ def _within_1deg(oh, ov, th, tv, cos2):  # pragma: no cover - compiled
 @njit(cache=True, nogil=True, inline="always")
 def _put(out, j, rh, rv, rd, ah, av, ad, cs, s0):  # pragma: no cover - compiled
     """Column ``j`` of the ring's planes: r_h, r_v, r_d, a_h, a_v, a_d, sum of flt(CSF(a)), sum of flt(CSF(r))."""
-    i0 = cs[_C_IRF]
-    i1 = cs[_C_IRF + 1]
-    i2 = cs[_C_IRF + 2]
+    i0 = _c32(cs[_C_IRF])
+    i1 = _c32(cs[_C_IRF + 1])
+    i2 = _c32(cs[_C_IRF + 2])
     out[0, j] = rh
     out[1, j] = rv
     out[2, j] = rd
@@ -402,9 +411,9 @@ def _cm_row(ring, up, mid, dn, s0, cs, colsum, tri, w, num_row, aim_row):  # pra
     the edges, as libvmaf's neighbours are) into ``tri``, then the per-pixel terms, masked left of L."""
     left = cs[_C_L]
     right = cs[_C_R]
-    i0 = cs[_C_IRF]
-    i1 = cs[_C_IRF + 1]
-    i2 = cs[_C_IRF + 2]
+    i0 = _c32(cs[_C_IRF])
+    i1 = _c32(cs[_C_IRF + 1])
+    i2 = _c32(cs[_C_IRF + 2])
     ch = cs[_C_CM]
     cv = cs[_C_CM + 1]
     cd = cs[_C_CM + 2]
@@ -451,22 +460,26 @@ def _cm_row(ring, up, mid, dn, s0, cs, colsum, tri, w, num_row, aim_row):  # pra
     aim_row[2] = ad_
 
 
-@njit(cache=True, nogil=True)
-def _scale_rows(ref_src, dis_src, y0, y1, h, w, scale, bpc, cs, egl, cos2, div,
-                ref_a, dis_a, den_rows, num_rows, aim_rows):  # pragma: no cover - compiled
-    """Band rows ``[y0, y1)`` of one scale: ``a`` bands, denominator and CM row sums of the rows in R."""
-    s0 = scale == 0
+@njit(cache=True, nogil=True, inline="always")
+def _scale_rows_any(s0, ref_src, dis_src, y0, y1, h, w, scale, bpc, cs, egl, cos2, div,
+                    ref_a, dis_a, den_rows, num_rows, aim_rows):  # pragma: no cover - compiled
+    """Band rows ``[y0, y1)`` of one scale: ``a`` bands, denominator and CM row sums of the rows in R. ``s0``
+    (scale 0) is a constant in each caller below, so that each compiled body holds only its scale's branches."""
     w_in = ref_src.shape[1]
     top = cs[_C_T]
     bottom = cs[_C_B]
-    tlo = np.empty(w_in, dtype=np.int64)
-    thi = np.empty(w_in, dtype=np.int64)
-    bo = np.empty((4, w), dtype=np.int64)
-    bt = np.empty((4, w), dtype=np.int64)
-    ring = np.zeros((3, 8, w), dtype=np.int64)
-    colsum = np.zeros((2, w), dtype=np.int64)
-    tri = np.zeros((2, w), dtype=np.int64)
-    dv = np.empty((3, w), dtype=np.int64)  # the division-table entries of a row's coefficients
+    # Every buffer holds int32: each value fits (band values are int16 at scale 0 and int32 after; restored
+    # values are bounded by the bands; ring planes 6-7 and their 3x3 sums stay below 27 * 2**31 / 30). Loaded
+    # values are then sign-extended from 32 bits, so LLVM multiplies them with 32x32->64-bit instructions
+    # (vpmuldq) instead of full 64-bit ones (vpmullq: three micro-ops on Intel's cores). The arithmetic stays int64.
+    tlo = np.empty(w_in, dtype=np.int32)
+    thi = np.empty(w_in, dtype=np.int32)
+    bo = np.empty((4, w), dtype=np.int32)
+    bt = np.empty((4, w), dtype=np.int32)
+    ring = np.zeros((3, 8, w), dtype=np.int32)
+    colsum = np.zeros((2, w), dtype=np.int32)
+    tri = np.zeros((2, w), dtype=np.int32)
+    dv = np.empty((3, w), dtype=np.int32)  # the division-table entries of a row's coefficients
     last = y0 - 2  # last band row computed into the ring
     for i in range(y0, y1):
         need_lo = max(i - 1, 0)
@@ -491,6 +504,39 @@ def _scale_rows(ref_src, dis_src, y0, y1, h, w, scale, bpc, cs, egl, cos2, div,
             up = 1 if i == 0 else i - 1
             dn = h - 1 if i == h - 1 else i + 1
             _cm_row(ring, up % 3, i % 3, dn % 3, s0, cs, colsum, tri, w, num_rows[i], aim_rows[i])
+
+
+@njit(cache=True, nogil=True)
+def _scale0_rows(ref_src, dis_src, y0, y1, h, w, scale, bpc, cs, egl, cos2, div,
+                 ref_a, dis_a, den_rows, num_rows, aim_rows):  # pragma: no cover - compiled
+    _scale_rows_any(True, ref_src, dis_src, y0, y1, h, w, 0, bpc, cs, egl, cos2, div,
+                    ref_a, dis_a, den_rows, num_rows, aim_rows)
+
+
+@njit(cache=True, nogil=True)
+def _scale_n_rows(ref_src, dis_src, y0, y1, h, w, scale, bpc, cs, egl, cos2, div,
+                  ref_a, dis_a, den_rows, num_rows, aim_rows):  # pragma: no cover - compiled
+    _scale_rows_any(False, ref_src, dis_src, y0, y1, h, w, scale, bpc, cs, egl, cos2, div,
+                    ref_a, dis_a, den_rows, num_rows, aim_rows)
+
+
+def _scale_rows(ref_src, dis_src, y0, y1, h, w, scale, bpc, cs, egl, cos2, div,
+                ref_a, dis_a, den_rows, num_rows, aim_rows):  # pragma: no cover - compiled
+    """Band rows ``[y0, y1)`` of scale ``scale``: ``a`` bands, denominator and CM row sums of the rows in R.
+    Resolved by type when compiled (below): scale 0 reads the 16-bit samples, scales 1-3 the int32 ``a`` bands."""
+    raise NotImplementedError("called from compiled code only")
+
+
+@overload(_scale_rows, jit_options={"cache": True, "nogil": True})
+def _scale_rows_by_type(ref_src, dis_src, y0, y1, h, w, scale, bpc, cs, egl, cos2, div,
+                        ref_a, dis_a, den_rows, num_rows, aim_rows):
+    rows = _scale_n_rows if ref_src.dtype == types.int32 else _scale0_rows
+
+    def impl(ref_src, dis_src, y0, y1, h, w, scale, bpc, cs, egl, cos2, div,
+             ref_a, dis_a, den_rows, num_rows, aim_rows):  # pragma: no cover - compiled
+        rows(ref_src, dis_src, y0, y1, h, w, scale, bpc, cs, egl, cos2, div, ref_a, dis_a, den_rows, num_rows,
+             aim_rows)
+    return impl
 
 
 @njit(cache=True, nogil=True)
@@ -578,6 +624,12 @@ def _sums_by_rows(ref, dis, bpc, consts, sizes, egl, cos2, div, nchunks) -> np.n
     return out
 
 
+@functools.lru_cache(maxsize=1)
+def _div_table() -> np.ndarray:
+    """libvmaf's division table as int32 (its entries lie in [-2**30, 2**30])."""
+    return div_lookup().numpy().astype(np.int32)
+
+
 def _constants(height: int, width: int, plan_geometry: tuple[int, float, int, float]
                ) -> tuple[np.ndarray, np.ndarray]:
     """Per-scale integer constants ``(4, _NC)`` and band sizes ``(4, 2)`` for the kernels."""
@@ -613,7 +665,7 @@ def integer_adm_numba_sums(ref: torch.Tensor, dist: torch.Tensor, bit_depth: int
     n, height, width = r.shape
     consts, sizes = _constants(height, width,
                                geometry(csf_mode, norm_view_dist, ref_display_height, noise_weight))
-    args = (int(bit_depth), consts, sizes, float(gain_limit), COS_1DEG_SQ, div_lookup().numpy())
+    args = (int(bit_depth), consts, sizes, float(gain_limit), COS_1DEG_SQ, _div_table())
     threads = numba.get_num_threads()
     if row_chunks is None and (n >= threads or threads == 1):
         sums = _sums_by_frame(r, d, *args)

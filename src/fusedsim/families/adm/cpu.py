@@ -26,6 +26,7 @@ from numba import njit, prange, types
 from numba.cpython.unsafe.numbers import leading_zeros
 from numba.extending import overload
 
+from fusedsim.core.cpu.int32 import abs32, add32, mul32, shl32, shr32, sub32, to16
 from fusedsim.core.cpu.parallel import parallel_kernel
 from fusedsim.core.cpu.samples import unsigned_samples
 from fusedsim.families.adm.ops import integer_adm
@@ -71,10 +72,15 @@ def _w32(x):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _i32(x):  # pragma: no cover - compiled
-    """``x`` as int32, for sums known to fit: numba computes int32 arithmetic in int64, and the truncation after
-    each step lets LLVM keep 32-bit lanes (64-bit vector multiplies are slow on Intel's cores)."""
-    return np.int32(x)
+def _lo32(p0, p1, p2, p3):  # pragma: no cover - compiled
+    """The wavelet's low-pass taps on four samples, in int32."""
+    return add32(add32(mul32(15826, p0), mul32(27411, p1)), sub32(mul32(7345, p2), mul32(4240, p3)))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _hi32(p0, p1, p2, p3):  # pragma: no cover - compiled
+    """The wavelet's high-pass taps on four samples, in int32."""
+    return add32(sub32(mul32(-4240, p0), mul32(7345, p1)), sub32(mul32(27411, p2), mul32(15826, p3)))
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -95,27 +101,17 @@ def _dwt_row(src, i, s0, bpc, cs, tlo, thi, ba, bv, bh, bd):  # pragma: no cover
     x1 = src[r1]
     x2 = src[r2]
     x3 = src[r3]
-    if s0:  # samples of at most 12 bits: every sum fits int32 (see _i32)
+    if s0:  # samples of at most 12 bits: every sum fits int32, so the rows go on 32-bit lanes (core.cpu.int32)
         half = np.int32(1 << (bpc - 1))
         off = np.int32(half - 46342 * half)
         sh = np.int32(bpc)
         for j in range(w_in):
-            p0 = np.int32(x0[j])
-            p1 = np.int32(x1[j])
-            p2 = np.int32(x2[j])
-            p3 = np.int32(x3[j])
-            lo = _i32(_i32(_i32(15826 * p0) + _i32(27411 * p1)) + _i32(_i32(7345 * p2) - _i32(4240 * p3)))
-            hi = _i32(_i32(_i32(-4240 * p0) - _i32(7345 * p1)) + _i32(_i32(27411 * p2) - _i32(15826 * p3)))
-            tlo[j] = _w16(_i32(lo + off) >> sh)
-            thi[j] = _w16(_i32(hi + half) >> sh)
+            tlo[j] = to16(shr32(add32(_lo32(x0[j], x1[j], x2[j], x3[j]), off), sh))
+            thi[j] = to16(shr32(add32(_hi32(x0[j], x1[j], x2[j], x3[j]), half), sh))
     elif cs[_C_VSH] == 0:  # scale 1 reads scale 0's 16-bit a band, with no shift: every sum fits int32
         for j in range(w_in):
-            p0 = np.int32(x0[j])
-            p1 = np.int32(x1[j])
-            p2 = np.int32(x2[j])
-            p3 = np.int32(x3[j])
-            tlo[j] = _i32(_i32(_i32(15826 * p0) + _i32(27411 * p1)) + _i32(_i32(7345 * p2) - _i32(4240 * p3)))
-            thi[j] = _i32(_i32(_i32(-4240 * p0) - _i32(7345 * p1)) + _i32(_i32(27411 * p2) - _i32(15826 * p3)))
+            tlo[j] = _lo32(x0[j], x1[j], x2[j], x3[j])
+            thi[j] = _hi32(x0[j], x1[j], x2[j], x3[j])
     else:
         vadd = cs[_C_VADD]
         vsh = cs[_C_VSH]
@@ -137,22 +133,12 @@ def _dwt_row(src, i, s0, bpc, cs, tlo, thi, ba, bv, bh, bd):  # pragma: no cover
         hsh32 = np.int32(hsh)
         for j in range(1, j_hi):
             c = 2 * j
-            l0 = np.int32(tlo[c - 1])
-            l1 = np.int32(tlo[c])
-            l2 = np.int32(tlo[c + 1])
-            l3 = np.int32(tlo[c + 2])
-            h0 = np.int32(thi[c - 1])
-            h1 = np.int32(thi[c])
-            h2 = np.int32(thi[c + 1])
-            h3 = np.int32(thi[c + 2])
-            ba[j] = _w16(_i32(_i32(_i32(15826 * l0) + _i32(27411 * l1)) + _i32(_i32(7345 * l2) - _i32(4240 * l3))
-                              + hadd32) >> hsh32)
-            bv[j] = _w16(_i32(_i32(_i32(-4240 * l0) - _i32(7345 * l1)) + _i32(_i32(27411 * l2) - _i32(15826 * l3))
-                              + hadd32) >> hsh32)
-            bh[j] = _w16(_i32(_i32(_i32(15826 * h0) + _i32(27411 * h1)) + _i32(_i32(7345 * h2) - _i32(4240 * h3))
-                              + hadd32) >> hsh32)
-            bd[j] = _w16(_i32(_i32(_i32(-4240 * h0) - _i32(7345 * h1)) + _i32(_i32(27411 * h2) - _i32(15826 * h3))
-                              + hadd32) >> hsh32)
+            l0, l1, l2, l3 = tlo[c - 1], tlo[c], tlo[c + 1], tlo[c + 2]
+            h0, h1, h2, h3 = thi[c - 1], thi[c], thi[c + 1], thi[c + 2]
+            ba[j] = to16(shr32(add32(_lo32(l0, l1, l2, l3), hadd32), hsh32))
+            bv[j] = to16(shr32(add32(_hi32(l0, l1, l2, l3), hadd32), hsh32))
+            bh[j] = to16(shr32(add32(_lo32(h0, h1, h2, h3), hadd32), hsh32))
+            bd[j] = to16(shr32(add32(_hi32(h0, h1, h2, h3), hadd32), hsh32))
         j_lo = j_hi
     else:
         j_lo = 1
@@ -233,41 +219,38 @@ def _restored0(o, t, d, angle, egl):  # pragma: no cover - compiled
     ``d = div[o + 32768]``."""
     kt = (d * t + 16384) >> 15
     k = np.int64(32768) if o == 0 else min(max(kt, np.int64(0)), np.int64(32768))
-    return _grow((k * o + 16384) >> 15, o, t, k, angle, egl)
+    return _grow(np.int64(shr32(add32(mul32(k, o), 16384), 15)), o, t, k, angle, egl)  # |k * o| <= 2**30
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _csf(x, irf, theta, s0):  # pragma: no cover - compiled
-    if s0:
+    if s0:  # |irf * x| <= 49417 * 32768 < 2**31: int32 lanes (core.cpu.int32)
         if theta == 2:
-            return _w16((irf * x + 65535) >> 17)
-        return _w16((irf * x + 16384) >> 15)
+            return to16(shr32(add32(mul32(irf, x), 65535), 17))
+        return to16(shr32(add32(mul32(irf, x), 16384), 15))
     return _w32((irf * x + 134217728) >> 28)
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _flt(v, s0):  # pragma: no cover - compiled
     if s0:
-        return _w16((4369 * abs(v) + 2048) >> 12)
+        return to16(shr32(add32(mul32(4369, abs32(v)), 2048), 12))
     return _w32((143165577 * abs(v) - 2147483648) >> 32)
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _centre(v, s0):  # pragma: no cover - compiled
     if s0:
-        return _w16((8738 * abs(v) + 2048) >> 12)
+        return to16(shr32(add32(mul32(8738, abs32(v)), 2048), 12))
     return _w32((286331153 * abs(v) - 2147483648) >> 32)
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _cm_val(s, thr, irf, theta, s0, c):  # pragma: no cover - compiled
     """One orientation's contribution of one pixel: signal ``s`` (a band value), threshold ``thr``."""
-    if s0:
-        x = _w32(s * irf)
-        sub = 12 if theta == 2 else 10
-        x = _w32(abs(x) - _w32(thr << sub))
-        if x < 0:
-            x = np.int64(0)
+    if s0:  # |s * irf| < 2**31 (see _csf): the first steps on int32 lanes, the squares on 64 bits
+        x32 = sub32(abs32(mul32(s, irf)), shl32(thr, 12 if theta == 2 else 10))
+        x = np.int64(x32) if x32 > 0 else np.int64(0)
         sq = 30 if theta == 2 else 29
         x2 = _w32((x * x + (np.int64(1) << (sq - 1))) >> sq)
     else:
@@ -286,6 +269,16 @@ def _within_1deg(oh, ov, th, tv, cos2):  # pragma: no cover - compiled
     dp = np.float64(np.float32(oh * th + ov * tv)) / 4096.0
     om = np.float64(np.float32(oh * oh + ov * ov)) / 4096.0
     tm = np.float64(np.float32(th * th + tv * tv)) / 4096.0
+    return (dp >= 0.0) & (dp * dp >= cos2 * om * tm)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _within_1deg0(oh, ov, th, tv, cos2):  # pragma: no cover - compiled
+    """:func:`_within_1deg` of scale 0's int16 coefficients: each product on int32 lanes (at most 2**30), their
+    sum exact in float64, so each float32 is the same rounding of the same integer."""
+    dp = np.float64(np.float32(np.float64(mul32(oh, th)) + np.float64(mul32(ov, tv)))) / 4096.0
+    om = np.float64(np.float32(np.float64(mul32(oh, oh)) + np.float64(mul32(ov, ov)))) / 4096.0
+    tm = np.float64(np.float32(np.float64(mul32(th, th)) + np.float64(mul32(tv, tv)))) / 4096.0
     return (dp >= 0.0) & (dp * dp >= cos2 * om * tm)
 
 
@@ -364,7 +357,7 @@ def _decouple_row0(bo, bt, ring, slot, cs, egl, cos2, div, dv):  # pragma: no co
     out = ring[slot]
     for j in range(n):
         oh, ov, od, th, tv, td = oh_[j], ov_[j], od_[j], th_[j], tv_[j], td_[j]
-        angle = _within_1deg(oh, ov, th, tv, cos2)
+        angle = _within_1deg0(oh, ov, th, tv, cos2)
         rh = _restored0(oh, th, dv[0, j], angle, egl)
         rv = _restored0(ov, tv, dv[1, j], angle, egl)
         rd = _restored0(od, td, dv[2, j], angle, egl)

@@ -14,7 +14,7 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-__all__ = ["abs32", "add32", "mul32", "shl32", "shr32", "sub32", "to16"]
+__all__ = ["abs32", "add32", "lshr32", "mul32", "shl32", "shr32", "sub32", "to16"]
 
 _I32 = ir.IntType(32)
 
@@ -47,6 +47,8 @@ mul32 = intrinsic(_binary("mul"))
 mul32.__doc__ = "``a * b`` in int32, wrapping (the low 32 bits of the product)."
 shr32 = intrinsic(_binary("ashr"))
 shr32.__doc__ = "``a >> b`` in int32: arithmetic shift, ``0 <= b < 32``."
+lshr32 = intrinsic(_binary("lshr"))
+lshr32.__doc__ = "``a >> b`` of ``a``'s 32 bits read as unsigned (``uint32_t``), ``0 <= b < 32``: non-negative."
 shl32 = intrinsic(_binary("shl"))
 shl32.__doc__ = "``a << b`` in int32, wrapping, ``0 <= b < 32``."
 

@@ -32,6 +32,10 @@ from fusedsim.families.vif.cpu_passes import (
     horizontal_even_3,
     horizontal_even_5,
     horizontal_even_9,
+    horizontal_mean_3,
+    horizontal_mean_5,
+    horizontal_mean_9,
+    horizontal_mean_17,
     vertical_3,
     vertical_5,
     vertical_9,
@@ -125,6 +129,19 @@ def _horizontal(v, out, kt):
         horizontal_3(v, out)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _horizontal_mean(v, out, kt):
+    """:func:`_horizontal` of a row of vertical means (sums below 2**32: 32-bit lanes)."""
+    if kt == 17:
+        horizontal_mean_17(v, out)
+    elif kt == 9:
+        horizontal_mean_9(v, out)
+    elif kt == 5:
+        horizontal_mean_5(v, out)
+    else:
+        horizontal_mean_3(v, out)
+
+
 @njit(cache=True, nogil=True)
 def _rows(x, y, r0, r1, taps, shift_mu, shift_sq, gain_limit, table, sub_taps, sub_shift, nx, ny, acc, mu_t, sq_t,
           hmu_t):
@@ -174,8 +191,8 @@ def _rows(x, y, r0, r1, taps, shift_mu, shift_sq, gain_limit, table, sub_taps, s
         _mirror(vxx, half, w)
         _mirror(vyy, half, w)
         _mirror(vxy, half, w)
-        _horizontal(v1, h1, kt)
-        _horizontal(v2, h2, kt)
+        _horizontal_mean(v1, h1, kt)
+        _horizontal_mean(v2, h2, kt)
         _horizontal(vxx, hxx, kt)
         _horizontal(vyy, hyy, kt)
         _horizontal(vxy, hxy, kt)

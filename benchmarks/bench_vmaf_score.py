@@ -244,6 +244,11 @@ def main() -> None:
                     print(f"fusedsim vmaf ({device}) whole process, {n} frames {w}x{h}: {ours['wall_s']:.2f} s, "
                           f"{ours['fps']:.0f} frames/s (its own timer: {ours.get('own_fps')})", flush=True)
                 results["process"] = {k: v for k, v in ours.items() if k != "vmaf"}
+            elif "libvmaf" not in skip:  # the peers' values against the API's on the same frames
+                from fusedsim.families.vmaf.score_api import vmaf
+
+                device = "cuda" if cuda else "cpu"
+                ours = {"vmaf": vmaf(torch.from_numpy(ref).to(device), torch.from_numpy(dist).to(device))["vmaf"]}
             peers = []
             if "libvmaf" not in skip:
                 cores = os.cpu_count() or 1

@@ -325,10 +325,13 @@ def _decouple_row(bo, bt, ring, slot, cs, egl, cos2, div, dv):  # pragma: no cov
     ov_, oh_, od_ = bo[1], bo[2], bo[3]
     tv_, th_, td_ = bt[1], bt[2], bt[3]
     n = bo.shape[1]
-    for j in range(n):
-        dv[0, j] = div[np.uint64(_reduced(oh_[j])[0] + 32768)]
-        dv[1, j] = div[np.uint64(_reduced(ov_[j])[0] + 32768)]
-        dv[2, j] = div[np.uint64(_reduced(od_[j])[0] + 32768)]
+    for k in range(3):  # per band: the reduced coefficients' table indices (a loop that vectorises), then the
+        band = bo[(2, 1, 3)[k]]  # look-ups alone (scalar loads)
+        index = dv[k]
+        for j in range(n):
+            index[j] = _reduced(band[j])[0] + 32768
+        for j in range(n):
+            index[j] = div[np.uint64(index[j])]
     out = ring[slot]
     # the shifts are computed again rather than read from a buffer: one more array in this loop and LLVM's
     # run-time overlap checks exceed its limit, so it stays scalar

@@ -483,11 +483,10 @@ def _scale_rows_any(s0, ref_src, dis_src, y0, y1, h, w, scale, bpc, cs, egl, cos
         if i == 0:
             need_hi = min(1, h - 1)
         for rr in range(max(last + 1, need_lo), need_hi + 1):
-            _dwt_row(ref_src, rr, s0, bpc, cs, tlo, thi, bo[0], bo[1], bo[2], bo[3])
-            _dwt_row(dis_src, rr, s0, bpc, cs, tlo, thi, bt[0], bt[1], bt[2], bt[3])
-            if y0 <= rr < y1:
-                ref_a[rr, :] = bo[0]
-                dis_a[rr, :] = bt[0]
+            own = y0 <= rr < y1  # this task's row: the a band goes straight to the next scale's input
+            _dwt_row(ref_src, rr, s0, bpc, cs, tlo, thi, ref_a[rr] if own else bo[0], bo[1], bo[2], bo[3])
+            _dwt_row(dis_src, rr, s0, bpc, cs, tlo, thi, dis_a[rr] if own else bt[0], bt[1], bt[2], bt[3])
+            if own:
                 if top <= rr < bottom:
                     _den_row(bo, s0, scale, cs, den_rows[rr])
             if top - 1 <= rr <= bottom:

@@ -40,6 +40,7 @@ from fusedsim.families.vif.cpu_passes import (
     vertical_5,
     vertical_9,
     vertical_17,
+    vertical_narrow_17,
     vertical_one_3,
     vertical_one_5,
     vertical_one_9,
@@ -95,7 +96,9 @@ def _mirror(buf, half, w):
 @njit(cache=True, nogil=True, inline="always")
 def _vertical(x, y, i, kt, v1, v2, vxx, vyy, vxy, shift_mu, shift_sq):
     """Vertical pass of row ``i`` of the pair with the ``kt``-tap filter (see :mod:`.cpu_passes`)."""
-    if kt == 17:
+    if kt == 17 and vxx.itemsize == 4:  # uint32 squares: 8-bit scale 0 (a constant of the compiled types)
+        vertical_narrow_17(x, y, i, v1, v2, vxx, vyy, vxy, shift_mu, shift_sq)
+    elif kt == 17:
         vertical_17(x, y, i, v1, v2, vxx, vyy, vxy, shift_mu, shift_sq)
     elif kt == 9:
         vertical_9(x, y, i, v1, v2, vxx, vyy, vxy, shift_mu, shift_sq)

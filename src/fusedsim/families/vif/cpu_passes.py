@@ -35,6 +35,7 @@ __all__ = [
     "vertical_3",
     "vertical_5",
     "vertical_9",
+    "vertical_narrow_17",
     "vertical_one_3",
     "vertical_one_5",
     "vertical_one_9",
@@ -470,6 +471,206 @@ def vertical_3(x, y, i, v1, v2, vxx, vyy, vxy, shift_mu, shift_sq):
             10904 * (a0 * b0 + a2 * b2) + 43728 * a1 * b1
         )
         vxy[j] = (total + shift_sq_round) >> shift_sq
+
+
+@njit(cache=True, nogil=True)
+def vertical_narrow_17(x, y, i, v1, v2, vxx, vyy, vxy, shift_mu, shift_sq):
+    """Vertical pass of row ``i`` of the pair ``x``, ``y`` ``(h, w)``, 8-bit samples: ``rs(F*x, shift_mu)`` into ``v1``
+    (``y``: ``v2``), ``rs(F*x*x, shift_sq)`` into ``vxx`` (``vyy``; ``x*y``: ``vxy``), rows of ``w``."""
+    h = x.shape[0]
+    shift_mu_round = (1 << shift_mu) >> 1
+    shift_sq_round = (1 << shift_sq) >> 1
+    x0 = x[reflect101(i - 8, h)]
+    x1 = x[reflect101(i - 7, h)]
+    x2 = x[reflect101(i - 6, h)]
+    x3 = x[reflect101(i - 5, h)]
+    x4 = x[reflect101(i - 4, h)]
+    x5 = x[reflect101(i - 3, h)]
+    x6 = x[reflect101(i - 2, h)]
+    x7 = x[reflect101(i - 1, h)]
+    x8 = x[i]
+    x9 = x[reflect101(i + 1, h)]
+    x10 = x[reflect101(i + 2, h)]
+    x11 = x[reflect101(i + 3, h)]
+    x12 = x[reflect101(i + 4, h)]
+    x13 = x[reflect101(i + 5, h)]
+    x14 = x[reflect101(i + 6, h)]
+    x15 = x[reflect101(i + 7, h)]
+    x16 = x[reflect101(i + 8, h)]
+    y0 = y[reflect101(i - 8, h)]
+    y1 = y[reflect101(i - 7, h)]
+    y2 = y[reflect101(i - 6, h)]
+    y3 = y[reflect101(i - 5, h)]
+    y4 = y[reflect101(i - 4, h)]
+    y5 = y[reflect101(i - 3, h)]
+    y6 = y[reflect101(i - 2, h)]
+    y7 = y[reflect101(i - 1, h)]
+    y8 = y[i]
+    y9 = y[reflect101(i + 1, h)]
+    y10 = y[reflect101(i + 2, h)]
+    y11 = y[reflect101(i + 3, h)]
+    y12 = y[reflect101(i + 4, h)]
+    y13 = y[reflect101(i + 5, h)]
+    y14 = y[reflect101(i + 6, h)]
+    y15 = y[reflect101(i + 7, h)]
+    y16 = y[reflect101(i + 8, h)]
+    for j in range(v1.shape[0]):
+        a0 = x0[j]
+        a1 = x1[j]
+        a2 = x2[j]
+        a3 = x3[j]
+        a4 = x4[j]
+        a5 = x5[j]
+        a6 = x6[j]
+        a7 = x7[j]
+        a8 = x8[j]
+        a9 = x9[j]
+        a10 = x10[j]
+        a11 = x11[j]
+        a12 = x12[j]
+        a13 = x13[j]
+        a14 = x14[j]
+        a15 = x15[j]
+        a16 = x16[j]
+        total = mul32(489, add32(a0, a16))
+        total = add32(total, mul32(935, add32(a1, a15)))
+        total = add32(total, mul32(1640, add32(a2, a14)))
+        total = add32(total, mul32(2640, add32(a3, a13)))
+        total = add32(total, mul32(3896, add32(a4, a12)))
+        total = add32(total, mul32(5274, add32(a5, a11)))
+        total = add32(total, mul32(6547, add32(a6, a10)))
+        total = add32(total, mul32(7455, add32(a7, a9)))
+        total = add32(total, mul32(7784, a8))
+        v1[j] = lshr32(add32(total, shift_mu_round), shift_mu)
+    for j in range(v2.shape[0]):
+        b0 = y0[j]
+        b1 = y1[j]
+        b2 = y2[j]
+        b3 = y3[j]
+        b4 = y4[j]
+        b5 = y5[j]
+        b6 = y6[j]
+        b7 = y7[j]
+        b8 = y8[j]
+        b9 = y9[j]
+        b10 = y10[j]
+        b11 = y11[j]
+        b12 = y12[j]
+        b13 = y13[j]
+        b14 = y14[j]
+        b15 = y15[j]
+        b16 = y16[j]
+        total = mul32(489, add32(b0, b16))
+        total = add32(total, mul32(935, add32(b1, b15)))
+        total = add32(total, mul32(1640, add32(b2, b14)))
+        total = add32(total, mul32(2640, add32(b3, b13)))
+        total = add32(total, mul32(3896, add32(b4, b12)))
+        total = add32(total, mul32(5274, add32(b5, b11)))
+        total = add32(total, mul32(6547, add32(b6, b10)))
+        total = add32(total, mul32(7455, add32(b7, b9)))
+        total = add32(total, mul32(7784, b8))
+        v2[j] = lshr32(add32(total, shift_mu_round), shift_mu)
+    for j in range(vxx.shape[0]):
+        a0 = x0[j]
+        a1 = x1[j]
+        a2 = x2[j]
+        a3 = x3[j]
+        a4 = x4[j]
+        a5 = x5[j]
+        a6 = x6[j]
+        a7 = x7[j]
+        a8 = x8[j]
+        a9 = x9[j]
+        a10 = x10[j]
+        a11 = x11[j]
+        a12 = x12[j]
+        a13 = x13[j]
+        a14 = x14[j]
+        a15 = x15[j]
+        a16 = x16[j]
+        total = mul32(489, add32(mul32(a0, a0), mul32(a16, a16)))
+        total = add32(total, mul32(935, add32(mul32(a1, a1), mul32(a15, a15))))
+        total = add32(total, mul32(1640, add32(mul32(a2, a2), mul32(a14, a14))))
+        total = add32(total, mul32(2640, add32(mul32(a3, a3), mul32(a13, a13))))
+        total = add32(total, mul32(3896, add32(mul32(a4, a4), mul32(a12, a12))))
+        total = add32(total, mul32(5274, add32(mul32(a5, a5), mul32(a11, a11))))
+        total = add32(total, mul32(6547, add32(mul32(a6, a6), mul32(a10, a10))))
+        total = add32(total, mul32(7455, add32(mul32(a7, a7), mul32(a9, a9))))
+        total = add32(total, mul32(7784, mul32(a8, a8)))
+        vxx[j] = lshr32(add32(total, shift_sq_round), shift_sq)
+    for j in range(vyy.shape[0]):
+        b0 = y0[j]
+        b1 = y1[j]
+        b2 = y2[j]
+        b3 = y3[j]
+        b4 = y4[j]
+        b5 = y5[j]
+        b6 = y6[j]
+        b7 = y7[j]
+        b8 = y8[j]
+        b9 = y9[j]
+        b10 = y10[j]
+        b11 = y11[j]
+        b12 = y12[j]
+        b13 = y13[j]
+        b14 = y14[j]
+        b15 = y15[j]
+        b16 = y16[j]
+        total = mul32(489, add32(mul32(b0, b0), mul32(b16, b16)))
+        total = add32(total, mul32(935, add32(mul32(b1, b1), mul32(b15, b15))))
+        total = add32(total, mul32(1640, add32(mul32(b2, b2), mul32(b14, b14))))
+        total = add32(total, mul32(2640, add32(mul32(b3, b3), mul32(b13, b13))))
+        total = add32(total, mul32(3896, add32(mul32(b4, b4), mul32(b12, b12))))
+        total = add32(total, mul32(5274, add32(mul32(b5, b5), mul32(b11, b11))))
+        total = add32(total, mul32(6547, add32(mul32(b6, b6), mul32(b10, b10))))
+        total = add32(total, mul32(7455, add32(mul32(b7, b7), mul32(b9, b9))))
+        total = add32(total, mul32(7784, mul32(b8, b8)))
+        vyy[j] = lshr32(add32(total, shift_sq_round), shift_sq)
+    for j in range(vxy.shape[0]):
+        a0 = x0[j]
+        a1 = x1[j]
+        a2 = x2[j]
+        a3 = x3[j]
+        a4 = x4[j]
+        a5 = x5[j]
+        a6 = x6[j]
+        a7 = x7[j]
+        a8 = x8[j]
+        a9 = x9[j]
+        a10 = x10[j]
+        a11 = x11[j]
+        a12 = x12[j]
+        a13 = x13[j]
+        a14 = x14[j]
+        a15 = x15[j]
+        a16 = x16[j]
+        b0 = y0[j]
+        b1 = y1[j]
+        b2 = y2[j]
+        b3 = y3[j]
+        b4 = y4[j]
+        b5 = y5[j]
+        b6 = y6[j]
+        b7 = y7[j]
+        b8 = y8[j]
+        b9 = y9[j]
+        b10 = y10[j]
+        b11 = y11[j]
+        b12 = y12[j]
+        b13 = y13[j]
+        b14 = y14[j]
+        b15 = y15[j]
+        b16 = y16[j]
+        total = mul32(489, add32(mul32(a0, b0), mul32(a16, b16)))
+        total = add32(total, mul32(935, add32(mul32(a1, b1), mul32(a15, b15))))
+        total = add32(total, mul32(1640, add32(mul32(a2, b2), mul32(a14, b14))))
+        total = add32(total, mul32(2640, add32(mul32(a3, b3), mul32(a13, b13))))
+        total = add32(total, mul32(3896, add32(mul32(a4, b4), mul32(a12, b12))))
+        total = add32(total, mul32(5274, add32(mul32(a5, b5), mul32(a11, b11))))
+        total = add32(total, mul32(6547, add32(mul32(a6, b6), mul32(a10, b10))))
+        total = add32(total, mul32(7455, add32(mul32(a7, b7), mul32(a9, b9))))
+        total = add32(total, mul32(7784, mul32(a8, b8)))
+        vxy[j] = lshr32(add32(total, shift_sq_round), shift_sq)
 
 
 @njit(cache=True, nogil=True)

@@ -49,11 +49,15 @@ def _folded(taps: tuple[int, ...], term) -> list[str]:
     return pairs + [f"{taps[half]} * {term(half)}"]
 
 
-def _folded32(taps: tuple[int, ...], name: str) -> list[str]:
-    """:func:`_folded` of the values ``name0``, ``name1``, ... in int32 arithmetic."""
+def _folded32(taps: tuple[int, ...], name: str, other: str | None = None) -> list[str]:
+    """:func:`_folded` of the values ``name0``, ``name1``, ... in int32 arithmetic; with ``other``, of the products
+    ``name_k * other_k``."""
     k_taps, half = len(taps), len(taps) // 2
-    pairs = [f"mul32({taps[k]}, add32({name}{k}, {name}{k_taps - 1 - k}))" for k in range(half)]
-    return pairs + [f"mul32({taps[half]}, {name}{half})"]
+
+    def term(k: int) -> str:
+        return f"{name}{k}" if other is None else f"mul32({name}{k}, {other}{k})"
+    pairs = [f"mul32({taps[k]}, add32({term(k)}, {term(k_taps - 1 - k)}))" for k in range(half)]
+    return pairs + [f"mul32({taps[half]}, {term(half)})"]
 
 
 def _loop(out: str, loads: list[str], terms: list[str], shift: str | None, index: str = "j") -> list[str]:
@@ -82,17 +86,23 @@ def _rows(name: str, k_taps: int) -> list[str]:
             for k in range(k_taps)]
 
 
-def _vertical(taps: tuple[int, ...]) -> list[str]:
+def _vertical(taps: tuple[int, ...], narrow: bool = False) -> list[str]:
+    """The five vertical sums of a row; ``narrow``: 8-bit samples, where the squares' sums also stay below 2**32
+    and go on 32-bit lanes (their rows are uint32)."""
     k_taps = len(taps)
     rows = _rows("x", k_taps) + _rows("y", k_taps)
     xs = [f"a{k} = np.int64(x{k}[j])" for k in range(k_taps)]
     ys = [f"b{k} = np.int64(y{k}[j])" for k in range(k_taps)]
+    xs32 = [f"a{k} = x{k}[j]" for k in range(k_taps)]
+    ys32 = [f"b{k} = y{k}[j]" for k in range(k_taps)]
+    name = f"vertical_narrow_{k_taps}" if narrow else f"vertical_{k_taps}"
+    what = "8-bit samples" if narrow else f"{k_taps} taps"
     lines = [
         "",
         "",
         "@njit(cache=True, nogil=True)",
-        f"def vertical_{k_taps}(x, y, i, v1, v2, vxx, vyy, vxy, shift_mu, shift_sq):",
-        f'    """Vertical pass of row ``i`` of the pair ``x``, ``y`` ``(h, w)``, {k_taps} taps: ``rs(F*x, shift_mu)`` '
+        f"def {name}(x, y, i, v1, v2, vxx, vyy, vxy, shift_mu, shift_sq):",
+        f'    """Vertical pass of row ``i`` of the pair ``x``, ``y`` ``(h, w)``, {what}: ``rs(F*x, shift_mu)`` '
         "into ``v1``",
         '    (``y``: ``v2``), ``rs(F*x*x, shift_sq)`` into ``vxx`` (``vyy``; ``x*y``: ``vxy``), rows of ``w``."""',
         "    h = x.shape[0]",
@@ -100,8 +110,13 @@ def _vertical(taps: tuple[int, ...]) -> list[str]:
         "    shift_sq_round = (1 << shift_sq) >> 1",
         *rows,
     ]
-    lines += _loop32("v1", [f"a{k} = x{k}[j]" for k in range(k_taps)], _folded32(taps, "a"), "shift_mu")
-    lines += _loop32("v2", [f"b{k} = y{k}[j]" for k in range(k_taps)], _folded32(taps, "b"), "shift_mu")
+    lines += _loop32("v1", xs32, _folded32(taps, "a"), "shift_mu")
+    lines += _loop32("v2", ys32, _folded32(taps, "b"), "shift_mu")
+    if narrow:
+        lines += _loop32("vxx", xs32, _folded32(taps, "a", "a"), "shift_sq")
+        lines += _loop32("vyy", ys32, _folded32(taps, "b", "b"), "shift_sq")
+        lines += _loop32("vxy", xs32 + ys32, _folded32(taps, "a", "b"), "shift_sq")
+        return lines
     lines += _loop("vxx", xs, _folded(taps, lambda k: f"a{k} * a{k}"), "shift_sq")
     lines += _loop("vyy", ys, _folded(taps, lambda k: f"b{k} * b{k}"), "shift_sq")
     lines += _loop("vxy", xs + ys, _folded(taps, lambda k: f"a{k} * b{k}"), "shift_sq")
@@ -173,11 +188,12 @@ def render() -> str:
     counts = [len(f) for f in FILTERS]
     names = [f"vertical_{k}" for k in counts] + [f"vertical_one_{k}" for k in counts[1:]]
     names += [f"horizontal_{k}" for k in counts] + [f"horizontal_even_{k}" for k in counts[1:]]
-    names += [f"horizontal_mean_{k}" for k in counts]
+    names += [f"horizontal_mean_{k}" for k in counts] + [f"vertical_narrow_{counts[0]}"]
     listed = "\n".join(f'    "{n}",' for n in sorted(names))
     lines = [_HEADER.format(names=listed).rstrip("\n")]
     for taps in FILTERS:
         lines += _vertical(taps)
+    lines += _vertical(FILTERS[0], narrow=True)  # scale 0 of 8-bit frames
     for taps in FILTERS[1:]:
         lines += _subsample_vertical(taps)
     for taps in FILTERS:

@@ -224,9 +224,10 @@ def _restored0(o, t, d, angle, egl):  # pragma: no cover - compiled
 
 @njit(cache=True, nogil=True, inline="always")
 def _csf(x, irf, theta, s0):  # pragma: no cover - compiled
-    if s0:  # |irf * x| <= 49417 * 32768 < 2**31: int32 lanes (core.cpu.int32)
-        if theta == 2:
-            return to16(shr32(add32(mul32(irf, x), 65535), 17))
+    if s0:
+        if theta == 2:  # bits 17-32 of the product: 64-bit (irf depends on the viewing geometry)
+            return _w16((irf * x + 65535) >> 17)
+        # bits 15-30: the product's low 32 bits decide them whatever its size, so int32 lanes (core.cpu.int32)
         return to16(shr32(add32(mul32(irf, x), 16384), 15))
     return _w32((irf * x + 134217728) >> 28)
 
@@ -248,7 +249,7 @@ def _centre(v, s0):  # pragma: no cover - compiled
 @njit(cache=True, nogil=True, inline="always")
 def _cm_val(s, thr, irf, theta, s0, c):  # pragma: no cover - compiled
     """One orientation's contribution of one pixel: signal ``s`` (a band value), threshold ``thr``."""
-    if s0:  # |s * irf| < 2**31 (see _csf): the first steps on int32 lanes, the squares on 64 bits
+    if s0:  # libvmaf wraps these steps to 32 bits, which int32 lanes do exactly; the squares need 64
         x32 = sub32(abs32(mul32(s, irf)), shl32(thr, 12 if theta == 2 else 10))
         x = np.int64(x32) if x32 > 0 else np.int64(0)
         sq = 30 if theta == 2 else 29

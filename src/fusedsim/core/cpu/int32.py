@@ -53,25 +53,18 @@ shl32 = intrinsic(_binary("shl"))
 shl32.__doc__ = "``a << b`` in int32, wrapping, ``0 <= b < 32``."
 
 
-@intrinsic
-def abs32(typingctx, a):
-    """``abs(a)`` in int32 (``abs(-2**31)`` wraps to itself, as C's ``abs`` in practice)."""
-    if not isinstance(a, types.Integer):
-        return None
+def _unary(build):
+    def typer(typingctx, a):
+        if not isinstance(a, types.Integer):
+            return None
 
-    def codegen(context, builder, signature, args):
-        x = _as_i32(builder, args[0], signature.args[0])
-        return builder.select(builder.icmp_signed("<", x, ir.Constant(_I32, 0)), builder.neg(x), x)
-    return types.int32(a), codegen
+        def codegen(context, builder, signature, args):
+            return build(builder, _as_i32(builder, args[0], signature.args[0]))
+        return types.int32(a), codegen
+    return typer
 
 
-@intrinsic
-def to16(typingctx, a):
-    """``(int16_t) a`` as an int32: the low 16 bits of ``a``, sign-extended."""
-    if not isinstance(a, types.Integer):
-        return None
-
-    def codegen(context, builder, signature, args):
-        x = _as_i32(builder, args[0], signature.args[0])
-        return builder.sext(builder.trunc(x, ir.IntType(16)), _I32)
-    return types.int32(a), codegen
+abs32 = intrinsic(_unary(lambda b, x: b.select(b.icmp_signed("<", x, ir.Constant(_I32, 0)), b.neg(x), x)))
+abs32.__doc__ = "``abs(a)`` in int32 (``abs(-2**31)`` wraps to itself, as C's ``abs`` in practice)."
+to16 = intrinsic(_unary(lambda b, x: b.sext(b.trunc(x, ir.IntType(16)), _I32)))
+to16.__doc__ = "``(int16_t) a`` as an int32: the low 16 bits of ``a``, sign-extended."

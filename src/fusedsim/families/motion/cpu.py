@@ -14,6 +14,7 @@ import numpy as np
 import torch
 from numba import njit, prange
 
+from fusedsim.core.cpu.int32 import add32, mul32, shr32
 from fusedsim.core.cpu.parallel import parallel_kernel
 from fusedsim.core.cpu.samples import unsigned_samples
 from fusedsim.families.motion.ops import integer_motion_sad
@@ -62,12 +63,11 @@ def _band_sad(prev, cur, y0, y1, shift, wide):
                 s = (3571 * (np.int64(da[j]) + np.int64(de[j])) + 16004 * (np.int64(db[j]) + np.int64(dd[j]))
                      + 26386 * np.int64(dc[j]))
                 ybuf[j + 2] = (s + rnd) >> shift
-        else:  # up to 12 bits every step fits int32; each is truncated to int32 so that LLVM keeps 32-bit lanes
-            # (numba computes int32 arithmetic in int64; 64-bit vector multiplies are slow on Intel's cores)
+        else:  # up to 12 bits every step fits int32: 32-bit lanes (core.cpu.int32)
             for j in range(width):
-                s = np.int32(np.int32(np.int32(3571) * np.int32(da[j] + de[j]))
-                             + np.int32(np.int32(16004) * np.int32(db[j] + dd[j])) + np.int32(np.int32(26386) * dc[j]))
-                ybuf[j + 2] = np.int32(np.int32(s + rnd32) >> shift32)
+                s = add32(add32(mul32(3571, add32(da[j], de[j])), mul32(16004, add32(db[j], dd[j]))),
+                          mul32(26386, dc[j]))
+                ybuf[j + 2] = shr32(add32(s, rnd32), shift32)
         # reflect-101 columns: -2 -> 2, -1 -> 1, w -> w-2, w+1 -> w-3
         ybuf[0] = ybuf[4]
         ybuf[1] = ybuf[3]

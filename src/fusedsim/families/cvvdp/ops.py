@@ -336,9 +336,10 @@ cvvdp_band_pool = register_op(KernelOp(
 
 def _cvvdp_temporal_examples(device: torch.device) -> list[Example]:
     """DKL-like frames and the metric's filters at 30 fps (9 taps) and 24 fps (7 taps); windows with one output
-    frame (the first frame's history replicated) and several."""
+    frame (the first frame's history replicated) and several; 11 frames: a program's 8 frames and 3 more."""
     out = []
-    for i, (n, frames, fps, h, w) in enumerate([(1, 1, 30, 5, 7), (2, 3, 24, 6, 4), (1, 2, 30, 17, 33)]):
+    for i, (n, frames, fps, h, w) in enumerate([(1, 1, 30, 5, 7), (2, 3, 24, 6, 4), (1, 2, 30, 17, 33),
+                                                (2, 11, 24, 3, 5)]):
         taps = cvvdp_temporal_filters(fps).to(torch.float64)
         levels = _cvvdp_level((n * (frames + taps.shape[-1] - 1), 3, h, w), 250 + i, "cpu")
         window = levels.view(n, -1, 3, h, w)
@@ -418,8 +419,10 @@ cvvdp_video_masker_vblur = register_op(KernelOp(
 
 def _cvvdp_video_band_pool_examples(device: torch.device) -> list[Example]:
     out = []
+    # 600 columns: the middle steps of 256 lie inside the row (the blur without reflection)
     for i, (shape, blur, with_map) in enumerate([((1, 4, 7, 13), True, True), ((2, 4, 9, 8), True, False),
-                                                 ((1, 4, 5, 4), False, True), ((2, 4, 12, 300), True, True)]):
+                                                 ((1, 4, 5, 4), False, True), ((2, 4, 12, 300), True, True),
+                                                 ((1, 4, 7, 600), True, False)]):
         gen = torch.Generator().manual_seed(290 + i)
         n, _, h, w = shape
         band = torch.cat([5 * torch.rand((n, 4, h, w), generator=gen, dtype=torch.float64),
@@ -460,12 +463,14 @@ def cvvdp_temporal_codes_ref(codes: torch.Tensor, filters: torch.Tensor, peak_lu
 
 
 def _cvvdp_temporal_codes_examples(device: torch.device) -> list[Example]:
-    """Every uint8 code; standard_4k's photometry and a darker display with exposure 0.5 (the clip branch)."""
+    """Every uint8 code; standard_4k's photometry and a darker display with exposure 0.5 (the clip branch); 17
+    frames: two programs' 8 frames and one more."""
     from fusedsim.families.cvvdp.data import cvvdp_display
 
     out = []
     for i, (n, frames, fps, h, w, kwargs) in enumerate([(1, 1, 30, 8, 12, {}),
-                                                         (2, 3, 24, 5, 9, {"exposure": 0.5, "contrast": 100.0})]):
+                                                         (2, 3, 24, 5, 9, {"exposure": 0.5, "contrast": 100.0}),
+                                                         (1, 17, 30, 4, 6, {})]):
         taps = cvvdp_temporal_filters(fps).to(torch.float64)
         count = n * (frames + taps.shape[-1] - 1) * 3 * h * w
         codes = torch.randperm(count, generator=torch.Generator().manual_seed(300 + i)).remainder(256)

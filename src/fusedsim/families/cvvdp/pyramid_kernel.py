@@ -17,7 +17,7 @@ x[i//2], x[i//2 + 1] (indices clamped to [0, h-1], which is exactly the copied p
 (0.1, 0.8, 0.1) for even i and (0, 0.5, 0.5) for odd i: a 3 x 3 stencil per output pixel.
 
 Float32 sums in another order than cuDNN's: a few ulps from the twins. Forward only (the gradient path runs the
-twins). One program = one output row × a block of columns of one plane.
+twins). One program = a block of columns of one plane, four output rows (reduce) or one (expand).
 """
 
 from __future__ import annotations
@@ -30,9 +30,10 @@ from fusedsim.core.launch import Launcher
 from fusedsim.core.state import cached
 from fusedsim.families.cvvdp.ops import cvvdp_expand, cvvdp_reduce
 
-__all__ = ["block_for", "cvvdp_expand_fwd", "cvvdp_reduce_fwd", "expand_at"]
+__all__ = ["block_for", "cvvdp_expand_fwd", "cvvdp_reduce_fwd", "expand_at", "expand_pair_at"]
 
 _BLOCK = 256
+_REDUCE_ROWS = 4  # output rows a reduce program: 11 input row loads for 4 rows, not 20
 
 
 def block_for(width: int) -> tuple[int, int]:
@@ -71,32 +72,82 @@ def _reduce_weight(o, t: tl.constexpr, n, n_out, ODD: tl.constexpr, K0: tl.const
 
 
 @triton.jit
+def _row_weight(o, p, n, n_out, EDGE: tl.constexpr, ODD: tl.constexpr, K0: tl.constexpr, K1: tl.constexpr,
+                K2: tl.constexpr, K3: tl.constexpr, K4: tl.constexpr):
+    """Weight of input row ``p`` (scalar) in outputs ``o`` (vector) along an axis of n inputs: the tap t = p - 2o + 2
+    of :func:`_reduce_weight`, 0 where o does not reach p. Without EDGE (rows and outputs away from both ends) the
+    weight depends on t alone."""
+    t = p - 2 * o + 2
+    kt = tl.where(t == 0, K0, tl.where(t == 1, K1, tl.where(t == 2, K2, tl.where(t == 3, K3, K4))))
+    if not EDGE:
+        return tl.where((t >= 0) & (t <= 4), kt, 0.0)
+    w = tl.where((t >= 0) & (t <= 4) & (p >= 0) & (p < n), kt, 0.0)
+    first = o == 0
+    w += tl.where(first & (p == 0), K1, 0.0) + tl.where(first & (p == 1), K0, 0.0)
+    last = o == n_out - 1
+    if ODD:
+        w += tl.where(last & (p == n - 1), K3, 0.0) + tl.where(last & (p == n - 2), K4, 0.0)
+    else:
+        w += tl.where(last & (p == n - 1), K4, 0.0)
+    return w
+
+
+@triton.jit
+def _column_sums(base, io0, H, W, HO, c0, c1, c2, c3, c4, ok, EDGE: tl.constexpr, ODD: tl.constexpr,
+                 K0: tl.constexpr, K1: tl.constexpr, K2: tl.constexpr, K3: tl.constexpr, K4: tl.constexpr,
+                 ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    """The five column taps' sums over rows (ROWS, BLOCK) of output rows io0 .. io0 + ROWS - 1: each of their
+    2 ROWS + 3 input rows is loaded once and added to every output row it reaches, rows in order."""
+    io = io0 + tl.arange(0, ROWS)
+    cs0 = tl.zeros([ROWS, BLOCK], dtype=tl.float32)
+    cs1 = tl.zeros([ROWS, BLOCK], dtype=tl.float32)
+    cs2 = tl.zeros([ROWS, BLOCK], dtype=tl.float32)
+    cs3 = tl.zeros([ROWS, BLOCK], dtype=tl.float32)
+    cs4 = tl.zeros([ROWS, BLOCK], dtype=tl.float32)
+    for k in tl.static_range(2 * ROWS + 3):
+        r = 2 * io0 + (k - 2)
+        wr = _row_weight(io, r, H, HO, EDGE, ODD, K0, K1, K2, K3, K4)[:, None]
+        if EDGE:
+            r = tl.minimum(tl.maximum(r, 0), H - 1)
+        row = base + r.to(tl.int64) * W
+        cs0 += wr * tl.load(row + c0, mask=ok, other=0.0).to(tl.float32)[None, :]
+        cs1 += wr * tl.load(row + c1, mask=ok, other=0.0).to(tl.float32)[None, :]
+        cs2 += wr * tl.load(row + c2, mask=ok, other=0.0).to(tl.float32)[None, :]
+        cs3 += wr * tl.load(row + c3, mask=ok, other=0.0).to(tl.float32)[None, :]
+        cs4 += wr * tl.load(row + c4, mask=ok, other=0.0).to(tl.float32)[None, :]
+    return cs0, cs1, cs2, cs3, cs4
+
+
+@triton.jit
 def _reduce_kernel(X, OUT, H, W, HO, WO, sxp, ODD: tl.constexpr, K0: tl.constexpr, K1: tl.constexpr,
-                   K2: tl.constexpr, K3: tl.constexpr, K4: tl.constexpr, BLOCK: tl.constexpr):
-    io = tl.program_id(1)
+                   K2: tl.constexpr, K3: tl.constexpr, K4: tl.constexpr, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    """ROWS output rows a program (:func:`_column_sums`): the same sums in the same order as one output row at a
+    time; programs away from the plane's top and bottom take their row weights from the tap alone."""
+    io0 = tl.program_id(1) * ROWS
     plane = tl.program_id(2).to(tl.int64)
     jo = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     ok = jo < WO
     base = X + plane * sxp
-    # the five row taps are the same for every column tap: computed once (same sums, in the same order)
-    wr0, r0 = _reduce_weight(io, 0, H, HO, ODD, K0, K1, K2, K3, K4)
-    wr1, r1 = _reduce_weight(io, 1, H, HO, ODD, K0, K1, K2, K3, K4)
-    wr2, r2 = _reduce_weight(io, 2, H, HO, ODD, K0, K1, K2, K3, K4)
-    wr3, r3 = _reduce_weight(io, 3, H, HO, ODD, K0, K1, K2, K3, K4)
-    wr4, r4 = _reduce_weight(io, 4, H, HO, ODD, K0, K1, K2, K3, K4)
-    row0, row1, row2 = base + r0.to(tl.int64) * W, base + r1.to(tl.int64) * W, base + r2.to(tl.int64) * W
-    row3, row4 = base + r3.to(tl.int64) * W, base + r4.to(tl.int64) * W
-    acc = tl.zeros([BLOCK], dtype=tl.float32)
-    for s in tl.static_range(5):
-        wc, col = _reduce_weight(jo, s, W, WO, ODD, K0, K1, K2, K3, K4)
-        colsum = tl.zeros([BLOCK], dtype=tl.float32)
-        colsum += wr0 * tl.load(row0 + col, mask=ok, other=0.0).to(tl.float32)
-        colsum += wr1 * tl.load(row1 + col, mask=ok, other=0.0).to(tl.float32)
-        colsum += wr2 * tl.load(row2 + col, mask=ok, other=0.0).to(tl.float32)
-        colsum += wr3 * tl.load(row3 + col, mask=ok, other=0.0).to(tl.float32)
-        colsum += wr4 * tl.load(row4 + col, mask=ok, other=0.0).to(tl.float32)
-        acc += wc * colsum
-    tl.store(OUT + plane * HO * WO + io.to(tl.int64) * WO + jo, acc, mask=ok)
+    wc0, c0 = _reduce_weight(jo, 0, W, WO, ODD, K0, K1, K2, K3, K4)
+    wc1, c1 = _reduce_weight(jo, 1, W, WO, ODD, K0, K1, K2, K3, K4)
+    wc2, c2 = _reduce_weight(jo, 2, W, WO, ODD, K0, K1, K2, K3, K4)
+    wc3, c3 = _reduce_weight(jo, 3, W, WO, ODD, K0, K1, K2, K3, K4)
+    wc4, c4 = _reduce_weight(jo, 4, W, WO, ODD, K0, K1, K2, K3, K4)
+    if (io0 >= 1) & (io0 + ROWS < HO) & (2 * io0 + 2 * ROWS < H):
+        cs0, cs1, cs2, cs3, cs4 = _column_sums(base, io0, H, W, HO, c0, c1, c2, c3, c4, ok, False, ODD, K0, K1, K2,
+                                               K3, K4, ROWS, BLOCK)
+    else:
+        cs0, cs1, cs2, cs3, cs4 = _column_sums(base, io0, H, W, HO, c0, c1, c2, c3, c4, ok, True, ODD, K0, K1, K2,
+                                               K3, K4, ROWS, BLOCK)
+    acc = tl.zeros([ROWS, BLOCK], dtype=tl.float32)
+    acc += wc0[None, :] * cs0
+    acc += wc1[None, :] * cs1
+    acc += wc2[None, :] * cs2
+    acc += wc3[None, :] * cs3
+    acc += wc4[None, :] * cs4
+    io = io0 + tl.arange(0, ROWS)
+    out = OUT + plane * HO * WO + io[:, None].to(tl.int64) * WO + jo[None, :]
+    tl.store(out, acc, mask=(io[:, None] < HO) & ok[None, :])
 
 
 @triton.jit
@@ -128,6 +179,39 @@ def expand_at(base, i, j, h, w, ok):
 
 
 @triton.jit
+def _stencil_rows(x0, x1, x2, WY0: tl.constexpr, WY1: tl.constexpr, WY2: tl.constexpr):
+    return WY0 * x0 + WY1 * x1 + WY2 * x2
+
+
+@triton.jit
+def expand_pair_at(base, bi, j, h, w, ok):
+    """:func:`expand_at` at output rows 2 bi and 2 bi + 1 (the same three input rows): each of the nine inputs is
+    loaded once for both rows; the same sums as two calls."""
+    r0 = tl.maximum(bi - 1, 0).to(tl.int64) * w
+    r1 = tl.minimum(bi, h - 1).to(tl.int64) * w
+    r2 = tl.minimum(bi + 1, h - 1).to(tl.int64) * w
+    bj = j // 2
+    odd_j = (j % 2) == 1
+    c0 = tl.maximum(bj - 1, 0)
+    c1 = tl.minimum(bj, w - 1)
+    c2 = tl.minimum(bj + 1, w - 1)
+    x00, x10, x20 = (tl.load(base + r0 + c0, mask=ok, other=0.0), tl.load(base + r1 + c0, mask=ok, other=0.0),
+                     tl.load(base + r2 + c0, mask=ok, other=0.0))
+    x01, x11, x21 = (tl.load(base + r0 + c1, mask=ok, other=0.0), tl.load(base + r1 + c1, mask=ok, other=0.0),
+                     tl.load(base + r2 + c1, mask=ok, other=0.0))
+    x02, x12, x22 = (tl.load(base + r0 + c2, mask=ok, other=0.0), tl.load(base + r1 + c2, mask=ok, other=0.0),
+                     tl.load(base + r2 + c2, mask=ok, other=0.0))
+    wx0 = tl.where(odd_j, 0.0, 0.1)
+    wx1 = tl.where(odd_j, 0.5, 0.8)
+    wx2 = tl.where(odd_j, 0.5, 0.1)
+    even = (wx0 * _stencil_rows(x00, x10, x20, 0.1, 0.8, 0.1) + wx1 * _stencil_rows(x01, x11, x21, 0.1, 0.8, 0.1)
+            + wx2 * _stencil_rows(x02, x12, x22, 0.1, 0.8, 0.1))
+    odd = (wx0 * _stencil_rows(x00, x10, x20, 0.0, 0.5, 0.5) + wx1 * _stencil_rows(x01, x11, x21, 0.0, 0.5, 0.5)
+           + wx2 * _stencil_rows(x02, x12, x22, 0.0, 0.5, 0.5))
+    return even, odd
+
+
+@triton.jit
 def _expand_kernel(X, OUT, h, w, HO, WO, sxp, BLOCK: tl.constexpr):
     i = tl.program_id(1)
     plane = tl.program_id(2).to(tl.int64)
@@ -147,8 +231,9 @@ def _planes(x: torch.Tensor) -> torch.Tensor:
 def _reduce_launcher(n: int, c: int, h: int, w: int) -> tuple[Launcher, tuple]:
     ho, wo = (h + 1) // 2, (w + 1) // 2
     block, warps = block_for(wo)
-    launch = Launcher(_reduce_kernel, (triton.cdiv(wo, block), ho, n * c), num_warps=warps)
-    return launch, (h, w, ho, wo, h * w, h % 2 == 1, *_K, block)
+    grid = (triton.cdiv(wo, block), triton.cdiv(ho, _REDUCE_ROWS), n * c)
+    launch = Launcher(_reduce_kernel, grid, num_warps=warps)
+    return launch, (h, w, ho, wo, h * w, h % 2 == 1, *_K, _REDUCE_ROWS, block)
 
 
 @cvvdp_reduce.triton_launcher

@@ -5,9 +5,10 @@
                          rgb2xyz) -> (N, S - L + 1, 4, H, W) float32: the display model fused in
 
 Per pixel and output frame b (twin: :func:`fusedsim.families.cvvdp.video_twin.cvvdp_temporal_ref`):
-``out[c] = sum_k window[b + k, src(c)] * filters[c, L - 1 - k]`` with src = (0, 1, 2, 0): each window frame is read
-once per output frame for all four channels (the twin reads Y twice and makes a temporary per product), and the
-sums run in float32 in tap order.
+``out[c] = sum_k window[b + k, src(c)] * filters[c, L - 1 - k]`` with src = (0, 1, 2, 0), the sums in float32 in tap
+order. One program computes a block of pixels of 8 consecutive output frames and reads each of their 8 + L - 1
+window frames once, adding it to every output frame it reaches (an output frame at a time read each window frame
+L times: 9 at 30 fps, and converted its codes as often).
 
 ``cvvdp_temporal_codes`` reads a window of uint8 sRGB codes (3 bytes a pixel instead of 12) and applies the
 display model per tap: the emitted luminance of each code is a 256-entry table formed on the host by the twin's
@@ -30,41 +31,80 @@ from fusedsim.families.cvvdp.twin import cvvdp_luminance_ref, dkl_matrix
 
 __all__ = ["cvvdp_temporal_codes_fwd", "cvvdp_temporal_fwd"]
 
-_BLOCK = 512
+_BLOCK = 256  # pixels a program
+_FRAMES = 8  # output frames a program: each window frame is read (and converted) once for all of them
 
 
 @triton.jit
-def _temporal_kernel(X, F, OUT, HW, n_taps, frames, NB, sn, ss, sc, BLOCK: tl.constexpr):
-    pid = tl.program_id(0).to(tl.int64)
-    nb = pid % NB
-    n = nb // frames
-    b = nb % frames
-    p = (pid // NB) * BLOCK + tl.arange(0, BLOCK)
+def _accumulate(acc0, acc1, acc2, acc3, y, rg, yv, TAB, s, q, FRAMES: tl.constexpr):
+    """Adds window frame ``s`` (its Y, RG, YV at the program's pixels) to output frames ``q`` (FRAMES,) with the
+    weights ``TAB[s, c, q]`` (:func:`_tap_table`: tap L - 1 - (s - q) of channel c, 0 where output q does not
+    reach frame s; adding 0 * x leaves a finite sum as it is, so per output the sums run in tap order, as one output
+    frame at a time would)."""
+    row = TAB + tl.multiple_of(s * (4 * FRAMES), 4 * FRAMES) + q
+    acc0 += tl.load(row)[:, None] * y[None, :]
+    acc1 += tl.load(row + FRAMES)[:, None] * rg[None, :]
+    acc2 += tl.load(row + 2 * FRAMES)[:, None] * yv[None, :]
+    acc3 += tl.load(row + 3 * FRAMES)[:, None] * y[None, :]
+    return acc0, acc1, acc2, acc3
+
+
+@triton.jit
+def _store4(OUT, acc0, acc1, acc2, acc3, n, q0, q, frames, p, ok, HW):
+    out = OUT + ((n * frames + q0 + q).to(tl.int64) * 4 * HW)[:, None] + p[None, :]
+    keep = ((q0 + q) < frames)[:, None] & ok[None, :]
+    tl.store(out, acc0, mask=keep)
+    tl.store(out + HW, acc1, mask=keep)
+    tl.store(out + 2 * HW, acc2, mask=keep)
+    tl.store(out + 3 * HW, acc3, mask=keep)
+
+
+@triton.jit
+def _temporal_kernel(X, TAB, OUT, HW, n_taps, frames, sn, ss, sc, FRAMES: tl.constexpr, BLOCK: tl.constexpr):
+    """One program: BLOCK pixels of FRAMES consecutive output frames of one clip; window frames q0 .. q0 +
+    FRAMES + L - 2 are each read once."""
+    p = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    q0 = tl.program_id(1) * FRAMES
+    n = tl.program_id(2).to(tl.int64)
     ok = p < HW
-    acc0 = tl.zeros((BLOCK,), dtype=tl.float32)
-    acc1 = tl.zeros((BLOCK,), dtype=tl.float32)
-    acc2 = tl.zeros((BLOCK,), dtype=tl.float32)
-    acc3 = tl.zeros((BLOCK,), dtype=tl.float32)
-    for k in range(0, n_taps):
-        x = X + n * sn + (b + k) * ss + p
+    q = tl.arange(0, FRAMES)
+    acc0 = tl.zeros((FRAMES, BLOCK), dtype=tl.float32)
+    acc1 = tl.zeros((FRAMES, BLOCK), dtype=tl.float32)
+    acc2 = tl.zeros((FRAMES, BLOCK), dtype=tl.float32)
+    acc3 = tl.zeros((FRAMES, BLOCK), dtype=tl.float32)
+    for s in range(0, tl.minimum(FRAMES, frames - q0) + n_taps - 1):
+        x = X + n * sn + (q0 + s).to(tl.int64) * ss + p
         y = tl.load(x, mask=ok, other=0.0)
         rg = tl.load(x + sc, mask=ok, other=0.0)
         yv = tl.load(x + 2 * sc, mask=ok, other=0.0)
-        j = n_taps - 1 - k
-        acc0 += y * tl.load(F + j)
-        acc1 += rg * tl.load(F + n_taps + j)
-        acc2 += yv * tl.load(F + 2 * n_taps + j)
-        acc3 += y * tl.load(F + 3 * n_taps + j)
-    out = OUT + nb * 4 * HW + p
-    tl.store(out, acc0, mask=ok)
-    tl.store(out + HW, acc1, mask=ok)
-    tl.store(out + 2 * HW, acc2, mask=ok)
-    tl.store(out + 3 * HW, acc3, mask=ok)
+        acc0, acc1, acc2, acc3 = _accumulate(acc0, acc1, acc2, acc3, y, rg, yv, TAB, s, q, FRAMES)
+    _store4(OUT, acc0, acc1, acc2, acc3, n, q0, q, frames, p, ok, HW)
+
+
+@cached(maxsize=16)
+def _tap_index(n_taps: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """For window frame s and output frame q of a program: the filter tap L - 1 - (s - q) (clamped) and whether
+    output q reaches frame s, (FRAMES + L - 1, FRAMES) each."""
+    s = torch.arange(_FRAMES + n_taps - 1)[:, None]
+    k = s - torch.arange(_FRAMES)[None, :]
+    real = (k >= 0) & (k < n_taps)
+    return (n_taps - 1 - k).clamp(0, n_taps - 1).to(device), real.to(device)
+
+
+def _tap_table(filters: torch.Tensor) -> torch.Tensor:
+    """The weights (FRAMES + L - 1, 4, FRAMES) float32 of window frame s in output frame q of a program, channel
+    by channel: each step of the kernel's loop reads its 4 x FRAMES weights as contiguous vectors."""
+    tap, real = _tap_index(filters.shape[-1], filters.device)
+    return torch.where(real, filters[:, tap], 0.0).permute(1, 0, 2).contiguous()
+
+
+def _grid(n: int, frames: int, hw: int) -> tuple[int, int, int]:
+    return triton.cdiv(hw, _BLOCK), triton.cdiv(frames, _FRAMES), n
 
 
 @cached(maxsize=32)
 def _launcher(n: int, frames: int, hw: int) -> Launcher:
-    return Launcher(_temporal_kernel, (triton.cdiv(hw, _BLOCK) * n * frames,), num_warps=4)
+    return Launcher(_temporal_kernel, _grid(n, frames, hw), num_warps=4)
 
 
 @cvvdp_temporal.triton_launcher
@@ -79,42 +119,34 @@ def cvvdp_temporal_fwd(window: torch.Tensor, filters: torch.Tensor) -> torch.Ten
                          f"{tuple(window.shape)} and {tuple(filters.shape)}")
     frames = s - n_taps + 1
     out = torch.empty((n, frames, 4, h, w), dtype=torch.float32, device=window.device)
-    _launcher(n, frames, h * w)(window, filters, out, h * w, n_taps, frames, n * frames, window.stride(0),
-                                window.stride(1), window.stride(2), _BLOCK)
+    _launcher(n, frames, h * w)(window, _tap_table(filters), out, h * w, n_taps, frames, window.stride(0),
+                                window.stride(1), window.stride(2), _FRAMES, _BLOCK)
     return out
 
 
 @triton.jit
-def _temporal_codes_kernel(X, LUM, F, OUT, HW, n_taps, frames, NB, sn, ss, sc, M00, M01, M02, M10, M11, M12, M20, M21,
-                           M22, BLOCK: tl.constexpr):
-    pid = tl.program_id(0).to(tl.int64)
-    nb = pid % NB
-    n = nb // frames
-    b = nb % frames
-    p = (pid // NB) * BLOCK + tl.arange(0, BLOCK)
+def _temporal_codes_kernel(X, LUM, TAB, OUT, HW, n_taps, frames, sn, ss, sc, M00, M01, M02, M10, M11, M12, M20, M21,
+                           M22, FRAMES: tl.constexpr, BLOCK: tl.constexpr):
+    """As ``_temporal_kernel`` on codes: each window frame's display model is computed once per program."""
+    p = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    q0 = tl.program_id(1) * FRAMES
+    n = tl.program_id(2).to(tl.int64)
     ok = p < HW
-    acc0 = tl.zeros((BLOCK,), dtype=tl.float32)
-    acc1 = tl.zeros((BLOCK,), dtype=tl.float32)
-    acc2 = tl.zeros((BLOCK,), dtype=tl.float32)
-    acc3 = tl.zeros((BLOCK,), dtype=tl.float32)
-    for k in range(0, n_taps):
-        x = X + n * sn + (b + k) * ss + p
+    q = tl.arange(0, FRAMES)
+    acc0 = tl.zeros((FRAMES, BLOCK), dtype=tl.float32)
+    acc1 = tl.zeros((FRAMES, BLOCK), dtype=tl.float32)
+    acc2 = tl.zeros((FRAMES, BLOCK), dtype=tl.float32)
+    acc3 = tl.zeros((FRAMES, BLOCK), dtype=tl.float32)
+    for s in range(0, tl.minimum(FRAMES, frames - q0) + n_taps - 1):
+        x = X + n * sn + (q0 + s).to(tl.int64) * ss + p
         l0 = tl.load(LUM + tl.load(x, mask=ok, other=0).to(tl.int32))
         l1 = tl.load(LUM + tl.load(x + sc, mask=ok, other=0).to(tl.int32))
         l2 = tl.load(LUM + tl.load(x + 2 * sc, mask=ok, other=0).to(tl.int32))
         y = l0 * M00 + l1 * M01 + l2 * M02
         rg = l0 * M10 + l1 * M11 + l2 * M12
         yv = l0 * M20 + l1 * M21 + l2 * M22
-        j = n_taps - 1 - k
-        acc0 += y * tl.load(F + j)
-        acc1 += rg * tl.load(F + n_taps + j)
-        acc2 += yv * tl.load(F + 2 * n_taps + j)
-        acc3 += y * tl.load(F + 3 * n_taps + j)
-    out = OUT + nb * 4 * HW + p
-    tl.store(out, acc0, mask=ok)
-    tl.store(out + HW, acc1, mask=ok)
-    tl.store(out + 2 * HW, acc2, mask=ok)
-    tl.store(out + 3 * HW, acc3, mask=ok)
+        acc0, acc1, acc2, acc3 = _accumulate(acc0, acc1, acc2, acc3, y, rg, yv, TAB, s, q, FRAMES)
+    _store4(OUT, acc0, acc1, acc2, acc3, n, q0, q, frames, p, ok, HW)
 
 
 @cached(maxsize=16)
@@ -129,7 +161,7 @@ def _luminance_table(peak: float, black: float, refl: float, exposure: float, de
 @cached(maxsize=32)
 def _codes_launcher(n: int, frames: int, hw: int, rgb2xyz: tuple) -> tuple[Launcher, tuple]:
     m = dkl_matrix(tuple(rgb2xyz[3 * r:3 * r + 3] for r in range(3)), torch.empty(0, dtype=torch.float32))
-    launch = Launcher(_temporal_codes_kernel, (triton.cdiv(hw, _BLOCK) * n * frames,), num_warps=4)
+    launch = Launcher(_temporal_codes_kernel, _grid(n, frames, hw), num_warps=4)
     return launch, tuple(float(v) for v in m.reshape(-1))
 
 
@@ -149,6 +181,6 @@ def cvvdp_temporal_codes_fwd(codes: torch.Tensor, filters: torch.Tensor, peak_lu
     launch, matrix = _codes_launcher(n, frames, h * w, tuple(float(v) for v in rgb2xyz))
     lum = _luminance_table(float(peak_luminance), float(black_level), float(reflected), float(exposure), codes.device)
     out = torch.empty((n, frames, 4, h, w), dtype=torch.float32, device=codes.device)
-    launch(codes, lum, filters, out, h * w, n_taps, frames, n * frames, codes.stride(0), codes.stride(1),
-           codes.stride(2), *matrix, _BLOCK)
+    launch(codes, lum, _tap_table(filters), out, h * w, n_taps, frames, codes.stride(0), codes.stride(1),
+           codes.stride(2), *matrix, _FRAMES, _BLOCK)
     return out

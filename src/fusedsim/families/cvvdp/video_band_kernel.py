@@ -24,11 +24,11 @@ import triton.language as tl
 from fusedsim.core.fast_math import fast_log2
 from fusedsim.core.launch import Launcher
 from fusedsim.core.state import cached
-from fusedsim.families.cvvdp.band_kernel import contrast, masker_and_diff, plane_view
+from fusedsim.families.cvvdp.band_kernel import masker_and_diff, plane_view
 from fusedsim.families.cvvdp.data import cvvdp_params
 from fusedsim.families.cvvdp.mask_diff_kernel import soft, spow
 from fusedsim.families.cvvdp.ops import cvvdp_video_band_pool, cvvdp_video_masker_vblur, cvvdp_video_pair_band
-from fusedsim.families.cvvdp.pyramid_kernel import block_for, expand_at
+from fusedsim.families.cvvdp.pyramid_kernel import block_for, expand_pair_at
 from fusedsim.families.cvvdp.twin import CH_GAIN, TEMPORAL_LUTS, cvvdp_sensitivity_lut_ref, gauss_taps, lut_field
 
 __all__ = ["cvvdp_video_band_pool_fwd", "cvvdp_video_masker_vblur_fwd", "cvvdp_video_pair_band_fwd"]
@@ -36,21 +36,12 @@ __all__ = ["cvvdp_video_band_pool_fwd", "cvvdp_video_masker_vblur_fwd", "cvvdp_v
 _LN10 = math.log(10.0)
 _TAPS = 13
 _VBLUR_ROWS = 8  # output rows per program of the vertical blur: 20 row loads for 8 rows, not 104
+# columns per step of the band pool's row loop: at 1080p six of its eight steps lie 6 px inside the row, where the
+# horizontal blur needs no reflection (one step of 1 024 columns never did)
+_POOL_BLOCK = 256
 
 
 # ------------------------------------------------------------------------------------------------- pair band
-@triton.jit
-def _contrast4(G, GN, n, i, j, w, hn, wn, ok, gsn, gsc, nsn, nsc, SCALE: tl.constexpr):
-    """Weber contrast of the four channels and the background max(E_0, 0.01) (channel 0: sustained Y)."""
-    c0, c1, c2, bkg = contrast(G, GN, n, i, j, w, hn, wn, ok, gsn, gsc, nsn, nsc, SCALE)
-    e3 = expand_at(GN + n * nsn + 3 * nsc, i, j, hn, wn, ok)
-    g3 = tl.load(G + n * gsn + 3 * gsc + i.to(tl.int64) * w + j, mask=ok, other=0.0)
-    c3 = tl.minimum((g3 - e3) / bkg, 1000.0)
-    if SCALE != 1.0:
-        c3 = c3 * SCALE
-    return c0, c1, c2, c3, bkg
-
-
 @triton.jit
 def _sens_at(LUT, c: tl.constexpr, i_lo, i_hi, frac, ok, NL: tl.constexpr, CORR, LN10: tl.constexpr):
     lo = tl.load(LUT + c * NL + i_lo, mask=ok, other=0.0)
@@ -59,30 +50,58 @@ def _sens_at(LUT, c: tl.constexpr, i_lo, i_hi, frac, ok, NL: tl.constexpr, CORR,
 
 
 @triton.jit
-def _video_pair_band_kernel(RG, RGN, TG, TGN, LUT, OUT, w, hn, wn, rgsn, rgsc, rnsn, rnsc, tgsn, tgsc, tnsn, tnsc,
-                            HW, REF_FRAMES, LOGL0, LOGL_SPAN, CORR, NL: tl.constexpr, G1: tl.constexpr,
-                            SCALE: tl.constexpr, LN10: tl.constexpr, BLOCK: tl.constexpr):
-    i = tl.program_id(1)
-    n = tl.program_id(2).to(tl.int64)
-    j = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    ok = j < w
-    # test frame n of clip n // REF_FRAMES is compared with reference frame n % REF_FRAMES (a shared reference)
-    r0, r1, r2, r3, bkg = _contrast4(RG, RGN, n % REF_FRAMES, i, j, w, hn, wn, ok, rgsn, rgsc, rnsn, rnsc, SCALE)
+def _contrast_at(g, e, bkg, SCALE: tl.constexpr):
+    c = tl.minimum((g - e) / bkg, 1000.0)
+    if SCALE != 1.0:
+        c = c * SCALE
+    return c
+
+
+@triton.jit
+def _contrast4_pair(G, GN, n, bi, j, w, h, hn, wn, ok, gsn, gsc, nsn, nsc, SCALE: tl.constexpr):
+    """Weber contrast of the four channels (G - E) / max(E_0, 0.01) (channel 0: sustained Y; E the expanded next
+    level) and that background, at rows 2 bi (the first five values) and 2 bi + 1 (the next five): the next level's
+    stencil loads are shared by both rows; past the plane's last row the odd row reads the even one's pixels (its
+    values are not stored)."""
+    nb = GN + n * nsn
+    e0, f0 = expand_pair_at(nb, bi, j, hn, wn, ok)
+    e1, f1 = expand_pair_at(nb + nsc, bi, j, hn, wn, ok)
+    e2, f2 = expand_pair_at(nb + 2 * nsc, bi, j, hn, wn, ok)
+    e3, f3 = expand_pair_at(nb + 3 * nsc, bi, j, hn, wn, ok)
+    i = 2 * bi
+    ge = G + n * gsn + i.to(tl.int64) * w + j
+    go = ge + tl.where(i + 1 < h, w, 0)
+    bkg_e = tl.maximum(e0, 0.01)
+    bkg_o = tl.maximum(f0, 0.01)
+    return (_contrast_at(tl.load(ge, mask=ok, other=0.0), e0, bkg_e, SCALE),
+            _contrast_at(tl.load(ge + gsc, mask=ok, other=0.0), e1, bkg_e, SCALE),
+            _contrast_at(tl.load(ge + 2 * gsc, mask=ok, other=0.0), e2, bkg_e, SCALE),
+            _contrast_at(tl.load(ge + 3 * gsc, mask=ok, other=0.0), e3, bkg_e, SCALE), bkg_e,
+            _contrast_at(tl.load(go, mask=ok, other=0.0), f0, bkg_o, SCALE),
+            _contrast_at(tl.load(go + gsc, mask=ok, other=0.0), f1, bkg_o, SCALE),
+            _contrast_at(tl.load(go + 2 * gsc, mask=ok, other=0.0), f2, bkg_o, SCALE),
+            _contrast_at(tl.load(go + 3 * gsc, mask=ok, other=0.0), f3, bkg_o, SCALE), bkg_o)
+
+
+@triton.jit
+def _band_row(LUT, r0, r1, r2, r3, bkg, t0, t1, t2, t3, ok, LOGL0, LOGL_SPAN, CORR, NL: tl.constexpr,
+              G1: tl.constexpr, LN10: tl.constexpr):
+    """The reference's CSF sensitivity at its background, then both sides' masker input and difference of one
+    row segment, stored as the band buffer's eight planes (``OUT`` at the row segment, planes HW apart)."""
     pos = (fast_log2(bkg) * (0.6931471805599453 / LN10) - LOGL0) / LOGL_SPAN * (NL - 1)  # log10 (2^-22 off)
     pos = tl.minimum(tl.maximum(pos, 0.0), NL - 1.0)
     i_lo = pos.to(tl.int32)
     frac = pos - i_lo.to(tl.float32)
     i_hi = tl.minimum(i_lo + 1, NL - 1)
-    s0 = _sens_at(LUT, 0, i_lo, i_hi, frac, ok, NL, CORR, LN10)
-    s1 = _sens_at(LUT, 1, i_lo, i_hi, frac, ok, NL, CORR, LN10)
-    s2 = _sens_at(LUT, 2, i_lo, i_hi, frac, ok, NL, CORR, LN10)
-    s3 = _sens_at(LUT, 3, i_lo, i_hi, frac, ok, NL, CORR, LN10)
-    t0, t1, t2, t3, _ = _contrast4(TG, TGN, n, i, j, w, hn, wn, ok, tgsn, tgsc, tnsn, tnsc, SCALE)
-    m0, a0 = masker_and_diff(t0, r0, s0, 1.0)
-    m1, a1 = masker_and_diff(t1, r1, s1, G1)
-    m2, a2 = masker_and_diff(t2, r2, s2, 1.0)
-    m3, a3 = masker_and_diff(t3, r3, s3, 1.0)
-    out = OUT + n * 8 * HW + i.to(tl.int64) * w + j
+    m0, a0 = masker_and_diff(t0, r0, _sens_at(LUT, 0, i_lo, i_hi, frac, ok, NL, CORR, LN10), 1.0)
+    m1, a1 = masker_and_diff(t1, r1, _sens_at(LUT, 1, i_lo, i_hi, frac, ok, NL, CORR, LN10), G1)
+    m2, a2 = masker_and_diff(t2, r2, _sens_at(LUT, 2, i_lo, i_hi, frac, ok, NL, CORR, LN10), 1.0)
+    m3, a3 = masker_and_diff(t3, r3, _sens_at(LUT, 3, i_lo, i_hi, frac, ok, NL, CORR, LN10), 1.0)
+    return m0, m1, m2, m3, a0, a1, a2, a3
+
+
+@triton.jit
+def _store8(out, HW, m0, m1, m2, m3, a0, a1, a2, a3, ok):
     tl.store(out, m0, mask=ok)
     tl.store(out + HW, m1, mask=ok)
     tl.store(out + 2 * HW, m2, mask=ok)
@@ -91,6 +110,29 @@ def _video_pair_band_kernel(RG, RGN, TG, TGN, LUT, OUT, w, hn, wn, rgsn, rgsc, r
     tl.store(out + 5 * HW, a1, mask=ok)
     tl.store(out + 6 * HW, a2, mask=ok)
     tl.store(out + 7 * HW, a3, mask=ok)
+
+
+@triton.jit
+def _video_pair_band_kernel(RG, RGN, TG, TGN, LUT, OUT, w, h, hn, wn, rgsn, rgsc, rnsn, rnsc, tgsn, tgsc, tnsn, tnsc,
+                            HW, REF_FRAMES, LOGL0, LOGL_SPAN, CORR, NL: tl.constexpr, G1: tl.constexpr,
+                            SCALE: tl.constexpr, LN10: tl.constexpr, BLOCK: tl.constexpr):
+    """Rows 2 bi and 2 bi + 1 of a block of columns: the two rows expand the same three rows of the next level."""
+    bi = tl.program_id(1)
+    n = tl.program_id(2).to(tl.int64)
+    j = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    ok = j < w
+    # test frame n of clip n // REF_FRAMES is compared with reference frame n % REF_FRAMES (a shared reference)
+    r0, r1, r2, r3, rb, ro0, ro1, ro2, ro3, rob = _contrast4_pair(RG, RGN, n % REF_FRAMES, bi, j, w, h, hn, wn, ok,
+                                                                  rgsn, rgsc, rnsn, rnsc, SCALE)
+    t0, t1, t2, t3, _, to0, to1, to2, to3, _ = _contrast4_pair(TG, TGN, n, bi, j, w, h, hn, wn, ok, tgsn, tgsc, tnsn,
+                                                                tnsc, SCALE)
+    out = OUT + n * 8 * HW + (2 * bi).to(tl.int64) * w + j
+    m0, m1, m2, m3, a0, a1, a2, a3 = _band_row(LUT, r0, r1, r2, r3, rb, t0, t1, t2, t3, ok, LOGL0, LOGL_SPAN,
+                                               CORR, NL, G1, LN10)
+    _store8(out, HW, m0, m1, m2, m3, a0, a1, a2, a3, ok)
+    m0, m1, m2, m3, a0, a1, a2, a3 = _band_row(LUT, ro0, ro1, ro2, ro3, rob, to0, to1, to2, to3, ok, LOGL0,
+                                               LOGL_SPAN, CORR, NL, G1, LN10)
+    _store8(out + w, HW, m0, m1, m2, m3, a0, a1, a2, a3, ok & (j * 0 + 2 * bi + 1 < h))
 
 
 @cached(maxsize=64)
@@ -120,8 +162,9 @@ def _pair_launcher(ref_geometry: tuple, test_geometry: tuple, rho: float, scale:
     ref_frames, h, w, hn, wn, *ref_strides = ref_geometry
     lut, log_l0, log_span, corr, nl = _sensitivity_table(rho, device)
     block, warps = block_for(w)
-    launch = Launcher(_video_pair_band_kernel, (triton.cdiv(w, block), h, test_geometry[0]), num_warps=warps)
-    return launch, lut, (w, hn, wn, *ref_strides, *test_geometry[5:], h * w, ref_frames, log_l0, log_span, corr, nl,
+    launch = Launcher(_video_pair_band_kernel, (triton.cdiv(w, block), triton.cdiv(h, 2), test_geometry[0]),
+                      num_warps=warps)
+    return launch, lut, (w, h, hn, wn, *ref_strides, *test_geometry[5:], h * w, ref_frames, log_l0, log_span, corr, nl,
                          CH_GAIN[1], float(scale), _LN10, block)
 
 
@@ -172,24 +215,50 @@ def _vblur_kernel(X, TAPS, OUT, h, w, sn, sc, HW, C: tl.constexpr, NT: tl.conste
 
 
 @triton.jit
-def _hblur(row, TAPS, j, w, ok, NT: tl.constexpr, BLOCK: tl.constexpr):
-    acc = tl.zeros([BLOCK], dtype=tl.float32)
+def _hblur4_edge(v, vsc, TAPS, j, w, ok, NT: tl.constexpr, BLOCK: tl.constexpr):
+    """Horizontal pass of the masking blur of the four channels (rows ``v + c vsc``) at columns ``j``, reflected
+    at the row's ends; taps in order."""
+    b0 = tl.zeros([BLOCK], dtype=tl.float32)
+    b1 = tl.zeros([BLOCK], dtype=tl.float32)
+    b2 = tl.zeros([BLOCK], dtype=tl.float32)
+    b3 = tl.zeros([BLOCK], dtype=tl.float32)
     for t in tl.static_range(NT):
         col = j + (t - NT // 2)
         col = tl.where(col < 0, -col, col)
         col = tl.where(col >= w, 2 * (w - 1) - col, col)
-        acc += tl.load(TAPS + t) * tl.load(row + col, mask=ok, other=0.0)
-    return acc
+        tap = tl.load(TAPS + t)
+        b0 += tap * tl.load(v + col, mask=ok, other=0.0)
+        b1 += tap * tl.load(v + vsc + col, mask=ok, other=0.0)
+        b2 += tap * tl.load(v + 2 * vsc + col, mask=ok, other=0.0)
+        b3 += tap * tl.load(v + 3 * vsc + col, mask=ok, other=0.0)
+    return b0, b1, b2, b3
 
 
 @triton.jit
-def _masker(v, TAPS, j, w, ok, Q, EQ, MC, EPS: tl.constexpr, BLUR: tl.constexpr, NT: tl.constexpr,
-            BLOCK: tl.constexpr):
-    if BLUR:
-        b = _hblur(v, TAPS, j, w, ok, NT, BLOCK)
-    else:
-        b = tl.load(v + j, mask=ok, other=0.0)
-    return spow(tl.abs(b * MC), Q, EQ, EPS)
+def _hblur4_inner(v, vsc, TAPS, j, NT: tl.constexpr, BLOCK: tl.constexpr):
+    """:func:`_hblur4_edge` where every tap of every column lies inside the row: no reflection, no mask, loads at
+    constant offsets from four column pointers (the same sums)."""
+    p0 = v + j
+    p1 = p0 + vsc
+    p2 = p1 + vsc
+    p3 = p2 + vsc
+    b0 = tl.zeros([BLOCK], dtype=tl.float32)
+    b1 = tl.zeros([BLOCK], dtype=tl.float32)
+    b2 = tl.zeros([BLOCK], dtype=tl.float32)
+    b3 = tl.zeros([BLOCK], dtype=tl.float32)
+    for t in tl.static_range(NT):
+        tap = tl.load(TAPS + t)
+        b0 += tap * tl.load(p0 + (t - NT // 2))
+        b1 += tap * tl.load(p1 + (t - NT // 2))
+        b2 += tap * tl.load(p2 + (t - NT // 2))
+        b3 += tap * tl.load(p3 + (t - NT // 2))
+    return b0, b1, b2, b3
+
+
+@triton.jit
+def _diff(a, m0, m1, m2, m3, w0, w1, w2, w3, P, EPS_P, MAXV, EPS: tl.constexpr):
+    """D of one masked channel: its raw difference a and the masker mix M = sum_c m_c W[c, j]."""
+    return soft(spow(a, P, EPS_P, EPS), m0 * w0 + m1 * w1 + m2 * w2 + m3 * w3, MAXV)
 
 
 @triton.jit
@@ -202,6 +271,11 @@ def _video_band_pool_kernel(V, BAND, TAPS, WX, OUT, h, w, vsn, vsc, HW, OW, Q0, 
     v0 = V + n * vsn + row_off
     a_row = BAND + (n * 8 + 4) * HW + row_off
     out_row = OUT + n * 4 * h * OW + i.to(tl.int64) * OW
+    # the 4 x 4 cross-channel weights W[c, j] (row by row), read once
+    w00, w01, w02, w03 = tl.load(WX + 0), tl.load(WX + 1), tl.load(WX + 2), tl.load(WX + 3)
+    w10, w11, w12, w13 = tl.load(WX + 4), tl.load(WX + 5), tl.load(WX + 6), tl.load(WX + 7)
+    w20, w21, w22, w23 = tl.load(WX + 8), tl.load(WX + 9), tl.load(WX + 10), tl.load(WX + 11)
+    w30, w31, w32, w33 = tl.load(WX + 12), tl.load(WX + 13), tl.load(WX + 14), tl.load(WX + 15)
     acc0 = tl.zeros([BLOCK], dtype=tl.float32)
     acc1 = tl.zeros([BLOCK], dtype=tl.float32)
     acc2 = tl.zeros([BLOCK], dtype=tl.float32)
@@ -209,19 +283,27 @@ def _video_band_pool_kernel(V, BAND, TAPS, WX, OUT, h, w, vsn, vsc, HW, OW, Q0, 
     for j0 in range(0, w, BLOCK):
         j = j0 + tl.arange(0, BLOCK)
         ok = j < w
-        m0 = _masker(v0, TAPS, j, w, ok, Q0, EQ0, MC, EPS, BLUR, NT, BLOCK)
-        m1 = _masker(v0 + vsc, TAPS, j, w, ok, Q1, EQ1, MC, EPS, BLUR, NT, BLOCK)
-        m2 = _masker(v0 + 2 * vsc, TAPS, j, w, ok, Q2, EQ2, MC, EPS, BLUR, NT, BLOCK)
-        m3 = _masker(v0 + 3 * vsc, TAPS, j, w, ok, Q3, EQ3, MC, EPS, BLUR, NT, BLOCK)
-        # M_j = sum_c m_c W[c, j] (WX: the 4 x 4 weights row by row)
-        d0 = soft(spow(tl.load(a_row + j, mask=ok, other=0.0), P, EPS_P, EPS),
-                  m0 * tl.load(WX + 0) + m1 * tl.load(WX + 4) + m2 * tl.load(WX + 8) + m3 * tl.load(WX + 12), MAXV)
-        d1 = soft(spow(tl.load(a_row + HW + j, mask=ok, other=0.0), P, EPS_P, EPS),
-                  m0 * tl.load(WX + 1) + m1 * tl.load(WX + 5) + m2 * tl.load(WX + 9) + m3 * tl.load(WX + 13), MAXV)
-        d2 = soft(spow(tl.load(a_row + 2 * HW + j, mask=ok, other=0.0), P, EPS_P, EPS),
-                  m0 * tl.load(WX + 2) + m1 * tl.load(WX + 6) + m2 * tl.load(WX + 10) + m3 * tl.load(WX + 14), MAXV)
-        d3 = soft(spow(tl.load(a_row + 3 * HW + j, mask=ok, other=0.0), P, EPS_P, EPS),
-                  m0 * tl.load(WX + 3) + m1 * tl.load(WX + 7) + m2 * tl.load(WX + 11) + m3 * tl.load(WX + 15), MAXV)
+        if BLUR:
+            if (j0 >= NT // 2) & (j0 + BLOCK + NT // 2 <= w):
+                b0, b1, b2, b3 = _hblur4_inner(v0, vsc, TAPS, j, NT, BLOCK)
+            else:
+                b0, b1, b2, b3 = _hblur4_edge(v0, vsc, TAPS, j, w, ok, NT, BLOCK)
+        else:
+            b0 = tl.load(v0 + j, mask=ok, other=0.0)
+            b1 = tl.load(v0 + vsc + j, mask=ok, other=0.0)
+            b2 = tl.load(v0 + 2 * vsc + j, mask=ok, other=0.0)
+            b3 = tl.load(v0 + 3 * vsc + j, mask=ok, other=0.0)
+        m0 = spow(tl.abs(b0 * MC), Q0, EQ0, EPS)
+        m1 = spow(tl.abs(b1 * MC), Q1, EQ1, EPS)
+        m2 = spow(tl.abs(b2 * MC), Q2, EQ2, EPS)
+        m3 = spow(tl.abs(b3 * MC), Q3, EQ3, EPS)
+        d0 = _diff(tl.load(a_row + j, mask=ok, other=0.0), m0, m1, m2, m3, w00, w10, w20, w30, P, EPS_P, MAXV, EPS)
+        d1 = _diff(tl.load(a_row + HW + j, mask=ok, other=0.0), m0, m1, m2, m3, w01, w11, w21, w31, P, EPS_P, MAXV,
+                   EPS)
+        d2 = _diff(tl.load(a_row + 2 * HW + j, mask=ok, other=0.0), m0, m1, m2, m3, w02, w12, w22, w32, P, EPS_P,
+                   MAXV, EPS)
+        d3 = _diff(tl.load(a_row + 3 * HW + j, mask=ok, other=0.0), m0, m1, m2, m3, w03, w13, w23, w33, P, EPS_P,
+                   MAXV, EPS)
         if MAP:
             tl.store(out_row + j, d0, mask=ok)
             tl.store(out_row + h * OW + j, d1, mask=ok)
@@ -286,7 +368,7 @@ def cvvdp_video_masker_vblur_fwd(m: torch.Tensor) -> torch.Tensor:
 @cached(maxsize=128)
 def _pool_launcher(n: int, h: int, w: int, vsn: int, vsc: int, blur: bool, with_map: bool
                    ) -> tuple[Launcher, tuple, int]:
-    block = max(32, min(1024, triton.next_power_of_2(w)))
+    block = max(32, min(_POOL_BLOCK, triton.next_power_of_2(w)))
     ow = w + 1 if with_map else 1
     launch = Launcher(_video_band_pool_kernel, (h, n), num_warps=max(1, min(8, block // 128)))
     return launch, (h, w, vsn, vsc, h * w, ow, *_pool_constants(), 1e-5, blur, with_map, _TAPS, block), ow

@@ -41,7 +41,7 @@ def _accumulate(acc0, acc1, acc2, acc3, y, rg, yv, TAB, s, q, FRAMES: tl.constex
     weights ``TAB[s, c, q]`` (:func:`_tap_table`: tap L - 1 - (s - q) of channel c, 0 where output q does not
     reach frame s; adding 0 * x leaves a finite sum as it is, so per output the sums run in tap order, as one output
     frame at a time would)."""
-    row = TAB + tl.multiple_of(s * (4 * FRAMES), 4 * FRAMES) + q
+    row = TAB + s * (4 * FRAMES) + q
     acc0 += tl.load(row)[:, None] * y[None, :]
     acc1 += tl.load(row + FRAMES)[:, None] * rg[None, :]
     acc2 += tl.load(row + 2 * FRAMES)[:, None] * yv[None, :]
@@ -60,9 +60,11 @@ def _store4(OUT, acc0, acc1, acc2, acc3, n, q0, q, frames, p, ok, HW):
 
 
 @triton.jit
-def _temporal_kernel(X, TAB, OUT, HW, n_taps, frames, sn, ss, sc, FRAMES: tl.constexpr, BLOCK: tl.constexpr):
+def _temporal_kernel(X, TAB, OUT, HW, frames, sn, ss, sc, NT: tl.constexpr, FRAMES: tl.constexpr,
+                     BLOCK: tl.constexpr):
     """One program: BLOCK pixels of FRAMES consecutive output frames of one clip; window frames q0 .. q0 +
-    FRAMES + L - 2 are each read once."""
+    FRAMES + L - 2 are each read once (unrolled: L = NT is a compile-time constant, so every frame's loads can be
+    in flight together; frames past a short last group's window are masked: only outputs not stored use them)."""
     p = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     q0 = tl.program_id(1) * FRAMES
     n = tl.program_id(2).to(tl.int64)
@@ -72,11 +74,12 @@ def _temporal_kernel(X, TAB, OUT, HW, n_taps, frames, sn, ss, sc, FRAMES: tl.con
     acc1 = tl.zeros((FRAMES, BLOCK), dtype=tl.float32)
     acc2 = tl.zeros((FRAMES, BLOCK), dtype=tl.float32)
     acc3 = tl.zeros((FRAMES, BLOCK), dtype=tl.float32)
-    for s in range(0, tl.minimum(FRAMES, frames - q0) + n_taps - 1):
+    for s in tl.static_range(FRAMES + NT - 1):
         x = X + n * sn + (q0 + s).to(tl.int64) * ss + p
-        y = tl.load(x, mask=ok, other=0.0)
-        rg = tl.load(x + sc, mask=ok, other=0.0)
-        yv = tl.load(x + 2 * sc, mask=ok, other=0.0)
+        live = ok & (p * 0 + (q0 + s) < frames + NT - 1)  # (a vector: the interpreter masks with vectors)
+        y = tl.load(x, mask=live, other=0.0)
+        rg = tl.load(x + sc, mask=live, other=0.0)
+        yv = tl.load(x + 2 * sc, mask=live, other=0.0)
         acc0, acc1, acc2, acc3 = _accumulate(acc0, acc1, acc2, acc3, y, rg, yv, TAB, s, q, FRAMES)
     _store4(OUT, acc0, acc1, acc2, acc3, n, q0, q, frames, p, ok, HW)
 
@@ -119,14 +122,14 @@ def cvvdp_temporal_fwd(window: torch.Tensor, filters: torch.Tensor) -> torch.Ten
                          f"{tuple(window.shape)} and {tuple(filters.shape)}")
     frames = s - n_taps + 1
     out = torch.empty((n, frames, 4, h, w), dtype=torch.float32, device=window.device)
-    _launcher(n, frames, h * w)(window, _tap_table(filters), out, h * w, n_taps, frames, window.stride(0),
-                                window.stride(1), window.stride(2), _FRAMES, _BLOCK)
+    _launcher(n, frames, h * w)(window, _tap_table(filters), out, h * w, frames, window.stride(0), window.stride(1),
+                                window.stride(2), n_taps, _FRAMES, _BLOCK)
     return out
 
 
 @triton.jit
-def _temporal_codes_kernel(X, LUM, TAB, OUT, HW, n_taps, frames, sn, ss, sc, M00, M01, M02, M10, M11, M12, M20, M21,
-                           M22, FRAMES: tl.constexpr, BLOCK: tl.constexpr):
+def _temporal_codes_kernel(X, LUM, TAB, OUT, HW, frames, sn, ss, sc, M00, M01, M02, M10, M11, M12, M20, M21, M22,
+                           NT: tl.constexpr, FRAMES: tl.constexpr, BLOCK: tl.constexpr):
     """As ``_temporal_kernel`` on codes: each window frame's display model is computed once per program."""
     p = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     q0 = tl.program_id(1) * FRAMES
@@ -137,11 +140,12 @@ def _temporal_codes_kernel(X, LUM, TAB, OUT, HW, n_taps, frames, sn, ss, sc, M00
     acc1 = tl.zeros((FRAMES, BLOCK), dtype=tl.float32)
     acc2 = tl.zeros((FRAMES, BLOCK), dtype=tl.float32)
     acc3 = tl.zeros((FRAMES, BLOCK), dtype=tl.float32)
-    for s in range(0, tl.minimum(FRAMES, frames - q0) + n_taps - 1):
+    for s in tl.static_range(FRAMES + NT - 1):
         x = X + n * sn + (q0 + s).to(tl.int64) * ss + p
-        l0 = tl.load(LUM + tl.load(x, mask=ok, other=0).to(tl.int32))
-        l1 = tl.load(LUM + tl.load(x + sc, mask=ok, other=0).to(tl.int32))
-        l2 = tl.load(LUM + tl.load(x + 2 * sc, mask=ok, other=0).to(tl.int32))
+        live = ok & (p * 0 + (q0 + s) < frames + NT - 1)  # (a vector: the interpreter masks with vectors)
+        l0 = tl.load(LUM + tl.load(x, mask=live, other=0).to(tl.int32))
+        l1 = tl.load(LUM + tl.load(x + sc, mask=live, other=0).to(tl.int32))
+        l2 = tl.load(LUM + tl.load(x + 2 * sc, mask=live, other=0).to(tl.int32))
         y = l0 * M00 + l1 * M01 + l2 * M02
         rg = l0 * M10 + l1 * M11 + l2 * M12
         yv = l0 * M20 + l1 * M21 + l2 * M22
@@ -181,6 +185,6 @@ def cvvdp_temporal_codes_fwd(codes: torch.Tensor, filters: torch.Tensor, peak_lu
     launch, matrix = _codes_launcher(n, frames, h * w, tuple(float(v) for v in rgb2xyz))
     lum = _luminance_table(float(peak_luminance), float(black_level), float(reflected), float(exposure), codes.device)
     out = torch.empty((n, frames, 4, h, w), dtype=torch.float32, device=codes.device)
-    launch(codes, lum, _tap_table(filters), out, h * w, n_taps, frames, codes.stride(0), codes.stride(1),
-           codes.stride(2), *matrix, _FRAMES, _BLOCK)
+    launch(codes, lum, _tap_table(filters), out, h * w, frames, codes.stride(0), codes.stride(1), codes.stride(2),
+           *matrix, n_taps, _FRAMES, _BLOCK)
     return out

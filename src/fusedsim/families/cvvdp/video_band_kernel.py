@@ -36,9 +36,10 @@ __all__ = ["cvvdp_video_band_pool_fwd", "cvvdp_video_masker_vblur_fwd", "cvvdp_v
 _LN10 = math.log(10.0)
 _TAPS = 13
 _VBLUR_ROWS = 8  # output rows per program of the vertical blur: 20 row loads for 8 rows, not 104
-# columns per step of the band pool's row loop: at 1080p six of its eight steps lie 6 px inside the row, where the
-# horizontal blur needs no reflection (one step of 1 024 columns never did)
-_POOL_BLOCK = 256
+# columns per step of the band pool's row loop (one warp a row): at 1080p 13 of its 15 steps lie 6 px inside the
+# row, where the horizontal blur needs no reflection (one step of 1 024 columns never did); 128 ran 3 % faster than
+# 256 and 12 % faster than 512 on an H200 (benchmarks/README.md, ColorVideoVDP on video)
+_POOL_BLOCK = 128
 
 
 # ------------------------------------------------------------------------------------------------- pair band

@@ -336,7 +336,7 @@ cvvdp_band_pool = register_op(KernelOp(
 
 def _cvvdp_temporal_examples(device: torch.device) -> list[Example]:
     """DKL-like frames and the metric's filters at 30 fps (9 taps) and 24 fps (7 taps); windows with one output
-    frame (the first frame's history replicated) and several; 11 frames: a program's 8 frames and 3 more."""
+    frame (the first frame's history replicated) and several; 11 frames: two programs' 4 frames and 3 more."""
     out = []
     for i, (n, frames, fps, h, w) in enumerate([(1, 1, 30, 5, 7), (2, 3, 24, 6, 4), (1, 2, 30, 17, 33),
                                                 (2, 11, 24, 3, 5)]):
@@ -464,7 +464,7 @@ def cvvdp_temporal_codes_ref(codes: torch.Tensor, filters: torch.Tensor, peak_lu
 
 def _cvvdp_temporal_codes_examples(device: torch.device) -> list[Example]:
     """Every uint8 code; standard_4k's photometry and a darker display with exposure 0.5 (the clip branch); 17
-    frames: two programs' 8 frames and one more."""
+    frames: four programs' 4 frames and one more."""
     from fusedsim.families.cvvdp.data import cvvdp_display
 
     out = []

@@ -72,15 +72,12 @@ def _reduce_weight(o, t: tl.constexpr, n, n_out, ODD: tl.constexpr, K0: tl.const
 
 
 @triton.jit
-def _row_weight(o, p, n, n_out, EDGE: tl.constexpr, ODD: tl.constexpr, K0: tl.constexpr, K1: tl.constexpr,
+def _row_weight(o, p, n, n_out, ODD: tl.constexpr, K0: tl.constexpr, K1: tl.constexpr,
                 K2: tl.constexpr, K3: tl.constexpr, K4: tl.constexpr):
     """Weight of input row ``p`` (scalar) in outputs ``o`` (vector) along an axis of n inputs: the tap t = p - 2o + 2
-    of :func:`_reduce_weight`, 0 where o does not reach p. Without EDGE (rows and outputs away from both ends) the
-    weight depends on t alone."""
+    of :func:`_reduce_weight`, 0 where o does not reach p; the edge terms folded in."""
     t = p - 2 * o + 2
     kt = tl.where(t == 0, K0, tl.where(t == 1, K1, tl.where(t == 2, K2, tl.where(t == 3, K3, K4))))
-    if not EDGE:
-        return tl.where((t >= 0) & (t <= 4), kt, 0.0)
     w = tl.where((t >= 0) & (t <= 4) & (p >= 0) & (p < n), kt, 0.0)
     first = o == 0
     w += tl.where(first & (p == 0), K1, 0.0) + tl.where(first & (p == 1), K0, 0.0)
@@ -106,9 +103,13 @@ def _column_sums(base, io0, H, W, HO, c0, c1, c2, c3, c4, ok, EDGE: tl.constexpr
     cs4 = tl.zeros([ROWS, BLOCK], dtype=tl.float32)
     for k in tl.static_range(2 * ROWS + 3):
         r = 2 * io0 + (k - 2)
-        wr = _row_weight(io, r, H, HO, EDGE, ODD, K0, K1, K2, K3, K4)[:, None]
         if EDGE:
+            wr = _row_weight(io, r, H, HO, ODD, K0, K1, K2, K3, K4)[:, None]
             r = tl.minimum(tl.maximum(r, 0), H - 1)
+        else:  # away from both ends the weight is the tap's alone: t = k - 2q, known when compiled
+            t = k - 2 * tl.arange(0, ROWS)
+            wr = tl.where(t == 0, K0, tl.where(t == 1, K1, tl.where(t == 2, K2, tl.where(t == 3, K3, tl.where(
+                t == 4, K4, 0.0)))))[:, None]
         row = base + r.to(tl.int64) * W
         cs0 += wr * tl.load(row + c0, mask=ok, other=0.0).to(tl.float32)[None, :]
         cs1 += wr * tl.load(row + c1, mask=ok, other=0.0).to(tl.float32)[None, :]

@@ -35,11 +35,10 @@ __all__ = ["cvvdp_video_band_pool_fwd", "cvvdp_video_masker_vblur_fwd", "cvvdp_v
 
 _LN10 = math.log(10.0)
 _TAPS = 13
-_VBLUR_ROWS = 8  # output rows per program of the vertical blur: 20 row loads for 8 rows, not 104
-# columns per step of the band pool's row loop (one warp a row): at 1080p 13 of its 15 steps lie 6 px inside the
-# row, where the horizontal blur needs no reflection (one step of 1 024 columns never did); 128 ran 3 % faster than
-# 256 and 12 % faster than 512 on an H200 (benchmarks/README.md, ColorVideoVDP on video)
-_POOL_BLOCK = 128
+# columns per step of the band pool's row loop (one warp a row): at 1080p 28 of its 30 steps lie 6 px inside the
+# row, where the horizontal blur needs no reflection (one step of 1 024 columns never did); on an H200 the whole
+# metric ran 4 % faster with 64 than with 128, 8 % faster than with 256 (benchmarks/README.md, ColorVideoVDP on video)
+_POOL_BLOCK = 64
 
 
 # ------------------------------------------------------------------------------------------------- pair band
@@ -188,35 +187,62 @@ def cvvdp_video_pair_band_fwd(ref_g: torch.Tensor, ref_g_next: torch.Tensor, tes
 
 # ----------------------------------------------------------------------------------------- masking blur, pooling
 @triton.jit
-def _vblur_kernel(X, TAPS, OUT, h, w, sn, sc, HW, C: tl.constexpr, NT: tl.constexpr, ROWS: tl.constexpr,
+def _add_row(acc, x, k: tl.constexpr, q: tl.constexpr, T: tl.constexpr, NT: tl.constexpr):
+    """Input row k of a program added to its output row q with tap k - q (nothing where the tap does not exist)."""
+    if k - q >= 0:
+        if k - q < NT:
+            acc += T[k - q] * x
+    return acc
+
+
+@triton.jit
+def _vblur_kernel(X, OUT, h, w, sn, sc, HW, T: tl.constexpr, C: tl.constexpr, NT: tl.constexpr,
                   BLOCK: tl.constexpr):
-    """ROWS output rows a program: each of the ROWS + NT - 1 input rows is loaded once and added to every output
-    row it reaches (weight 0 elsewhere), in tap order as one row at a time would (the same sums)."""
-    i0 = tl.program_id(1) * ROWS
+    """Eight output rows a program: each of the 8 + NT - 1 input rows is loaded once and added to the output rows it
+    reaches, in tap order as one row at a time would (the same sums); the taps ``T`` are compile-time constants and
+    each output row has its own accumulator, so no product by a zero weight is formed."""
+    i0 = tl.program_id(1) * 8
     plane = tl.program_id(2)
     n = (plane // C).to(tl.int64)
     c = (plane % C).to(tl.int64)
     j = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     ok = j < w
-    q = tl.arange(0, ROWS)
     base = X + n * sn + c * sc + j
-    acc = tl.zeros([ROWS, BLOCK], dtype=tl.float32)
-    for k in tl.static_range(ROWS + NT - 1):
+    a0 = tl.zeros([BLOCK], dtype=tl.float32)
+    a1 = tl.zeros([BLOCK], dtype=tl.float32)
+    a2 = tl.zeros([BLOCK], dtype=tl.float32)
+    a3 = tl.zeros([BLOCK], dtype=tl.float32)
+    a4 = tl.zeros([BLOCK], dtype=tl.float32)
+    a5 = tl.zeros([BLOCK], dtype=tl.float32)
+    a6 = tl.zeros([BLOCK], dtype=tl.float32)
+    a7 = tl.zeros([BLOCK], dtype=tl.float32)
+    for k in tl.static_range(8 + NT - 1):
         r = i0 + (k - NT // 2)
         r = tl.where(r < 0, -r, r)
         r = tl.where(r >= h, 2 * (h - 1) - r, r)
         r = tl.maximum(r, 0)  # rows past a short plane's end (their outputs are not stored)
-        t = k - q  # the tap of this input row for output row i0 + q
-        weight = tl.load(TAPS + t, mask=(t >= 0) & (t < NT), other=0.0)
         x = tl.load(base + r.to(tl.int64) * w, mask=ok, other=0.0)
-        acc += weight[:, None] * x[None, :]
-    rows = i0 + q
-    out = OUT + (n * C + c) * HW + rows[:, None].to(tl.int64) * w + j[None, :]
-    tl.store(out, acc, mask=(rows[:, None] < h) & ok[None, :])
+        a0 = _add_row(a0, x, k, 0, T, NT)
+        a1 = _add_row(a1, x, k, 1, T, NT)
+        a2 = _add_row(a2, x, k, 2, T, NT)
+        a3 = _add_row(a3, x, k, 3, T, NT)
+        a4 = _add_row(a4, x, k, 4, T, NT)
+        a5 = _add_row(a5, x, k, 5, T, NT)
+        a6 = _add_row(a6, x, k, 6, T, NT)
+        a7 = _add_row(a7, x, k, 7, T, NT)
+    out = OUT + (n * C + c) * HW + i0.to(tl.int64) * w + j
+    tl.store(out, a0, mask=ok)
+    tl.store(out + w, a1, mask=ok & (j * 0 + i0 + 1 < h))
+    tl.store(out + 2 * w, a2, mask=ok & (j * 0 + i0 + 2 < h))
+    tl.store(out + 3 * w, a3, mask=ok & (j * 0 + i0 + 3 < h))
+    tl.store(out + 4 * w, a4, mask=ok & (j * 0 + i0 + 4 < h))
+    tl.store(out + 5 * w, a5, mask=ok & (j * 0 + i0 + 5 < h))
+    tl.store(out + 6 * w, a6, mask=ok & (j * 0 + i0 + 6 < h))
+    tl.store(out + 7 * w, a7, mask=ok & (j * 0 + i0 + 7 < h))
 
 
 @triton.jit
-def _hblur4_edge(v, vsc, TAPS, j, w, ok, NT: tl.constexpr, BLOCK: tl.constexpr):
+def _hblur4_edge(v, vsc, j, w, ok, T: tl.constexpr, NT: tl.constexpr, BLOCK: tl.constexpr):
     """Horizontal pass of the masking blur of the four channels (rows ``v + c vsc``) at columns ``j``, reflected
     at the row's ends; taps in order."""
     b0 = tl.zeros([BLOCK], dtype=tl.float32)
@@ -227,7 +253,7 @@ def _hblur4_edge(v, vsc, TAPS, j, w, ok, NT: tl.constexpr, BLOCK: tl.constexpr):
         col = j + (t - NT // 2)
         col = tl.where(col < 0, -col, col)
         col = tl.where(col >= w, 2 * (w - 1) - col, col)
-        tap = tl.load(TAPS + t)
+        tap = T[t]
         b0 += tap * tl.load(v + col, mask=ok, other=0.0)
         b1 += tap * tl.load(v + vsc + col, mask=ok, other=0.0)
         b2 += tap * tl.load(v + 2 * vsc + col, mask=ok, other=0.0)
@@ -236,7 +262,7 @@ def _hblur4_edge(v, vsc, TAPS, j, w, ok, NT: tl.constexpr, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def _hblur4_inner(v, vsc, TAPS, j, NT: tl.constexpr, BLOCK: tl.constexpr):
+def _hblur4_inner(v, vsc, j, T: tl.constexpr, NT: tl.constexpr, BLOCK: tl.constexpr):
     """:func:`_hblur4_edge` where every tap of every column lies inside the row: no reflection, no mask, loads at
     constant offsets from four column pointers (the same sums)."""
     p0 = v + j
@@ -248,7 +274,7 @@ def _hblur4_inner(v, vsc, TAPS, j, NT: tl.constexpr, BLOCK: tl.constexpr):
     b2 = tl.zeros([BLOCK], dtype=tl.float32)
     b3 = tl.zeros([BLOCK], dtype=tl.float32)
     for t in tl.static_range(NT):
-        tap = tl.load(TAPS + t)
+        tap = T[t]
         b0 += tap * tl.load(p0 + (t - NT // 2))
         b1 += tap * tl.load(p1 + (t - NT // 2))
         b2 += tap * tl.load(p2 + (t - NT // 2))
@@ -263,9 +289,9 @@ def _diff(a, m0, m1, m2, m3, w0, w1, w2, w3, P, EPS_P, MAXV, EPS: tl.constexpr):
 
 
 @triton.jit
-def _video_band_pool_kernel(V, BAND, TAPS, WX, OUT, h, w, vsn, vsc, HW, OW, Q0, Q1, Q2, Q3, EQ0, EQ1, EQ2, EQ3, P,
+def _video_band_pool_kernel(V, BAND, WX, OUT, h, w, vsn, vsc, HW, OW, Q0, Q1, Q2, Q3, EQ0, EQ1, EQ2, EQ3, P,
                             EPS_P, MC, MAXV, BETA, EPS_BETA, EPS: tl.constexpr, BLUR: tl.constexpr,
-                            MAP: tl.constexpr, NT: tl.constexpr, BLOCK: tl.constexpr):
+                            MAP: tl.constexpr, T: tl.constexpr, NT: tl.constexpr, BLOCK: tl.constexpr):
     i = tl.program_id(0)
     n = tl.program_id(1).to(tl.int64)
     row_off = i.to(tl.int64) * w
@@ -286,9 +312,9 @@ def _video_band_pool_kernel(V, BAND, TAPS, WX, OUT, h, w, vsn, vsc, HW, OW, Q0, 
         ok = j < w
         if BLUR:
             if (j0 >= NT // 2) & (j0 + BLOCK + NT // 2 <= w):
-                b0, b1, b2, b3 = _hblur4_inner(v0, vsc, TAPS, j, NT, BLOCK)
+                b0, b1, b2, b3 = _hblur4_inner(v0, vsc, j, T, NT, BLOCK)
             else:
-                b0, b1, b2, b3 = _hblur4_edge(v0, vsc, TAPS, j, w, ok, NT, BLOCK)
+                b0, b1, b2, b3 = _hblur4_edge(v0, vsc, j, w, ok, T, NT, BLOCK)
         else:
             b0 = tl.load(v0 + j, mask=ok, other=0.0)
             b1 = tl.load(v0 + vsc + j, mask=ok, other=0.0)
@@ -320,9 +346,13 @@ def _video_band_pool_kernel(V, BAND, TAPS, WX, OUT, h, w, vsn, vsc, HW, OW, Q0, 
     tl.store(out_row + 3 * h * OW + (OW - 1), tl.sum(acc3, axis=0))
 
 
-@cached(maxsize=8)
-def _taps(device: torch.device) -> torch.Tensor:
-    return gauss_taps(cvvdp_params().pu_dilate, torch.empty(0, dtype=torch.float32)).to(device)
+@cached(maxsize=1)
+def _taps() -> tuple[float, ...]:
+    """The masking blur's taps (float32 values as the twin forms them), compiled into the blur kernels."""
+    taps = tuple(float(v) for v in gauss_taps(cvvdp_params().pu_dilate, torch.empty(0, dtype=torch.float32)))
+    if len(taps) != _TAPS:
+        raise ValueError(f"cvvdp masking blur: the kernels take {_TAPS} taps; the parameters give {len(taps)}")
+    return taps
 
 
 @cached(maxsize=8)
@@ -349,8 +379,8 @@ def _pool_constants() -> tuple:
 @cached(maxsize=128)
 def _vblur_launcher(n: int, h: int, w: int, sn: int, sc: int) -> tuple[Launcher, tuple]:
     block, warps = block_for(w)
-    launch = Launcher(_vblur_kernel, (triton.cdiv(w, block), triton.cdiv(h, _VBLUR_ROWS), n * 4), num_warps=warps)
-    return launch, (h, w, sn, sc, h * w, 4, _TAPS, _VBLUR_ROWS, block)
+    launch = Launcher(_vblur_kernel, (triton.cdiv(w, block), triton.cdiv(h, 8), n * 4), num_warps=warps)
+    return launch, (h, w, sn, sc, h * w, _taps(), 4, _TAPS, block)
 
 
 @cvvdp_video_masker_vblur.triton_launcher
@@ -362,7 +392,7 @@ def cvvdp_video_masker_vblur_fwd(m: torch.Tensor) -> torch.Tensor:
         raise ValueError(f"cvvdp_video_masker_vblur: input (M, 4, h > 6, w); got {tuple(m.shape)}")
     launch, tail = _vblur_launcher(n, h, w, sn, sc)
     out = torch.empty((n, 4, h, w), dtype=torch.float32, device=m.device)
-    launch(m, _taps(m.device), out, *tail)
+    launch(m, out, *tail)
     return out
 
 
@@ -372,7 +402,7 @@ def _pool_launcher(n: int, h: int, w: int, vsn: int, vsc: int, blur: bool, with_
     block = max(32, min(_POOL_BLOCK, triton.next_power_of_2(w)))
     ow = w + 1 if with_map else 1
     launch = Launcher(_video_band_pool_kernel, (h, n), num_warps=max(1, min(8, block // 128)))
-    return launch, (h, w, vsn, vsc, h * w, ow, *_pool_constants(), 1e-5, blur, with_map, _TAPS, block), ow
+    return launch, (h, w, vsn, vsc, h * w, ow, *_pool_constants(), 1e-5, blur, with_map, _taps(), _TAPS, block), ow
 
 
 @cvvdp_video_band_pool.triton_launcher
@@ -389,5 +419,5 @@ def cvvdp_video_band_pool_fwd(vblurred: torch.Tensor, band: torch.Tensor, blur: 
         raise ValueError(f"cvvdp_video_band_pool: the masking blur needs w > {_TAPS // 2}; got {w}")
     launch, tail, ow = _pool_launcher(n, h, w, vsn, vsc, bool(blur), bool(with_map))
     out = torch.empty((n, 4, h, ow), dtype=torch.float32, device=band.device)
-    launch(vblurred, band, _taps(band.device), _cross_weights(band.device), out, *tail)
+    launch(vblurred, band, _cross_weights(band.device), out, *tail)
     return out

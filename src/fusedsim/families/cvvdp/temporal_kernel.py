@@ -36,6 +36,19 @@ _FRAMES = 4  # output frames a program: each window frame is read (and converted
 
 
 @triton.jit
+def _program(HW, FRAMES: tl.constexpr, BLOCK: tl.constexpr):
+    """This program's pixels, first output frame, clip, pixel mask and output frame offsets."""
+    p = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    return p, tl.program_id(1) * FRAMES, tl.program_id(2).to(tl.int64), p < HW, tl.arange(0, FRAMES)
+
+
+@triton.jit
+def _zeros4(FRAMES: tl.constexpr, BLOCK: tl.constexpr):
+    return (tl.zeros((FRAMES, BLOCK), dtype=tl.float32), tl.zeros((FRAMES, BLOCK), dtype=tl.float32),
+            tl.zeros((FRAMES, BLOCK), dtype=tl.float32), tl.zeros((FRAMES, BLOCK), dtype=tl.float32))
+
+
+@triton.jit
 def _accumulate(acc0, acc1, acc2, acc3, y, rg, yv, TAB, s, q, FRAMES: tl.constexpr):
     """Adds window frame ``s`` (its Y, RG, YV at the program's pixels) to output frames ``q`` (FRAMES,) with the
     weights ``TAB[s, c, q]`` (:func:`_tap_table`: tap L - 1 - (s - q) of channel c, 0 where output q does not
@@ -65,15 +78,8 @@ def _temporal_kernel(X, TAB, OUT, HW, frames, sn, ss, sc, NT: tl.constexpr, FRAM
     """One program: BLOCK pixels of FRAMES consecutive output frames of one clip; window frames q0 .. q0 +
     FRAMES + L - 2 are each read once (unrolled: L = NT is a compile-time constant, so every frame's loads can be
     in flight together; frames past a short last group's window are masked: only outputs not stored use them)."""
-    p = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    q0 = tl.program_id(1) * FRAMES
-    n = tl.program_id(2).to(tl.int64)
-    ok = p < HW
-    q = tl.arange(0, FRAMES)
-    acc0 = tl.zeros((FRAMES, BLOCK), dtype=tl.float32)
-    acc1 = tl.zeros((FRAMES, BLOCK), dtype=tl.float32)
-    acc2 = tl.zeros((FRAMES, BLOCK), dtype=tl.float32)
-    acc3 = tl.zeros((FRAMES, BLOCK), dtype=tl.float32)
+    p, q0, n, ok, q = _program(HW, FRAMES, BLOCK)
+    acc0, acc1, acc2, acc3 = _zeros4(FRAMES, BLOCK)
     for s in tl.static_range(FRAMES + NT - 1):
         x = X + n * sn + (q0 + s).to(tl.int64) * ss + p
         live = ok & (p * 0 + (q0 + s) < frames + NT - 1)  # (a vector: the interpreter masks with vectors)
@@ -131,15 +137,8 @@ def cvvdp_temporal_fwd(window: torch.Tensor, filters: torch.Tensor) -> torch.Ten
 def _temporal_codes_kernel(X, LUM, TAB, OUT, HW, frames, sn, ss, sc, M00, M01, M02, M10, M11, M12, M20, M21, M22,
                            NT: tl.constexpr, FRAMES: tl.constexpr, BLOCK: tl.constexpr):
     """As ``_temporal_kernel`` on codes: each window frame's display model is computed once per program."""
-    p = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    q0 = tl.program_id(1) * FRAMES
-    n = tl.program_id(2).to(tl.int64)
-    ok = p < HW
-    q = tl.arange(0, FRAMES)
-    acc0 = tl.zeros((FRAMES, BLOCK), dtype=tl.float32)
-    acc1 = tl.zeros((FRAMES, BLOCK), dtype=tl.float32)
-    acc2 = tl.zeros((FRAMES, BLOCK), dtype=tl.float32)
-    acc3 = tl.zeros((FRAMES, BLOCK), dtype=tl.float32)
+    p, q0, n, ok, q = _program(HW, FRAMES, BLOCK)
+    acc0, acc1, acc2, acc3 = _zeros4(FRAMES, BLOCK)
     for s in tl.static_range(FRAMES + NT - 1):
         x = X + n * sn + (q0 + s).to(tl.int64) * ss + p
         live = ok & (p * 0 + (q0 + s) < frames + NT - 1)  # (a vector: the interpreter masks with vectors)

@@ -323,7 +323,7 @@ def cvvdp(ref: torch.Tensor, dist: torch.Tensor, *, display: str = "standard_4k"
             two iterables of frames
             (3, H, W) or frame blocks (B, 3, H, W) / (N, B, 3, H, W), scored as they come with memory bounded in the
             clip's length (the temporal channels; a clip of one frame is a still image, as in pycvvdp).
-        frames_per_block: video frames processed together (default: about 16 Mpixel per block).
+        frames_per_block: video frames processed together (default: about 16 Mpixel per block on the CPU, 32 on a GPU).
 
     Returns:
         float tensor (N,) of JODs (0-d for unbatched images), or :class:`CVVDPResult` ``(jod, diff_map)``.

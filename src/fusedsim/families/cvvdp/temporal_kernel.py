@@ -102,7 +102,8 @@ def _tap_index(n_taps: int, device: torch.device) -> tuple[torch.Tensor, torch.T
 
 def _tap_table(filters: torch.Tensor) -> torch.Tensor:
     """The weights (FRAMES + L - 1, 4, FRAMES) float32 of window frame s in output frame q of a program, channel
-    by channel: each step of the kernel's loop reads its 4 x FRAMES weights as contiguous vectors."""
+    by channel, zero where q does not reach s: the kernel's loop reads them without index arithmetic or masks.
+    Built on every call (three small launches); the stream passes the same filters each time."""
     tap, real = _tap_index(filters.shape[-1], filters.device)
     return torch.where(real, filters[:, tap], 0.0).permute(1, 0, 2).contiguous()
 

@@ -86,8 +86,8 @@ def _contrast4_pair(G, GN, n, bi, j, w, h, hn, wn, ok, gsn, gsc, nsn, nsc, SCALE
 @triton.jit
 def _band_row(LUT, r0, r1, r2, r3, bkg, t0, t1, t2, t3, ok, LOGL0, LOGL_SPAN, CORR, NL: tl.constexpr,
               G1: tl.constexpr, LN10: tl.constexpr):
-    """The reference's CSF sensitivity at its background, then both sides' masker input and difference of one
-    row segment, stored as the band buffer's eight planes (``OUT`` at the row segment, planes HW apart)."""
+    """The reference's CSF sensitivity at its background, then both sides' masker input min(|T'|, |R'|) and
+    difference |T' - R'| of the four channels of one row segment (the band buffer's eight planes, in order)."""
     pos = (fast_log2(bkg) * (0.6931471805599453 / LN10) - LOGL0) / LOGL_SPAN * (NL - 1)  # log10 (2^-22 off)
     pos = tl.minimum(tl.maximum(pos, 0.0), NL - 1.0)
     i_lo = pos.to(tl.int32)
